@@ -1,0 +1,52 @@
+# Two commands do all the set-up on a fresh machine with Python 3.11 and make:
+#   make demo   run the flagship example DAG end to end against the bundled simulator (+ local S3)
+#   make test   lint, type-check and run the whole test suite
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+PYTHON ?= python3
+UV_VERSION := 0.13.9
+TOOLS := .tools
+UV := $(TOOLS)/bin/uv
+VENV := .venv
+BIN := $(VENV)/bin
+export UV_LINK_MODE := copy
+
+.PHONY: help sync lint format typecheck test test-unit demo bench clean
+
+help:
+	@echo "make test   - install the locked environment, run ruff, mypy and pytest"
+	@echo "make demo   - run the flagship DAG end to end against the bundled Brev simulator"
+	@echo "make bench  - run the benchmarks, write benchmarks/results.json"
+
+$(UV):
+	$(PYTHON) -m venv $(TOOLS)
+	$(TOOLS)/bin/python -m pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
+
+$(BIN)/python: $(UV) uv.lock pyproject.toml
+	$(UV) sync --locked --quiet
+	@touch $(BIN)/python
+
+sync: $(BIN)/python
+
+lint: sync
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: sync
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+typecheck: sync
+	$(BIN)/mypy
+
+test: lint typecheck
+	$(BIN)/pytest
+
+demo: sync
+	$(BIN)/python -m airflow_provider_brev.testing.demo
+
+bench: sync
+	$(BIN)/python benchmarks/run.py
+
+clean:
+	rm -rf $(VENV) $(TOOLS) .mypy_cache .ruff_cache .pytest_cache

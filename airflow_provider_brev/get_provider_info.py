@@ -1,0 +1,107 @@
+"""Provider metadata read by Airflow's provider discovery.
+
+A plain dict literal with no imports: every Airflow component (scheduler, API server, triggerer, workers,
+CLI) calls this function.
+"""
+
+from __future__ import annotations
+
+
+def get_provider_info() -> dict:
+    return {
+        "package-name": "airflow-provider-brev",
+        "name": "NVIDIA Brev",
+        "description": "Run GPU work (NVIDIA TAO training, gap analysis, S3 data staging) on "
+        "NVIDIA Brev instances as Airflow tasks, with cleanup that cannot be skipped.",
+        "versions": ["0.1.0"],
+        "integrations": [
+            {
+                "integration-name": "NVIDIA Brev",
+                "external-doc-url": "https://docs.nvidia.com/brev/",
+                "tags": ["software"],
+            }
+        ],
+        "hooks": [
+            {
+                "integration-name": "NVIDIA Brev",
+                "python-modules": ["airflow_provider_brev.hooks.brev"],
+            }
+        ],
+        "operators": [
+            {
+                "integration-name": "NVIDIA Brev",
+                "python-modules": [
+                    "airflow_provider_brev.operators.brev",
+                ],
+            }
+        ],
+        "sensors": [
+            {
+                "integration-name": "NVIDIA Brev",
+                "python-modules": ["airflow_provider_brev.sensors.brev"],
+            }
+        ],
+        "triggers": [
+            {
+                "integration-name": "NVIDIA Brev",
+                "python-modules": ["airflow_provider_brev.triggers.brev"],
+            }
+        ],
+        "connection-types": [
+            {
+                "connection-type": "brev",
+                "hook-class-name": "airflow_provider_brev.hooks.brev.BrevHook",
+                "hook-name": "NVIDIA Brev",
+                "ui-field-behaviour": {
+                    "hidden-fields": ["host", "schema", "port", "login"],
+                    "relabeling": {"password": "Brev API token"},
+                    "placeholders": {
+                        "password": "token from https://brev.nvidia.com/settings/cli "
+                        "(or leave empty and set an API key)",
+                        "extra": '{"cli_path": "/usr/local/bin/brev"}',
+                    },
+                },
+                "conn-fields": {
+                    "api_key": {
+                        "label": "API key",
+                        "description": "Brev API key (bak-...), an alternative to the token that does "
+                        "not expire hourly (brev CLI v0.6.324+). Needs the org id.",
+                        "schema": {"type": ["string", "null"], "format": "password"},
+                    },
+                    "org_id": {
+                        "label": "Org id",
+                        "description": "Organization id for API-key login.",
+                        "schema": {"type": ["string", "null"]},
+                    },
+                    "org": {
+                        "label": "Org name",
+                        "description": "Organization to list instances in (brev ls --org).",
+                        "schema": {"type": ["string", "null"]},
+                    },
+                    "cli_path": {
+                        "label": "brev CLI path",
+                        "description": "Path of the brev executable on workers and triggerers "
+                        "(default: BREV_CLI, then PATH).",
+                        "schema": {"type": ["string", "null"]},
+                    },
+                    "cloud_cred_id": {
+                        "label": "Cloud credential id",
+                        "description": "Placement: passed to brev create only where the CLI accepts it.",
+                        "schema": {"type": ["string", "null"]},
+                    },
+                    "workspace_group_id": {
+                        "label": "Workspace group id",
+                        "description": "Placement: passed to brev create only where the CLI accepts it.",
+                        "schema": {"type": ["string", "null"]},
+                    },
+                    "name_prefix": {
+                        "label": "Instance name prefix",
+                        "description": "Owner prefix of instance names this provider generates and the "
+                        "janitor may delete (default afbrev).",
+                        "schema": {"type": ["string", "null"]},
+                    },
+                },
+            }
+        ],
+        "extra-links": [],
+    }

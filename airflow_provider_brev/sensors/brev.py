@@ -1,0 +1,101 @@
+"""Sensors for NVIDIA Brev."""
+
+from __future__ import annotations
+
+import time
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from airflow.sdk import PokeReturnValue
+
+from airflow_provider_brev._compat import default_deferrable
+from airflow_provider_brev.exceptions import BrevInstanceFailedError, BrevTimeoutError
+from airflow_provider_brev.sensors.base import BrevBaseSensor
+from airflow_provider_brev.triggers.brev import EVENT_SUCCESS, EVENT_TIMEOUT, BrevInstanceReadyTrigger
+from airflow_provider_brev.utils.events import validate_event
+from airflow_provider_brev.utils.mixins import brev_template_fields
+from airflow_provider_brev.utils.names import validate_instance_name
+
+if TYPE_CHECKING:
+    from airflow.sdk import Context
+
+#: Cold starts (provisioning, sshd, image caches) take minutes: wait at least this long by default.
+DEFAULT_READY_TIMEOUT = 20 * 60
+
+
+class BrevReadySensor(BrevBaseSensor):
+    """Wait until a Brev instance is really usable, not just ``RUNNING``.
+
+    Readiness is layered: status ``RUNNING`` → build ``COMPLETED`` / shell ``READY`` → an exec probe that must
+    echo back a random nonce → optionally ``docker info``. Cheap status checks run first; the probe only
+    runs once the status is good. The sensor fails fast (with Brev's status) when the instance is in
+    ``FAILURE``, ``DELETING``, stopped, or vanished.
+
+    Works in ``poke`` and ``reschedule`` modes and deferrable (the default follows Airflow's
+    ``[operators] default_deferrable``). Deferred, the trigger enforces an absolute deadline, because
+    Airflow 3.3 does not apply ``execution_timeout`` to deferrals.
+
+    :param instance_name: the instance to wait for (templated; e.g. ``create.output``).
+    :param require_docker: also require ``docker info`` to succeed (container work such as TAO).
+    :param deferrable: wait in the triggerer, holding no worker slot.
+    :param poke_interval: seconds between checks (default 1: readiness is noticed within about a second).
+    :param timeout: total seconds to wait (default 20 minutes, sized for GPU cold starts).
+    :param brev_conn_id: the Airflow connection id of type ``brev``.
+    """
+
+    template_fields = brev_template_fields("instance_name")
+
+    def __init__(
+        self,
+        *,
+        instance_name: str,
+        require_docker: bool = False,
+        deferrable: bool | None = None,
+        poke_interval: float = 1.0,
+        timeout: float = DEFAULT_READY_TIMEOUT,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(poke_interval=poke_interval, timeout=timeout, **kwargs)
+        self.instance_name = instance_name
+        self.require_docker = require_docker
+        self.deferrable = default_deferrable() if deferrable is None else deferrable
+
+    def poke(self, context: Context) -> PokeReturnValue:
+        name = validate_instance_name(self.instance_name)
+        readiness = self.hook.check_readiness(name, require_docker=self.require_docker)
+        self.log.info("%s", readiness.message)
+        if readiness.terminal:
+            raise BrevInstanceFailedError(readiness.message)
+        return PokeReturnValue(is_done=readiness.ready, xcom_value=readiness.instance)
+
+    def execute(self, context: Context) -> Any:
+        if not self.deferrable:
+            return super().execute(context)
+        name = validate_instance_name(self.instance_name)
+        readiness = self.hook.check_readiness(name, require_docker=self.require_docker)
+        if readiness.ready:  # check before deferring: no round trip when already ready
+            self.log.info("%s", readiness.message)
+            return readiness.instance
+        if readiness.terminal:
+            raise BrevInstanceFailedError(readiness.message)
+        self.defer(
+            trigger=BrevInstanceReadyTrigger(
+                instance_name=name,
+                brev_conn_id=self.brev_conn_id,
+                deadline=time.time() + float(self.timeout),
+                poll_interval=float(self.poke_interval),
+                require_docker=self.require_docker,
+            ),
+            method_name="execute_complete",
+            timeout=timedelta(seconds=float(self.timeout) + 60),
+        )
+        return None
+
+    def execute_complete(self, context: Context, event: dict[str, Any] | None = None) -> Any:
+        event = validate_event(event, "instance_name")
+        if event["status"] == EVENT_SUCCESS:
+            self.log.info("%s", event["message"])
+            return event.get("instance")
+        if event["status"] == EVENT_TIMEOUT:
+            raise BrevTimeoutError(event["message"])
+        raise BrevInstanceFailedError(event["message"])

@@ -1,0 +1,17 @@
+"""Validation of trigger events handed back to ``execute_complete``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from airflow_provider_brev.exceptions import BrevError
+
+
+def validate_event(event: dict[str, Any] | None, *required: str) -> dict[str, Any]:
+    """Return ``event`` if it is a dict with ``status``, ``message`` and ``required`` keys, else raise."""
+    if not isinstance(event, dict):
+        raise BrevError(f"The trigger returned no usable event ({event!r}); the deferral was lost or timed out.")
+    missing = [key for key in ("status", "message", *required) if key not in event]
+    if missing:
+        raise BrevError(f"The trigger event lacks {', '.join(missing)}: {event!r}")
+    return event

@@ -1,0 +1,143 @@
+"""Layered instance readiness, as pure decisions shared by the hook, the sensor and the trigger.
+
+``RUNNING`` does not mean usable (reference/brev-cli.md §3). The layers, cheapest first:
+
+1. ``brev ls --json`` status ``RUNNING`` (what ``brev create`` waits for);
+2. build ``COMPLETED`` / shell ``READY``;
+3. an exec probe that must echo back a random nonce (sshd answers, the alias resolves, a shell runs);
+4. optionally ``docker info`` succeeds (container work).
+
+:func:`readiness_from_status` decides from the listing alone whether a probe is worth running;
+:func:`build_probe_command` / :func:`probe_passed` build and judge the probe.
+"""
+
+from __future__ import annotations
+
+import secrets
+import shlex
+from dataclasses import dataclass, field
+from typing import Any
+
+from airflow_provider_brev.utils.cli_output import (
+    STATUS_DELETING,
+    STATUS_FAILURE,
+    STATUS_RUNNING,
+    STATUS_STOPPED,
+    STATUS_STOPPING,
+    BrevInstance,
+)
+
+STAGE_MISSING = "missing"
+STAGE_FAILED = "failed"
+STAGE_DELETING = "deleting"
+STAGE_STOPPED = "stopped"
+STAGE_PROVISIONING = "provisioning"
+STAGE_BUILDING = "building"
+STAGE_SSH = "ssh"
+STAGE_DOCKER = "docker"
+STAGE_READY = "ready"
+
+
+@dataclass(frozen=True)
+class Readiness:
+    """Where an instance stands on the way to being usable.
+
+    :param stage: one of ``missing``, ``failed``, ``deleting``, ``stopped``, ``provisioning``, ``building``,
+        ``ssh``, ``docker``, ``ready``.
+    :param terminal: waiting longer cannot help (FAILURE, DELETING, vanished, stopped).
+    """
+
+    stage: str
+    message: str
+    terminal: bool = False
+    instance: dict[str, Any] | None = field(default=None, compare=False)
+
+    @property
+    def ready(self) -> bool:
+        return self.stage == STAGE_READY
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "stage": self.stage,
+            "message": self.message,
+            "terminal": self.terminal,
+            "instance": self.instance,
+        }
+
+
+def readiness_from_status(name: str, instance: BrevInstance | None) -> Readiness | None:
+    """Decide from ``brev ls`` alone; ``None`` means "status is good: run the probe"."""
+    if instance is None:
+        return Readiness(
+            STAGE_MISSING,
+            f"Instance {name!r} does not exist (it was deleted or never created).",
+            terminal=True,
+        )
+    data = instance.to_dict()
+    if instance.status == STATUS_FAILURE:
+        return Readiness(
+            STAGE_FAILED,
+            f"Instance {name!r} is in FAILURE (build {instance.build_status or '-'}, "
+            f"health {instance.health_status or '-'}); check it with `brev ls` and the Brev console.",
+            terminal=True,
+            instance=data,
+        )
+    if instance.status == STATUS_DELETING:
+        return Readiness(STAGE_DELETING, f"Instance {name!r} is being deleted.", terminal=True, instance=data)
+    if instance.status in (STATUS_STOPPED, STATUS_STOPPING):
+        return Readiness(
+            STAGE_STOPPED,
+            f"Instance {name!r} is {instance.status}; start it first (this provider never starts "
+            "instances implicitly, to avoid surprise billing).",
+            terminal=True,
+            instance=data,
+        )
+    if instance.build_status == "CREATE_FAILED":
+        return Readiness(
+            STAGE_FAILED, f"Instance {name!r} failed to build (CREATE_FAILED).", terminal=True, instance=data
+        )
+    if instance.status != STATUS_RUNNING:
+        return Readiness(
+            STAGE_PROVISIONING, f"Instance {name!r} is {instance.status or 'provisioning'}.", instance=data
+        )
+    if not instance.shell_ready:
+        return Readiness(
+            STAGE_BUILDING,
+            f"Instance {name!r} is RUNNING; build {instance.build_status or 'pending'}, shell not ready.",
+            instance=data,
+        )
+    return None
+
+
+def new_nonce() -> str:
+    return "brev-ready-" + secrets.token_hex(8)
+
+
+def build_probe_command(nonce: str, *, require_docker: bool = False) -> str:
+    """A probe that echoes ``nonce`` (and ``nonce:docker`` when ``docker info`` works)."""
+    quoted = shlex.quote(nonce)
+    command = f"echo {quoted}"
+    if require_docker:
+        command += f"; docker info >/dev/null 2>&1 && echo {shlex.quote(nonce + ':docker')}"
+    return command + "; exit 0"
+
+
+def probe_passed(stdout_lines: list[str], nonce: str, *, require_docker: bool = False) -> tuple[bool, str]:
+    """Judge a probe's stdout: (passed, stage-if-not)."""
+    stripped = {line.strip() for line in stdout_lines}
+    if nonce not in stripped:
+        return False, STAGE_SSH
+    if require_docker and f"{nonce}:docker" not in stripped:
+        return False, STAGE_DOCKER
+    return True, STAGE_READY
+
+
+def probe_readiness(name: str, instance: BrevInstance, passed: bool, stage: str, detail: str = "") -> Readiness:
+    """The :class:`Readiness` after a probe."""
+    data = instance.to_dict()
+    if passed:
+        return Readiness(STAGE_READY, f"Instance {name!r} is ready (exec probe echoed its nonce).", instance=data)
+    if stage == STAGE_DOCKER:
+        return Readiness(STAGE_DOCKER, f"Instance {name!r} answers over SSH but `docker info` fails.", instance=data)
+    suffix = f": {detail}" if detail else ""
+    return Readiness(STAGE_SSH, f"Instance {name!r} is RUNNING but not reachable over SSH yet{suffix}", instance=data)

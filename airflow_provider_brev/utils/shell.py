@@ -1,0 +1,110 @@
+"""Pure shell-building for commands sent through ``brev exec``.
+
+``brev exec <instance> <command>`` hands one command string to ``ssh``. The released CLI treats *any*
+non-zero ssh exit as a connection failure, refreshes, and runs the command a second time, then exits 1
+without the real code (reference/brev-cli.md §2.7). :func:`build_once_command` wraps a command so that
+
+* it runs at most once per ``run_id`` (``mkdir`` is the atomic guard; a re-run only reports),
+* the wrapper itself always exits 0 (so the CLI never takes the re-run path because of *our* exit code),
+* the real exit code is reported on stderr behind a per-call random marker the command cannot forge.
+
+Every value is ``shlex.quote``-d; nothing here runs a process.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping
+
+_ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+RUNS_DIR = "$HOME/.airflow-brev/runs"
+STARTED_ELSEWHERE = "started"
+
+
+def validate_env(env: Mapping[str, str] | None) -> dict[str, str]:
+    """Check environment variable names; values are converted to ``str``."""
+    result: dict[str, str] = {}
+    for key, value in (env or {}).items():
+        if not isinstance(key, str) or not _ENV_NAME_RE.match(key):
+            raise ValueError(f"Invalid environment variable name {key!r}: use letters, digits and '_'.")
+        result[key] = str(value)
+    return result
+
+
+def env_prefix(env: Mapping[str, str] | None) -> str:
+    """``env K=V ... `` (quoted) or an empty string."""
+    pairs = validate_env(env)
+    if not pairs:
+        return ""
+    return "env " + " ".join(shlex.quote(f"{k}={v}") for k, v in pairs.items()) + " "
+
+
+def user_command(command: str, *, env: Mapping[str, str] | None = None, cwd: str | None = None) -> str:
+    """Run ``command`` with ``bash -c`` (optionally in ``cwd`` with extra env), stdin closed."""
+    body = f"{env_prefix(env)}bash -c {shlex.quote(command)} </dev/null"
+    if cwd:
+        body = f"cd {shlex.quote(cwd)} && {body}"
+    return body
+
+
+def marker_line_re(marker: str) -> re.Pattern[str]:
+    return re.compile(re.escape(marker) + r"=(\d+|" + STARTED_ELSEWHERE + r")\s*$")
+
+
+def build_once_command(
+    command: str,
+    *,
+    run_id: str,
+    marker: str,
+    env: Mapping[str, str] | None = None,
+    cwd: str | None = None,
+) -> str:
+    """Wrap ``command`` to run at most once for ``run_id`` and report its exit code behind ``marker``.
+
+    :param command: the user's shell command (run with ``bash -c``).
+    :param run_id: unique per logical call (the hook's retries of the same call reuse it).
+    :param marker: a random token; the wrapper prints ``<marker>=<exit code>`` on stderr at the end,
+        or ``<marker>=started`` when an earlier attempt of the same call already started the command.
+    """
+    if not re.fullmatch(r"[A-Za-z0-9_.-]+", run_id):
+        raise ValueError(f"run_id {run_id!r} must be alphanumeric")
+    if not re.fullmatch(r"[A-Za-z0-9_]+", marker):
+        raise ValueError("marker must be alphanumeric")
+    guard = f'"{RUNS_DIR}"/{shlex.quote(run_id)}'
+    return "; ".join(
+        [
+            f'mkdir -p "{RUNS_DIR}"',
+            f"if mkdir {guard} 2>/dev/null; then {user_command(command, env=env, cwd=cwd)}",
+            f"__brev_rc=$?; printf '%s' \"$__brev_rc\" > {guard}/rc.tmp && mv -f {guard}/rc.tmp {guard}/rc",
+            f"else __brev_rc=$(cat {guard}/rc 2>/dev/null || echo {STARTED_ELSEWHERE}); fi",
+            # A newline on stdout guarantees the CLI's trailing instance-name line starts on its own line.
+            "printf '\\n'",
+            f"printf '%s=%s\\n' {shlex.quote(marker)} \"$__brev_rc\" >&2",
+            "exit 0",
+        ]
+    )
+
+
+def parse_once_marker(stderr_lines: Iterable[str], marker: str) -> int | str | None:
+    """The exit code reported by :func:`build_once_command` (or ``"started"``), ``None`` if absent."""
+    pattern = marker_line_re(marker)
+    found: int | str | None = None
+    for line in stderr_lines:
+        match = pattern.search(line)
+        if match:
+            value = match.group(1)
+            found = int(value) if value.isdigit() else value
+    return found
+
+
+def strip_once_stdout(lines: list[str], instance_name: str) -> list[str]:
+    """Remove the CLI's trailing instance-name line and the wrapper's one extra newline."""
+    if lines and lines[-1].strip() == instance_name:
+        lines = lines[:-1]
+    if lines and lines[-1] == "":
+        lines = lines[:-1]
+    return lines

@@ -1,0 +1,269 @@
+"""BrevHook against the bundled simulator (both CLI profiles): the hook must survive the real CLI's quirks."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import sys
+
+import pytest
+
+from airflow_provider_brev.exceptions import (
+    BrevAuthError,
+    BrevCLINotFoundError,
+    BrevDuplicateNameError,
+    BrevInstanceFailedError,
+    BrevInvalidInputError,
+    BrevNoCapacityError,
+    BrevNoMatchingTypeError,
+    BrevPlacementRequiredError,
+)
+from airflow_provider_brev.hooks.brev import BrevHook, _reset_process_caches
+
+
+@pytest.fixture(autouse=True)
+def _fresh_process_caches():
+    _reset_process_caches()
+    yield
+    _reset_process_caches()
+
+
+@pytest.fixture
+def hook(brev_sim, monkeypatch):
+    monkeypatch.setenv("AIRFLOW_CONN_BREV_DEFAULT", brev_sim.connection_json())
+    return BrevHook(retry_delay=0.05)
+
+
+def commands(sim, name):
+    return [c for c in sim.calls() if _subcommand(c["argv"]) == name]
+
+
+def _subcommand(argv):
+    return next((a for a in argv if not a.startswith("-")), None)
+
+
+def test_login_from_connection_then_cached(brev_sim_both, monkeypatch):
+    sim = brev_sim_both
+    monkeypatch.setenv("AIRFLOW_CONN_BREV_DEFAULT", sim.connection_json())
+    hook = BrevHook()
+    assert hook.list_instances() == []
+    assert hook.list_instances() == []
+    assert len(commands(sim, "login")) == 1
+
+
+def test_login_from_brev_api_token_without_connection(brev_sim, monkeypatch):
+    monkeypatch.delenv("AIRFLOW_CONN_BREV_DEFAULT", raising=False)
+    monkeypatch.setenv("BREV_API_TOKEN", brev_sim.valid_token)
+    monkeypatch.setenv("BREV_CLI", str(brev_sim.brev_path))
+    ok, message = BrevHook().test_connection()
+    assert ok, message
+    assert len(commands(brev_sim, "login")) == 1
+
+
+def test_missing_connection_is_a_clear_error(brev_sim, monkeypatch):
+    monkeypatch.delenv("BREV_API_TOKEN", raising=False)
+    with pytest.raises(BrevAuthError, match="connection 'nope' is not defined"):
+        BrevHook(brev_conn_id="nope").list_instances()
+    assert brev_sim.calls() == []
+
+
+def test_relogin_after_token_expiry_mid_run(brev_sim_both, hook):
+    sim = brev_sim_both
+    hook.create_instance("expiry-1", gpu="L40S:1")
+    sim.expire_sessions()  # the console token's session died (hourly expiry)
+    assert [i.name for i in hook.list_instances()] == ["expiry-1"]
+    assert len(commands(sim, "login")) == 2
+    assert hook.delete_instance("expiry-1")
+
+
+def test_bad_token_is_rejected_clearly_and_creates_nothing(brev_sim, monkeypatch):
+    monkeypatch.setenv("AIRFLOW_CONN_BREV_DEFAULT", brev_sim.connection_json(token="not-a-real-token"))
+    with pytest.raises(BrevAuthError, match="rejected the login"):
+        BrevHook().create_instance("bad-token", gpu="L40S:1")
+    assert commands(brev_sim, "create") == []
+
+
+def test_create_with_gpu_spec_released_resolves_types(brev_sim, hook):
+    assert brev_sim.profile == "released"
+    instance = hook.create_instance("gpu-released", gpu="L40S:1", cloud_cred_id="cc-1", workspace_group_id="wg-1")
+    assert instance.name == "gpu-released"
+    (create,) = commands(brev_sim, "create")
+    argv = create["argv"]
+    assert "--gpu" not in argv and "--cloud-cred-id" not in argv and "--workspace-group-id" not in argv
+    types = argv[argv.index("--type") + 1].split(",")
+    assert types, argv
+    catalog = {o.type: o for o in hook.search_instance_types()}
+    assert all(catalog[t].gpu_name == "L40S" and catalog[t].gpu_count == 1 for t in types)
+    assert [catalog[t].price_per_hour for t in types] == sorted(catalog[t].price_per_hour for t in types)
+
+
+@pytest.mark.parametrize("brev_sim_profile", ["documented"])
+def test_create_with_gpu_spec_documented_passes_placement(brev_sim, hook):
+    brev_sim.set_accounts(
+        cloud_credentials=[{"id": "cc-1", "name": "aws"}, {"id": "cc-2", "name": "gcp"}],
+        workspace_groups=[{"id": "wg-1", "name": "a"}, {"id": "wg-2", "name": "b"}],
+    )
+    hook.create_instance("gpu-documented", gpu="L40S:1", cloud_cred_id="cc-2", workspace_group_id="wg-1")
+    (create,) = commands(brev_sim, "create")
+    argv = create["argv"]
+    assert argv[argv.index("--gpu") + 1] == "L40S:1"
+    assert argv[argv.index("--cloud-cred-id") + 1] == "cc-2"
+    assert argv[argv.index("--workspace-group-id") + 1] == "wg-1"
+
+
+@pytest.mark.parametrize("brev_sim_profile", ["documented"])
+def test_multi_credential_account_without_placement_names_the_extras(brev_sim, hook):
+    brev_sim.set_accounts(
+        cloud_credentials=[{"id": "cc-1", "name": "aws"}, {"id": "cc-2", "name": "gcp"}],
+        workspace_groups=[{"id": "wg-1", "name": "a"}],
+    )
+    with pytest.raises(BrevPlacementRequiredError, match="cloud_cred_id") as err:
+        hook.create_instance("needs-placement", gpu="L40S:1")
+    assert "workspace_group_id" in str(err.value)
+    assert brev_sim.instances() == []
+
+
+def test_create_that_ends_in_failure_raises(brev_sim_both, hook):
+    brev_sim_both.set_fault("boot_failure", message="GPU host lost during provisioning")
+    with pytest.raises(BrevInstanceFailedError, match="FAILURE"):
+        hook.create_instance("boot-fails", gpu="L40S:1", wait=True, timeout=30)
+
+
+def test_duplicate_name_while_deleting_is_a_clear_error(brev_sim_both, hook):
+    brev_sim_both.set_timings(delete_seconds=30)
+    hook.create_instance("dup-1", gpu="L40S:1")
+    assert hook.delete_instance("dup-1")
+    with pytest.raises(BrevDuplicateNameError, match="being deleted"):
+        hook.create_instance("dup-1", gpu="L40S:1")
+
+
+def test_delete_twice_succeeds(brev_sim_both, hook):
+    hook.create_instance("del-1", gpu="L40S:1")
+    assert hook.delete_instance("del-1", wait=True, timeout=30, poll_interval=0.1) is True
+    assert hook.delete_instance("del-1") is False
+    assert brev_sim_both.instances() == []
+
+
+def test_exec_runs_failing_command_once_with_real_exit_code(brev_sim_both, hook):
+    sim = brev_sim_both
+    hook.create_instance("exec-1", gpu="L40S:1")
+    hook.wait_until_ready("exec-1", timeout=60, poll_interval=0.1)
+    result = hook.run_command("exec-1", "echo ran >> counter; echo out; exit 3")
+    assert result.exit_code == 3
+    assert result.output.splitlines() == ["out"]  # no trailing instance-name line
+    assert (sim.sandbox("exec-1") / "counter").read_text() == "ran\n"
+    ok = hook.run_command("exec-1", "printf 'a\\nb\\n'")
+    assert (ok.exit_code, ok.output.splitlines(), ok.last_line) == (0, ["a", "b"], "b")
+
+
+def test_exec_on_a_fresh_instance_survives_the_cold_path(brev_sim_both, hook):
+    """The first exec after create has no ssh alias yet: the CLI fails its fast path and refreshes."""
+    hook.create_instance("cold-1", gpu="L40S:1", wait=True, timeout=60)
+    result = hook.run_command("cold-1", "echo hi >> counter; cat counter")
+    assert (result.exit_code, result.output) == (0, "hi")
+
+
+def test_5xx_is_retried_and_succeeds(brev_sim_both, hook):
+    brev_sim_both.set_fault("http_5xx", command="ls", times=1)
+    assert hook.list_instances() == []
+    assert len(commands(brev_sim_both, "ls")) == 2
+
+
+def test_5xx_on_create_is_retried(brev_sim, hook):
+    brev_sim.set_fault("http_5xx", command="create", times=1)
+    hook.create_instance("retry-create", gpu="L40S:1")
+    assert len(commands(brev_sim, "create")) == 2
+    assert [i["name"] for i in brev_sim.instances()] == ["retry-create"]
+
+
+def test_capacity_errors_are_typed(brev_sim, hook):
+    types = hook.resolve_instance_types(gpu="L40S:1")
+    brev_sim.set_fault("capacity", types=types)
+    with pytest.raises(BrevNoCapacityError, match="capacity"):
+        hook.create_instance("no-capacity", gpu="L40S:1")
+    assert brev_sim.instances() == []
+
+
+def test_capacity_on_first_type_falls_back(brev_sim, hook):
+    types = hook.resolve_instance_types(gpu="L40S:1")
+    if len(types) < 2:
+        pytest.skip("catalog has a single L40S:1 type")
+    brev_sim.set_fault("capacity", types=types[:1])
+    instance = hook.create_instance("fallback", gpu="L40S:1")
+    assert instance.instance_type == types[1]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error"),
+    [
+        ({"gpu": "NOSUCHGPU:1"}, BrevNoMatchingTypeError),
+        ({"gpu": "L40S:3"}, BrevNoMatchingTypeError),
+        ({"instance_types": ["no.such.type"]}, BrevNoMatchingTypeError),
+        ({"gpu": "L40S:1", "instance_types": ["g6e.xlarge"]}, BrevInvalidInputError),
+        ({"gpu": "L40S:zero"}, BrevInvalidInputError),
+    ],
+)
+def test_bad_requests_create_nothing(brev_sim_both, hook, kwargs, error):
+    with pytest.raises(error):
+        hook.create_instance("bad-request", **kwargs)
+    assert commands(brev_sim_both, "create") == []
+
+
+@pytest.mark.parametrize("name", ["-starts-with-dash", "x" * 64, "has space", ""])
+def test_invalid_names_create_nothing(brev_sim, hook, name):
+    with pytest.raises(BrevInvalidInputError):
+        hook.create_instance(name, gpu="L40S:1")
+    assert brev_sim.calls() == []
+
+
+def test_missing_cli_names_the_install_page(brev_sim, monkeypatch, tmp_path):
+    monkeypatch.setenv("AIRFLOW_CONN_BREV_DEFAULT", brev_sim.connection_json(cli_path=str(tmp_path / "nope" / "brev")))
+    with pytest.raises(BrevCLINotFoundError, match="https://docs.nvidia.com/brev/"):
+        BrevHook().list_instances()
+    monkeypatch.setenv("AIRFLOW_CONN_BREV_DEFAULT", json.dumps({"conn_type": "brev", "password": brev_sim.valid_token}))
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.delenv("BREV_CLI", raising=False)
+    with pytest.raises(BrevCLINotFoundError, match="not found on PATH"):
+        BrevHook().list_instances()
+
+
+def test_token_only_ever_on_the_login_command_line_and_never_logged(brev_sim_both, hook, caplog, capfd):
+    sim = brev_sim_both
+    token = sim.valid_token
+    with caplog.at_level(logging.DEBUG):
+        hook.create_instance("secret-1", gpu="L40S:1")
+        hook.wait_until_ready("secret-1", timeout=60, poll_interval=0.1)
+        hook.run_command("secret-1", "echo hello")
+        sim.expire_sessions()
+        hook.delete_instance("secret-1")
+    calls = sim.calls()
+    assert {_subcommand(c["argv"]) for c in calls} >= {"login", "create", "ls", "exec", "delete"}
+    for call in calls:
+        carries = token in json.dumps(call)
+        assert carries == (_subcommand(call["argv"]) == "login"), call["argv"][:2]
+    captured = capfd.readouterr()
+    assert token not in caplog.text
+    assert token not in captured.out + captured.err
+
+
+def test_importing_the_hook_does_not_import_boto3():
+    code = "import sys, airflow_provider_brev.hooks.brev; print('boto3' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=dict(os.environ))
+    assert out.stdout.strip() == "False"
+
+
+def test_stdin_is_never_inherited(brev_sim, hook):
+    """The CLI reads names from a non-TTY stdin; the hook must hand it /dev/null so nothing blocks."""
+    r, w = os.pipe()  # an open pipe on our stdin would block `brev create` forever
+    saved = os.dup(0)
+    os.dup2(r, 0)
+    try:
+        hook.create_instance("stdin-1", gpu="L40S:1")
+    finally:
+        os.dup2(saved, 0)
+        os.close(saved)
+        os.close(r)
+        os.close(w)
+    assert all(not c.get("stdin_read") for c in brev_sim.calls())

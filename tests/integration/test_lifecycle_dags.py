@@ -1,0 +1,147 @@
+"""Issue: instance lifecycle as Airflow tasks, proven inside real dag.test() runs against the simulator."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+from helpers import run_state, task_states
+
+from airflow_provider_brev.triggers.brev import BrevInstanceReadyTrigger
+
+
+def wait_for_no_instances(sim, timeout: float = 15.0) -> None:
+    """Deletion is asynchronous (DELETING, then gone): wait, bounded, until the simulator holds nothing."""
+    deadline = time.monotonic() + timeout
+    while sim.instances():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"instances left: {sim.instances()}")
+        time.sleep(0.05)
+
+
+def creates(sim):
+    return sim.calls("create")
+
+
+def test_example_lifecycle_dag_succeeds_and_leaves_nothing(run_dag, brev_sim_both):
+    dag_run = run_dag("example_brev_lifecycle")
+    assert run_state(dag_run) == "success", task_states(dag_run)
+    assert task_states(dag_run) == {
+        "create_instance": "success",
+        "wait_until_ready": "success",
+        "nvidia_smi": "success",
+        "delete_instance": "success",
+    }
+    assert len(creates(brev_sim_both)) == 1
+    wait_for_no_instances(brev_sim_both)
+
+
+def test_failing_work_task_still_tears_down(run_dag, brev_sim):
+    dag_run = run_dag("brev_case_failing_work")
+    states = task_states(dag_run)
+    assert run_state(dag_run) == "failed"
+    assert states["work"] == "failed"
+    assert states["delete"] == "success"
+    wait_for_no_instances(brev_sim)
+
+
+def test_boot_failure_in_create_deletes_its_instance(run_dag, brev_sim_both):
+    brev_sim_both.set_fault("boot_failure", message="host lost")
+    dag_run = run_dag("brev_case_create_waits")
+    states = task_states(dag_run)
+    assert run_state(dag_run) == "failed"
+    assert states["create"] == "failed"
+    assert states["delete"] == "upstream_failed"  # a failed setup gets no teardown...
+    assert len(creates(brev_sim_both)) == 1
+    wait_for_no_instances(brev_sim_both)  # ...so create cleaned up after itself
+
+
+def test_readiness_timeout_in_create_deletes_its_instance(run_dag, brev_sim):
+    brev_sim.set_fault("ssh_refused", seconds=120)
+    dag_run = run_dag("brev_case_create_waits", conf={"ready_timeout": 2})
+    assert task_states(dag_run)["create"] == "failed"
+    wait_for_no_instances(brev_sim)
+
+
+def test_create_waits_deferrable(run_dag, brev_sim_both):
+    dag_run = run_dag("brev_case_create_deferrable")
+    assert run_state(dag_run) == "success", task_states(dag_run)
+    wait_for_no_instances(brev_sim_both)
+
+
+def test_clearing_create_adopts_instead_of_creating_twice(run_dag, brev_sim, dagbag):
+    from datetime import datetime, timezone
+
+    logical_date = datetime(2026, 3, 1, tzinfo=timezone.utc)
+    dag = dagbag.get_dag("brev_case_create_only")
+    first = dag.test(logical_date=logical_date)
+    second = dag.test(logical_date=logical_date)  # same run: dag.test clears and re-runs the task
+    assert first.run_id == second.run_id
+    assert run_state(second) == "success"
+    assert len(creates(brev_sim)) == 1
+    assert len(brev_sim.instances()) == 1
+
+
+def test_retry_after_readiness_failure_adopts_the_instance(run_dag, brev_sim):
+    brev_sim.set_fault("ssh_refused", seconds=4)
+    dag_run = run_dag("brev_case_create_retry")
+    assert run_state(dag_run) == "success", task_states(dag_run)
+    (ti,) = dag_run.get_task_instances()
+    assert ti.try_number == 2
+    assert len(creates(brev_sim)) == 1
+
+
+@pytest.mark.parametrize("mode", ["poke", "reschedule", "deferrable"])
+def test_ready_sensor_modes(run_dag, brev_sim, mode):
+    dag_run = run_dag(f"brev_case_sensor_{mode}")
+    assert run_state(dag_run) == "success", task_states(dag_run)
+    wait_for_no_instances(brev_sim)
+
+
+@pytest.mark.parametrize("mode", ["poke", "deferrable"])
+def test_ready_sensor_fails_fast_on_failure(run_dag, brev_sim, mode):
+    brev_sim.set_fault("boot_failure", message="no GPU hosts left in zone")
+    started = time.monotonic()
+    dag_run = run_dag(f"brev_case_sensor_{mode}")
+    assert task_states(dag_run)["ready"] == "failed"
+    assert time.monotonic() - started < 30  # the sensor's timeout is 60 s: it failed fast
+    wait_for_no_instances(brev_sim)
+
+
+@pytest.mark.parametrize(
+    ("conf", "expected"),
+    [
+        ({"instance_name": "bad name!", "gpu": "L40S:1"}, "Invalid instance name"),
+        ({"gpu": "NOSUCHGPU:1"}, "No Brev instance type offers"),
+        ({"gpu": "L40S:1", "instance_types": "g6e.xlarge"}, "either gpu"),
+        ({"gpu": "L40S:1", "conn_id": "no_such_connection"}, "is not defined"),
+    ],
+)
+def test_bad_input_fails_before_anything_is_created(run_dag, brev_sim, conf, expected, capfd):
+    dag_run = run_dag("brev_case_bad_input", conf=conf)
+    (ti,) = dag_run.get_task_instances()
+    assert ti.state == "failed"
+    assert ti.try_number == 1  # invalid input is not retried (AirflowFailException)
+    assert creates(brev_sim) == []
+    out = capfd.readouterr()
+    assert expected in out.out + out.err
+
+
+def test_ready_trigger_serialisation_round_trips_without_secrets(brev_sim):
+    trigger = BrevInstanceReadyTrigger(
+        instance_name="x", brev_conn_id="brev_default", deadline=123.5, poll_interval=2, delete_on_kill=True, created=True
+    )
+    classpath, kwargs = trigger.serialize()
+    assert classpath == "airflow_provider_brev.triggers.brev.BrevInstanceReadyTrigger"
+    assert BrevInstanceReadyTrigger(**kwargs).serialize() == (classpath, kwargs)
+    assert brev_sim.valid_token not in json.dumps(kwargs)
+    assert set(kwargs) == {
+        "instance_name",
+        "brev_conn_id",
+        "deadline",
+        "poll_interval",
+        "require_docker",
+        "delete_on_kill",
+        "created",
+    }

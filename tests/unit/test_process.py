@@ -1,0 +1,81 @@
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import time
+
+from airflow_provider_brev.utils.process import arun_process, run_process, squash_carriage_returns
+
+
+def test_streams_lines_in_order_and_keeps_a_bounded_tail():
+    seen = []
+    result = run_process(
+        [sys.executable, "-c", "import sys\nfor i in range(5000): print(i)\nprint('err', file=sys.stderr)"],
+        env=None,
+        timeout=30,
+        on_stdout=seen.append,
+    )
+    assert result.exit_code == 0
+    assert seen == [str(i) for i in range(5000)]
+    assert len(result.stdout_lines) == 200
+    assert result.stdout_lines[-1] == "4999"
+    assert result.stderr_lines == ["err"]
+
+
+def test_stdin_is_closed_so_reading_it_does_not_block():
+    result = run_process([sys.executable, "-c", "import sys; print(repr(sys.stdin.read()))"], env=None, timeout=10)
+    assert result.stdout_lines == ["''"]
+
+
+def test_timeout_kills_the_whole_process_group(tmp_path):
+    pidfile = tmp_path / "child.pid"
+    script = f"sleep 30 & echo $! > {pidfile}; wait"
+    started = time.monotonic()
+    result = run_process(["bash", "-c", script], env=None, timeout=1)
+    assert result.timed_out
+    assert time.monotonic() - started < 10
+    child = int(pidfile.read_text())
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        try:
+            os.kill(child, 0)
+        except ProcessLookupError:
+            break
+        # the grandchild may linger as a zombie of init for a moment; poll for its disappearance
+        with open(f"/proc/{child}/stat") as fh:
+            if fh.read().split()[2] == "Z":
+                break
+    else:
+        raise AssertionError("grandchild survived the timeout")
+
+
+def test_carriage_returns_are_squashed():
+    assert squash_carriage_returns("10%\r50%\r100%") == "100%"
+    assert squash_carriage_returns("done\r") == "done"
+    result = run_process(["bash", "-c", "printf '1%%\\r2%%\\r3%%\\n'"], env=None, timeout=10)
+    assert result.stdout_lines == ["3%"]
+
+
+def test_long_lines_are_split_not_buffered_forever():
+    result = run_process([sys.executable, "-c", "print('x' * 600000)"], env=None, timeout=10, capture_stdout=True)
+    assert sum(len(line) for line in result.stdout_lines) == 600000
+    assert max(len(line) for line in result.stdout_lines) <= 256 * 1024
+
+
+def test_async_runner_matches_sync():
+    async def main():
+        return await arun_process(["bash", "-c", "echo a; echo b >&2; exit 4"], env=None, timeout=10)
+
+    result = asyncio.run(main())
+    assert (result.exit_code, result.stdout_lines, result.stderr_lines) == (4, ["a"], ["b"])
+
+
+def test_async_runner_timeout():
+    async def main():
+        return await arun_process(["sleep", "20"], env=None, timeout=0.5)
+
+    started = time.monotonic()
+    result = asyncio.run(main())
+    assert result.timed_out
+    assert time.monotonic() - started < 8

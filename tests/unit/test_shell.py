@@ -1,0 +1,77 @@
+"""The exactly-once wrapper, executed by a real bash (the remote side is bash on Brev)."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from airflow_provider_brev.utils.shell import (
+    build_once_command,
+    env_prefix,
+    parse_once_marker,
+    strip_once_stdout,
+    validate_env,
+)
+
+MARKER = "BREV_AIRFLOW_RC_test0001"
+
+
+def run(script: str, home) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        ["bash", "-c", script], env={"HOME": str(home), "PATH": "/usr/bin:/bin"}, capture_output=True, text=True, check=False
+    )
+
+
+def test_wrapper_reports_real_exit_code_and_always_exits_zero(tmp_path):
+    script = build_once_command("echo hello; exit 3", run_id="r1", marker=MARKER)
+    done = run(script, tmp_path)
+    assert done.returncode == 0
+    assert parse_once_marker(done.stderr.splitlines(), MARKER) == 3
+    assert strip_once_stdout(done.stdout.split("\n")[:-1], "inst") == ["hello"]
+
+
+def test_wrapper_never_runs_twice_for_the_same_run_id(tmp_path):
+    counter = tmp_path / "count"
+    script = build_once_command(f"echo x >> {counter}; exit 7", run_id="same", marker=MARKER)
+    first, second = run(script, tmp_path), run(script, tmp_path)
+    assert counter.read_text() == "x\n"
+    assert parse_once_marker(first.stderr.splitlines(), MARKER) == 7
+    assert parse_once_marker(second.stderr.splitlines(), MARKER) == 7  # the re-run only reports
+
+
+def test_rerun_while_first_is_unfinished_reports_started(tmp_path):
+    (tmp_path / ".airflow-brev/runs/busy").mkdir(parents=True)
+    done = run(build_once_command("echo never", run_id="busy", marker=MARKER), tmp_path)
+    assert "never" not in done.stdout
+    assert parse_once_marker(done.stderr.splitlines(), MARKER) == "started"
+
+
+def test_quoting_env_and_cwd(tmp_path):
+    work = tmp_path / "dir with space"
+    work.mkdir()
+    script = build_once_command(
+        "printf '%s|%s|%s\\n' \"$A\" \"$B\" \"$(pwd)\"", run_id="q", marker=MARKER, env={"A": "it's $HOME", "B": "a;b"}, cwd=str(work)
+    )
+    done = run(script, tmp_path)
+    assert done.stdout.splitlines()[0] == f"it's $HOME|a;b|{work}"
+
+
+def test_output_without_trailing_newline_keeps_its_last_line(tmp_path):
+    done = run(build_once_command("printf 'no-newline'", run_id="n", marker=MARKER), tmp_path)
+    lines = done.stdout.split("\n")
+    assert strip_once_stdout([*lines[:-1], "inst"], "inst") == ["no-newline"]
+
+
+def test_forged_marker_from_the_command_is_ignored(tmp_path):
+    done = run(build_once_command("echo BREV_AIRFLOW_RC_other=0 >&2; exit 4", run_id="f", marker=MARKER), tmp_path)
+    assert parse_once_marker(done.stderr.splitlines(), MARKER) == 4
+
+
+def test_env_validation():
+    with pytest.raises(ValueError, match="Invalid environment variable name"):
+        validate_env({"BAD-NAME": "x"})
+    assert env_prefix({}) == ""
+    assert env_prefix({"A": "1 2"}) == "env 'A=1 2' "
+    with pytest.raises(ValueError, match="run_id"):
+        build_once_command("x", run_id="a b", marker=MARKER)
