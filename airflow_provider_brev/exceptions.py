@@ -48,6 +48,10 @@ class BrevAuthError(BrevError):
     """Not logged in, or the token / API key was rejected."""
 
 
+class BrevConfigurationError(BrevAuthError, AirflowFailException):
+    """The Brev connection is missing or malformed; fix the configuration (no retry is spent)."""
+
+
 class BrevInvalidInputError(BrevError, AirflowFailException, ValueError):
     """A parameter is invalid (instance name, GPU spec, flag); nothing was created.
 

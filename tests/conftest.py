@@ -8,6 +8,7 @@ the DAG's bundle from the configured dags folder.
 from __future__ import annotations
 
 import atexit
+import copy
 import os
 import shutil
 import tempfile
@@ -49,24 +50,89 @@ def airflow_db():
 def dagbag(airflow_db):
     from airflow.models import DagBag
 
-    bag = DagBag(dag_folder=str(DAGS_FOLDER), include_examples=False)
+    bag = DagBag(dag_folder=str(DAGS_FOLDER))
     assert not bag.import_errors, bag.import_errors
     return bag
 
 
 @pytest.fixture
-def run_dag(dagbag, brev_sim, monkeypatch):
+def active_sim(request):
+    """The simulator the test asked for (``brev_sim_both`` when parametrized over profiles, else ``brev_sim``)."""
+    return request.getfixturevalue("brev_sim_both" if "brev_sim_both" in request.fixturenames else "brev_sim")
+
+
+@pytest.fixture
+def run_dag(dagbag, active_sim, monkeypatch):
     """Run a DAG from the dags folder with ``dag.test()`` against the simulator; return the DagRun.
 
     The ``brev_default`` connection points at the simulator with a valid token unless the test already set
     ``AIRFLOW_CONN_BREV_DEFAULT``.
     """
 
-    def _run(dag_id: str, *, conf: dict | None = None, connection: str | None = None):
-        monkeypatch.setenv("AIRFLOW_CONN_BREV_DEFAULT", connection or brev_sim.connection_json())
+    def _run(dag_id: str, *, conf: dict | None = None, connection: str | None = None, **test_kwargs):
+        monkeypatch.setenv("AIRFLOW_CONN_BREV_DEFAULT", connection or active_sim.connection_json())
         dag = dagbag.get_dag(dag_id)
         assert dag is not None, f"no DAG {dag_id}"
-        return dag.test(run_conf=conf)
+        dag = copy.deepcopy(dag)  # dag.test(run_conf=...) would otherwise leak params into later tests
+        return dag.test(run_conf=conf, **test_kwargs)
 
     return _run
 
+
+# --- log capture ---------------------------------------------------------------------------------
+# Airflow renders task logs with structlog into a stream bound when logging is configured, which under
+# pytest is some earlier test's captured stdout. Every structlog configuration made in this process gets its
+# final renderer wrapped so that the ``task_logs`` fixture sees every rendered line, whatever the stream.
+import structlog  # noqa: E402
+
+_ACTIVE_CAPTURES: list[list[str]] = []
+_original_configure = structlog.configure
+
+
+def _dispatching(renderer):
+    if getattr(renderer, "_brev_capture", False):
+        return renderer
+
+    def capture(logger, method_name, event_dict):
+        rendered = renderer(logger, method_name, event_dict)
+        if _ACTIVE_CAPTURES:
+            text = rendered if isinstance(rendered, str) else bytes(rendered).decode("utf-8", "replace")
+            for lines in _ACTIVE_CAPTURES:
+                lines.append(text)
+        return rendered
+
+    capture._brev_capture = True  # type: ignore[attr-defined]
+    return capture
+
+
+def _configure(*args, **kwargs):
+    processors = kwargs.get("processors")
+    if processors:
+        kwargs["processors"] = [*processors[:-1], _dispatching(processors[-1])]
+    return _original_configure(*args, **kwargs)
+
+
+structlog.configure = _configure
+
+
+class LogCapture:
+    def __init__(self, lines: list[str]) -> None:
+        self.lines = lines
+
+    @property
+    def text(self) -> str:
+        return "\n".join(self.lines)
+
+
+@pytest.fixture
+def task_logs(airflow_db):
+    """Every line Airflow/structlog renders during the test (task logs under dag.test(), hook logs)."""
+    processors = structlog.get_config()["processors"]
+    if processors:
+        processors[-1] = _dispatching(processors[-1])
+    lines: list[str] = []
+    _ACTIVE_CAPTURES.append(lines)
+    try:
+        yield LogCapture(lines)
+    finally:
+        _ACTIVE_CAPTURES.remove(lines)

@@ -14,3 +14,13 @@ def task_states(dag_run) -> dict[str, str]:
 
 def run_state(dag_run) -> str:
     return getattr(dag_run.state, "value", dag_run.state)
+
+
+def cli_calls(sim, command: str) -> list[dict]:
+    """Real invocations of ``brev <command>`` from the simulator's call log (``--help`` probes excluded)."""
+    return [
+        call
+        for call in sim.calls()
+        if next((a for a in call["argv"] if not a.startswith("-")), None) == command
+        and not {"--help", "-h"} & set(call["argv"])
+    ]

@@ -39,6 +39,7 @@ from airflow_provider_brev.exceptions import (
     BrevAuthError,
     BrevCLIError,
     BrevCLINotFoundError,
+    BrevConfigurationError,
     BrevConnectionLostError,
     BrevDuplicateNameError,
     BrevError,
@@ -321,7 +322,7 @@ class BrevHook(BaseHook):
         if conn is None:
             env_token = os.environ.get("BREV_API_TOKEN", "").strip()
             if self.brev_conn_id not in (None, self.default_conn_name) or not env_token:
-                raise BrevAuthError(
+                raise BrevConfigurationError(
                     f"The Airflow connection {self.brev_conn_id!r} is not defined. Create a connection of type "
                     "'brev' with the Brev API token in the password field (UI, `airflow connections add`, or "
                     f'AIRFLOW_CONN_{str(self.brev_conn_id).upper()}=\'{{"conn_type": "brev", "password": '
@@ -335,9 +336,9 @@ class BrevHook(BaseHook):
         mask_secret(config.token)
         mask_secret(config.api_key)
         if config.api_key and not config.api_key.startswith("bak-"):
-            raise BrevAuthError("The Brev API key (extra 'api_key') must start with 'bak-'.")
+            raise BrevConfigurationError("The Brev API key (extra 'api_key') must start with 'bak-'.")
         if config.api_key and not config.org_id:
-            raise BrevAuthError("API-key login needs the org id: set the connection extra 'org_id'.")
+            raise BrevConfigurationError("API-key login needs the org id: set the connection extra 'org_id'.")
         return config
 
     @cached_property

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_brev._compat import default_deferrable
@@ -139,7 +139,9 @@ class BrevCreateInstanceOperator(BrevBaseOperator):
             if float(self.ready_timeout) <= 0:
                 raise ValueError
         except (TypeError, ValueError):
-            raise BrevInvalidInputError(f"ready_timeout must be a positive number of seconds, got {self.ready_timeout!r}.")
+            raise BrevInvalidInputError(
+                f"ready_timeout must be a positive number of seconds, got {self.ready_timeout!r}."
+            ) from None
 
     def _resolve_name(self, context: Context) -> tuple[str, bool]:
         """The instance name and whether it is a provider-managed (task-owned) name."""
@@ -148,7 +150,7 @@ class BrevCreateInstanceOperator(BrevBaseOperator):
         ti = context["ti"]
         dag_run = context.get("dag_run")
         run_after = getattr(dag_run, "run_after", None) or getattr(dag_run, "logical_date", None)
-        now = datetime.now(timezone.utc)
+        now = datetime.now(UTC)
         base = max(run_after, now) if isinstance(run_after, datetime) else now
         name = managed_instance_name(
             dag_id=ti.dag_id,
@@ -187,7 +189,9 @@ class BrevCreateInstanceOperator(BrevBaseOperator):
             existing = None
         if existing is not None and (existing.status == STATUS_FAILURE or existing.build_status == "CREATE_FAILED"):
             self.log.warning("Instance %s from an earlier try is in %s: replacing it.", existing.name, existing.status)
-            hook.delete_instance(existing.name, wait=True, timeout=float(self.ready_timeout), poll_interval=self.poll_interval)
+            hook.delete_instance(
+                existing.name, wait=True, timeout=float(self.ready_timeout), poll_interval=self.poll_interval
+            )
             existing = None
 
         created = False

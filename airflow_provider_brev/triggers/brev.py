@@ -15,13 +15,15 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
 from airflow_provider_brev.exceptions import BrevError
 from airflow_provider_brev.hooks.brev import DEFAULT_PROBE_TIMEOUT, BrevHook
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
 
 EVENT_SUCCESS = "success"
 EVENT_FAILED = "failed"
@@ -82,7 +84,13 @@ class BrevInstanceReadyTrigger(BaseTrigger):
 
     def _event(self, status: str, message: str, **extra: Any) -> TriggerEvent:
         return TriggerEvent(
-            {"status": status, "message": message, "instance_name": self.instance_name, "created": self.created, **extra}
+            {
+                "status": status,
+                "message": message,
+                "instance_name": self.instance_name,
+                "created": self.created,
+                **extra,
+            }
         )
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
@@ -110,7 +118,9 @@ class BrevInstanceReadyTrigger(BaseTrigger):
                     yield self._event(EVENT_SUCCESS, readiness.message, instance=readiness.instance)
                     return
                 if readiness.terminal:
-                    yield self._event(EVENT_FAILED, readiness.message, stage=readiness.stage, instance=readiness.instance)
+                    yield self._event(
+                        EVENT_FAILED, readiness.message, stage=readiness.stage, instance=readiness.instance
+                    )
                     return
                 await asyncio.sleep(max(0.0, min(self.poll_interval, self.deadline - time.time())))
         except BrevError as err:

@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import pytest
+from helpers import cli_calls
 
 from airflow_provider_brev.exceptions import (
     BrevAuthError,
@@ -31,13 +32,13 @@ def _fresh_process_caches():
 
 
 @pytest.fixture
-def hook(brev_sim, monkeypatch):
-    monkeypatch.setenv("AIRFLOW_CONN_BREV_DEFAULT", brev_sim.connection_json())
+def hook(active_sim, monkeypatch):
+    monkeypatch.setenv("AIRFLOW_CONN_BREV_DEFAULT", active_sim.connection_json())
     return BrevHook(retry_delay=0.05)
 
 
 def commands(sim, name):
-    return [c for c in sim.calls() if _subcommand(c["argv"]) == name]
+    return cli_calls(sim, name)
 
 
 def _subcommand(argv):
@@ -179,20 +180,27 @@ def test_5xx_on_create_is_retried(brev_sim, hook):
 
 
 def test_capacity_errors_are_typed(brev_sim, hook):
-    types = hook.resolve_instance_types(gpu="L40S:1")
-    brev_sim.set_fault("capacity", types=types)
+    for instance_type in hook.resolve_instance_types(gpu="L40S:1"):
+        brev_sim.set_fault("capacity", type=instance_type, times=None)
     with pytest.raises(BrevNoCapacityError, match="capacity"):
         hook.create_instance("no-capacity", gpu="L40S:1")
     assert brev_sim.instances() == []
 
 
 def test_capacity_on_first_type_falls_back(brev_sim, hook):
+    from airflow_provider_brev.testing.fake_brev import DEFAULT_CATALOG
+
+    second = {
+        **next(t for t in DEFAULT_CATALOG if t["type"] == "g6e.xlarge"),
+        "type": "l40s-1x-alt",
+        "price_per_hour": 2.5,
+    }
+    brev_sim.set_catalog([*DEFAULT_CATALOG, second])
     types = hook.resolve_instance_types(gpu="L40S:1")
-    if len(types) < 2:
-        pytest.skip("catalog has a single L40S:1 type")
-    brev_sim.set_fault("capacity", types=types[:1])
+    assert types == ["g6e.xlarge", "l40s-1x-alt"]  # cheapest first
+    brev_sim.set_fault("capacity", type=types[0], times=None)
     instance = hook.create_instance("fallback", gpu="L40S:1")
-    assert instance.instance_type == types[1]
+    assert instance.instance_type == "l40s-1x-alt"
 
 
 @pytest.mark.parametrize(
@@ -215,7 +223,7 @@ def test_bad_requests_create_nothing(brev_sim_both, hook, kwargs, error):
 def test_invalid_names_create_nothing(brev_sim, hook, name):
     with pytest.raises(BrevInvalidInputError):
         hook.create_instance(name, gpu="L40S:1")
-    assert brev_sim.calls() == []
+    assert [c for c in brev_sim.calls() if "--help" not in c["argv"] and "--version" not in c["argv"]] == []
 
 
 def test_missing_cli_names_the_install_page(brev_sim, monkeypatch, tmp_path):

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 import time
+from datetime import UTC
 
 import pytest
-from helpers import run_state, task_states
+from helpers import cli_calls, run_state, task_states
 
 from airflow_provider_brev.triggers.brev import BrevInstanceReadyTrigger
 
@@ -21,7 +22,7 @@ def wait_for_no_instances(sim, timeout: float = 15.0) -> None:
 
 
 def creates(sim):
-    return sim.calls("create")
+    return cli_calls(sim, "create")
 
 
 def test_example_lifecycle_dag_succeeds_and_leaves_nothing(run_dag, brev_sim_both):
@@ -70,13 +71,12 @@ def test_create_waits_deferrable(run_dag, brev_sim_both):
     wait_for_no_instances(brev_sim_both)
 
 
-def test_clearing_create_adopts_instead_of_creating_twice(run_dag, brev_sim, dagbag):
-    from datetime import datetime, timezone
+def test_clearing_create_adopts_instead_of_creating_twice(run_dag, brev_sim):
+    from datetime import datetime
 
-    logical_date = datetime(2026, 3, 1, tzinfo=timezone.utc)
-    dag = dagbag.get_dag("brev_case_create_only")
-    first = dag.test(logical_date=logical_date)
-    second = dag.test(logical_date=logical_date)  # same run: dag.test clears and re-runs the task
+    when = datetime(2026, 3, 1, tzinfo=UTC)
+    first = run_dag("brev_case_create_only", logical_date=when, run_after=when)
+    second = run_dag("brev_case_create_only", logical_date=when, run_after=when)  # same run, cleared and re-run
     assert first.run_id == second.run_id
     assert run_state(second) == "success"
     assert len(creates(brev_sim)) == 1
@@ -118,19 +118,24 @@ def test_ready_sensor_fails_fast_on_failure(run_dag, brev_sim, mode):
         ({"gpu": "L40S:1", "conn_id": "no_such_connection"}, "is not defined"),
     ],
 )
-def test_bad_input_fails_before_anything_is_created(run_dag, brev_sim, conf, expected, capfd):
+def test_bad_input_fails_before_anything_is_created(run_dag, brev_sim, conf, expected, task_logs):
+    conf = {"instance_name": "", "gpu": "", "instance_types": "", "conn_id": "brev_default", **conf}
     dag_run = run_dag("brev_case_bad_input", conf=conf)
     (ti,) = dag_run.get_task_instances()
     assert ti.state == "failed"
     assert ti.try_number == 1  # invalid input is not retried (AirflowFailException)
     assert creates(brev_sim) == []
-    out = capfd.readouterr()
-    assert expected in out.out + out.err
+    assert expected in task_logs.text
 
 
 def test_ready_trigger_serialisation_round_trips_without_secrets(brev_sim):
     trigger = BrevInstanceReadyTrigger(
-        instance_name="x", brev_conn_id="brev_default", deadline=123.5, poll_interval=2, delete_on_kill=True, created=True
+        instance_name="x",
+        brev_conn_id="brev_default",
+        deadline=123.5,
+        poll_interval=2,
+        delete_on_kill=True,
+        created=True,
     )
     classpath, kwargs = trigger.serialize()
     assert classpath == "airflow_provider_brev.triggers.brev.BrevInstanceReadyTrigger"

@@ -79,10 +79,38 @@ def test_parse_instances_garbage_is_a_typed_error():
 
 def test_parse_search_and_select_cheapest_first():
     rows = [
-        {"type": "big", "gpu_name": "L40S", "gpu_count": 1, "vram_per_gpu_gb": 48, "total_vram_gb": 48, "price_per_hour": 2.0},
-        {"type": "small", "gpu_name": "L40S", "gpu_count": 1, "vram_per_gpu_gb": 48, "total_vram_gb": 48, "price_per_hour": 1.5},
-        {"type": "quad", "gpu_name": "L40S", "gpu_count": 4, "vram_per_gpu_gb": 48, "total_vram_gb": 192, "price_per_hour": 6.0},
-        {"type": "a100", "gpu_name": "A100", "gpu_count": 1, "vram_per_gpu_gb": 80, "total_vram_gb": 80, "price_per_hour": 3.0},
+        {
+            "type": "big",
+            "gpu_name": "L40S",
+            "gpu_count": 1,
+            "vram_per_gpu_gb": 48,
+            "total_vram_gb": 48,
+            "price_per_hour": 2.0,
+        },
+        {
+            "type": "small",
+            "gpu_name": "L40S",
+            "gpu_count": 1,
+            "vram_per_gpu_gb": 48,
+            "total_vram_gb": 48,
+            "price_per_hour": 1.5,
+        },
+        {
+            "type": "quad",
+            "gpu_name": "L40S",
+            "gpu_count": 4,
+            "vram_per_gpu_gb": 48,
+            "total_vram_gb": 192,
+            "price_per_hour": 6.0,
+        },
+        {
+            "type": "a100",
+            "gpu_name": "A100",
+            "gpu_count": 1,
+            "vram_per_gpu_gb": 80,
+            "total_vram_gb": 80,
+            "price_per_hour": 3.0,
+        },
     ]
     offers = parse_search(json.dumps(rows))
     assert [o.type for o in select_offers(offers, GpuSpec("l40s", 1))] == ["small", "big"]
@@ -99,7 +127,12 @@ def test_select_offers_deduplicates_types():
 
 @pytest.mark.parametrize(
     ("spec", "expected"),
-    [("L40S:1", GpuSpec("L40S", 1)), ("H100:8", GpuSpec("H100", 8)), ("A100", GpuSpec("A100", 1)), (" T4 : 2 ", GpuSpec("T4", 2))],
+    [
+        ("L40S:1", GpuSpec("L40S", 1)),
+        ("H100:8", GpuSpec("H100", 8)),
+        ("A100", GpuSpec("A100", 1)),
+        (" T4 : 2 ", GpuSpec("T4", 2)),
+    ],
 )
 def test_parse_gpu_spec(spec, expected):
     assert parse_gpu_spec(spec) == expected
@@ -145,19 +178,31 @@ def test_logged_out_detection():
     [
         ("EOF", BrevAuthError),
         ("unknown flag: --yes", BrevInvalidInputError),
-        ("placement error: this organization has 2 cloud credentials; pass --cloud-cred-id", BrevPlacementRequiredError),
-        ("Error: workspace 'x' already exists. Use a different name\ncould only create 0/1 instances", BrevDuplicateNameError),
+        (
+            "placement error: this organization has 2 cloud credentials; pass --cloud-cred-id",
+            BrevPlacementRequiredError,
+        ),
+        (
+            "Error: workspace 'x' already exists. Use a different name\ncould only create 0/1 instances",
+            BrevDuplicateNameError,
+        ),
         ("name must be 63 characters or fewer (got 70)", BrevInvalidInputError),
         ("no GPU instances match the specified filters. Try 'brev search'", BrevNoMatchingTypeError),
-        ('instance type "zz" is not a recognized type; run \'brev search\'', BrevNoMatchingTypeError),
+        ("instance type \"zz\" is not a recognized type; run 'brev search'", BrevNoMatchingTypeError),
         ("[Worker 1] g6e Failed: no capacity available\ncould only create 0/1 instances", BrevNoCapacityError),
-        ('could not resolve workspace group for "X" (instance-type listing was unavailable); please retry', BrevTransientError),
+        (
+            'could not resolve workspace group for "X" (instance-type listing was unavailable); please retry',
+            BrevTransientError,
+        ),
         ("https://brevapi/api/x 502 Bad Gateway <html>", BrevTransientError),
         ("https://brevapi/api/x 500 Internal Server Error {}", BrevTransientError),
         ("1 error occurred:\n\t* instance with id/name ghost not found\n\n", BrevInstanceNotFoundError),
         ('ssh connection failed and could not look up instance "ghost": x\nPlease check', BrevInstanceNotFoundError),
         ('instance "x" is in state "DEPLOYING" — please check with: brev ls', BrevInstanceNotReadyError),
-        ('could not connect to instance "x": \nssh: connect to host 1.2.3.4 port 22: Connection refused', BrevConnectionLostError),
+        (
+            'could not connect to instance "x": \nssh: connect to host 1.2.3.4 port 22: Connection refused',
+            BrevConnectionLostError,
+        ),
         ("something nobody expected", BrevCLIError),
     ],
 )

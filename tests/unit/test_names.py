@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -11,7 +11,7 @@ from airflow_provider_brev.utils.names import (
     validate_instance_name,
 )
 
-EXPIRY = datetime(2026, 11, 30, 18, 5, tzinfo=timezone.utc)
+EXPIRY = datetime(2026, 11, 30, 18, 5, tzinfo=UTC)
 
 
 @pytest.mark.parametrize("name", ["a", "train-1", "A.b_c-9", "x" * 63])
@@ -21,7 +21,13 @@ def test_valid_names(name):
 
 @pytest.mark.parametrize(
     ("name", "message"),
-    [("", "empty"), ("x" * 64, "at most 63"), ("-lead", "start with a letter"), ("has space", "start with"), ("a/b", "start")],
+    [
+        ("", "empty"),
+        ("x" * 64, "at most 63"),
+        ("-lead", "start with a letter"),
+        ("has space", "start with"),
+        ("a/b", "start"),
+    ],
 )
 def test_invalid_names(name, message):
     with pytest.raises(BrevInvalidInputError, match=message):
@@ -29,7 +35,11 @@ def test_invalid_names(name, message):
 
 
 def test_managed_name_is_deterministic_valid_and_parseable():
-    kwargs = {"dag_id": "tao_visual_changenet_retrain" * 3, "run_id": "scheduled__2026-11-29T00:00:00+00:00", "task_id": "create_instance"}
+    kwargs = {
+        "dag_id": "tao_visual_changenet_retrain" * 3,
+        "run_id": "scheduled__2026-11-29T00:00:00+00:00",
+        "task_id": "create_instance",
+    }
     name = managed_instance_name(**kwargs, expires_at=EXPIRY)
     assert name == managed_instance_name(**kwargs, expires_at=EXPIRY)
     assert len(name) <= 63

@@ -37,7 +37,12 @@ def test_package_name_equals_distribution_name():
 
 def test_every_listed_module_and_class_imports():
     info = get_provider_info()
-    modules = [m for kind in ("hooks", "operators", "sensors", "triggers") for entry in info[kind] for m in entry["python-modules"]]
+    modules = [
+        m
+        for kind in ("hooks", "operators", "sensors", "triggers")
+        for entry in info[kind]
+        for m in entry["python-modules"]
+    ]
     for module in modules:
         importlib.import_module(module)
     for conn in info["connection-types"]:
@@ -59,7 +64,12 @@ def test_get_provider_info_module_has_no_imports():
 def _airflow(*args: str) -> str:
     env = {**os.environ, "AIRFLOW__CORE__LOAD_EXAMPLES": "False"}
     done = subprocess.run(
-        [str(Path(sys.executable).parent / "airflow"), *args], capture_output=True, text=True, env=env, timeout=180, check=False
+        [str(Path(sys.executable).parent / "airflow"), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=180,
+        check=False,
     )
     assert done.returncode == 0, done.stderr[-2000:]
     return done.stdout

@@ -19,7 +19,11 @@ MARKER = "BREV_AIRFLOW_RC_test0001"
 
 def run(script: str, home) -> subprocess.CompletedProcess:
     return subprocess.run(
-        ["bash", "-c", script], env={"HOME": str(home), "PATH": "/usr/bin:/bin"}, capture_output=True, text=True, check=False
+        ["bash", "-c", script],
+        env={"HOME": str(home), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        check=False,
     )
 
 
@@ -51,7 +55,11 @@ def test_quoting_env_and_cwd(tmp_path):
     work = tmp_path / "dir with space"
     work.mkdir()
     script = build_once_command(
-        "printf '%s|%s|%s\\n' \"$A\" \"$B\" \"$(pwd)\"", run_id="q", marker=MARKER, env={"A": "it's $HOME", "B": "a;b"}, cwd=str(work)
+        'printf \'%s|%s|%s\\n\' "$A" "$B" "$(pwd)"',
+        run_id="q",
+        marker=MARKER,
+        env={"A": "it's $HOME", "B": "a;b"},
+        cwd=str(work),
     )
     done = run(script, tmp_path)
     assert done.stdout.splitlines()[0] == f"it's $HOME|a;b|{work}"

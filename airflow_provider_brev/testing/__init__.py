@@ -1,0 +1,42 @@
+"""Offline Brev simulator for tests, benchmarks and demos (stdlib only; imports no Airflow).
+
+* :class:`BrevSimulator` -- installs a fake ``brev`` executable plus its state under a directory.
+* :func:`make_token` -- a JWT the fake ``brev login --token`` accepts.
+* pytest fixtures ``brev_sim``, ``brev_sim_both``, ``brev_sim_profile`` (see :mod:`.pytest_plugin`).
+
+Names are resolved lazily so that importing this package (e.g. by the pytest plugin or by
+``python -m airflow_provider_brev.testing.simulator``) costs nothing.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from airflow_provider_brev.testing.simulator import (
+        DEFAULT_ACCOUNTS,
+        DEFAULT_CATALOG,
+        DEFAULT_TIMINGS,
+        FAULT_KINDS,
+        PROFILES,
+        BrevSimulator,
+        make_token,
+    )
+
+__all__ = [
+    "DEFAULT_ACCOUNTS",
+    "DEFAULT_CATALOG",
+    "DEFAULT_TIMINGS",
+    "FAULT_KINDS",
+    "PROFILES",
+    "BrevSimulator",
+    "make_token",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name in __all__:
+        from airflow_provider_brev.testing import simulator
+
+        return getattr(simulator, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

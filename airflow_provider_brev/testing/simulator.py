@@ -1,0 +1,649 @@
+"""Controller for the fake ``brev`` CLI (see :mod:`airflow_provider_brev.testing.fake_brev`).
+
+Typical use::
+
+    sim = BrevSimulator(tmp_path / "brev", profile="released").install()
+    env = {**os.environ, **sim.env()}           # brev on PATH, FAKE_BREV_STATE set
+    subprocess.run(["brev", "login", "--token", sim.valid_token], env=env, stdin=subprocess.DEVNULL)
+    sim.set_fault("http_5xx", command="ls", times=1, status=502)
+    ...
+    assert [c["exit_code"] for c in sim.calls("ls")] == [1, 0]
+
+For a shell (e.g. ``make demo``)::
+
+    eval "$(python -m airflow_provider_brev.testing.simulator install --root /tmp/brev-sim)"
+
+Everything here is stdlib only and safe to call while fake ``brev`` processes run: every state
+change goes through the same ``flock`` the CLI uses.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from airflow_provider_brev.testing import fake_brev as _fb
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+
+__all__ = [
+    "DEFAULT_ACCOUNTS",
+    "DEFAULT_CATALOG",
+    "DEFAULT_TIMINGS",
+    "FAULT_KINDS",
+    "PROFILES",
+    "BrevSimulator",
+    "make_token",
+]
+
+DEFAULT_TIMINGS = _fb.DEFAULT_TIMINGS
+DEFAULT_ACCOUNTS = _fb.DEFAULT_ACCOUNTS
+DEFAULT_CATALOG = _fb.DEFAULT_CATALOG
+PROFILES = _fb.PROFILES
+
+#: fault kind -> default ``times`` (None = until cleared)
+FAULT_KINDS: dict[str, int | None] = {
+    "http_5xx": 1,  # command=, status=502, body=, stage=None|"post", side_effect=False
+    "capacity": None,  # type= (instance type); create attempts on it fail with "no capacity ..."
+    "boot_failure": 1,  # message=, type=, instance=; the next matching create ends in FAILURE
+    "ssh_refused": 1,  # seconds=, instance=; sshd answers that much later (next create/start)
+    "connection_drop": 1,  # after_seconds= | after_bytes=, instance=, match= (substring of the command)
+    "listing_unavailable": 1,  # the next create cannot fetch the instance-type/workspace-group listing
+}
+
+_TIMING_KEYS = tuple(_fb.DEFAULT_TIMINGS)
+
+_NVIDIA_SMI = r"""
+import json, os, sys, time
+
+def meta():
+    root, ident = os.environ.get("BREV_SIM_ROOT"), os.environ.get("BREV_SIM_INSTANCE")
+    if not root or not ident:
+        return None
+    try:
+        with open(os.path.join(root, "instances", ident, "meta.json")) as fh:
+            return json.load(fh)
+    except OSError:
+        return None
+
+m = meta()
+if not m or not m.get("gpu_count"):
+    sys.stderr.write("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. "
+                     "Make sure that the latest NVIDIA driver is installed and running.\n")
+    sys.exit(9)
+name, count = m["smi_name"], int(m["gpu_count"])
+mem = int(m.get("vram_per_gpu_gb") or 16) * 1024 - 500
+args = sys.argv[1:]
+if "-L" in args or "--list-gpus" in args:
+    for i in range(count):
+        print(f"GPU {i}: {name} (UUID: GPU-{m['id'][:8]}-sim0-{i:04d}-0000-000000000000)")
+    sys.exit(0)
+query = next((a.split("=", 1)[1] for a in args if a.startswith("--query-gpu=")), None)
+if query:
+    noheader = any("noheader" in a for a in args)
+    fields = [f.strip() for f in query.split(",")]
+    values = {"name": name, "memory.total": f"{mem} MiB", "memory.used": "1 MiB", "count": str(count),
+              "driver_version": "550.127.05", "utilization.gpu": "0 %", "temperature.gpu": "31"}
+    if not noheader:
+        print(", ".join(fields))
+    for i in range(count):
+        print(", ".join(str(i) if f == "index" else values.get(f, "[N/A]") for f in fields))
+    sys.exit(0)
+print(time.strftime("%a %b %d %H:%M:%S %Y"))
+print("+-----------------------------------------------------------------------------------------+")
+print("| NVIDIA-SMI 550.127.05             Driver Version: 550.127.05     CUDA Version: 12.4     |")
+print("|-----------------------------------------+------------------------+----------------------+")
+print("| GPU  Name                 Persistence-M | Bus-Id          Disp.A | Volatile Uncorr. ECC |")
+print("| Fan  Temp   Perf          Pwr:Usage/Cap |           Memory-Usage | GPU-Util  Compute M. |")
+print("|=========================================+========================+======================|")
+for i in range(count):
+    print(f"| {i:>3}  {name[:28]:<28}    On  |   00000000:00:{0x1E + i:02X}.0 Off |                    0 |")
+    print(f"| N/A   31C    P8             23W /  350W |  {'1MiB /':>9} {mem:>6}MiB |      0%      Default |")
+    print("+-----------------------------------------+------------------------+----------------------+")
+print("")
+print("+-----------------------------------------------------------------------------------------+")
+print("| Processes:                                                                              |")
+print("|  GPU   GI   CI        PID   Type   Process name                              GPU Memory |")
+print("|=========================================================================================|")
+print("|  No running processes found                                                             |")
+print("+-----------------------------------------------------------------------------------------+")
+"""
+
+
+def make_token(exp_in_seconds: float = 3600, sub: str = "user", now: float | None = None) -> str:
+    """An unsigned JWT that ``brev login --token`` accepts until ``exp`` (wall clock unless ``now``)."""
+    return _fb.make_token(exp_in_seconds=exp_in_seconds, sub=sub, now=now)
+
+
+def _shebang_script(body: str) -> str:
+    exe = sys.executable
+    if " " in exe or len(exe) > 120:
+        # a shebang cannot carry this interpreter path: go through /bin/sh
+        return f'#!/bin/sh\nexec {shlex.quote(exe)} -IS -c {shlex.quote(body)} "$@"\n'
+    return f"#!{exe} -IS\n{body}\n"
+
+
+class BrevSimulator:
+    """Owns one simulator root: config, state, the ``brev`` wrapper and the sandbox tools."""
+
+    def __init__(
+        self,
+        root: Path | str,
+        *,
+        profile: str = "released",
+        deploy_seconds: float = 0.3,
+        build_seconds: float = 0.2,
+        ssh_seconds: float = 0.2,
+        delete_seconds: float = 0.3,
+        stop_seconds: float = 0.3,
+        start_seconds: float = 0.3,
+        poll_seconds: float = 0.05,
+        probe_seconds: float | None = None,
+        accounts: dict[str, Any] | None = None,
+        catalog: list[dict[str, Any]] | None = None,
+        **config: Any,
+    ) -> None:
+        if profile not in PROFILES:
+            raise ValueError(f"profile must be one of {PROFILES}, not {profile!r}")
+        self.root = Path(root).absolute()
+        #: HOME the pytest fixtures point ``brev`` at (None when not created by a fixture)
+        self.home: Path | None = None
+        acc = json.loads(json.dumps(_fb.DEFAULT_ACCOUNTS))
+        acc.update(accounts or {})
+        self._initial_config: dict[str, Any] = {
+            **json.loads(json.dumps(_fb.DEFAULT_CONFIG)),
+            "profile": profile,
+            "timings": {
+                "deploy_seconds": deploy_seconds,
+                "build_seconds": build_seconds,
+                "ssh_seconds": ssh_seconds,
+                "delete_seconds": delete_seconds,
+                "stop_seconds": stop_seconds,
+                "start_seconds": start_seconds,
+                "poll_seconds": poll_seconds,
+                "probe_seconds": poll_seconds if probe_seconds is None else probe_seconds,
+            },
+            "accounts": acc,
+            "catalog": json.loads(json.dumps(catalog if catalog is not None else _fb.DEFAULT_CATALOG)),
+        }
+        unknown = set(config) - set(_fb.DEFAULT_CONFIG)
+        if unknown:
+            raise TypeError(f"unknown simulator config keys: {sorted(unknown)}")
+        self._initial_config.update(config)
+        self._token: str | None = None
+        self._store = _fb.StateStore(str(self.root))
+
+    # ----------------------------------------------------------------------------------- paths
+    @property
+    def bin_dir(self) -> Path:
+        return self.root / "bin"
+
+    @property
+    def brev_path(self) -> Path:
+        return self.bin_dir / "brev"
+
+    @property
+    def tools_bin(self) -> Path:
+        return self.root / "tools" / "bin"
+
+    @property
+    def config_path(self) -> Path:
+        return self.root / "config.json"
+
+    @property
+    def state_path(self) -> Path:
+        return self.root / "state.json"
+
+    @property
+    def calls_path(self) -> Path:
+        return self.root / "calls.jsonl"
+
+    @property
+    def runs_path(self) -> Path:
+        return self.root / "runs.jsonl"
+
+    # --------------------------------------------------------------------------------- install
+    def install(self) -> BrevSimulator:
+        """Create the root, config, state, ``bin/brev`` and ``tools/bin`` (idempotent)."""
+        for d in (self.root, self.bin_dir, self.tools_bin, self.root / "instances"):
+            d.mkdir(parents=True, exist_ok=True)
+        self._store._lock(True)
+        try:
+            _fb.write_json_atomic(str(self.config_path), self._initial_config, indent=1)
+            if not self.state_path.exists():
+                _fb.write_json_atomic(str(self.state_path), _fb.empty_state())
+        finally:
+            self._store._unlock()
+        for p in (self.calls_path, self.runs_path):
+            p.touch(exist_ok=True)
+        testing_dir = Path(_fb.__file__).resolve().parent
+        body = (
+            "# fake `brev` generated by airflow_provider_brev.testing.simulator; bound to one simulator root\n"
+            "import sys\n"
+            f"sys.path.append({str(testing_dir)!r})\n"
+            "import fake_brev\n"
+            f"sys.exit(fake_brev.main(sys.argv[1:], root={str(self.root)!r}))"
+        )
+        self._write_exe(self.brev_path, _shebang_script(body))
+        self.add_tool("nvidia-smi", _shebang_script(_NVIDIA_SMI.strip("\n")))
+        return self
+
+    @staticmethod
+    def _write_exe(path: Path, content: str) -> None:
+        tmp = path.with_name(f".{path.name}.tmp.{os.getpid()}")
+        tmp.write_text(content, encoding="utf-8")
+        tmp.chmod(0o755)
+        os.replace(tmp, path)
+
+    def add_tool(self, name: str, content: str) -> Path:
+        """Install an executable into ``<root>/tools/bin`` (on every sandbox's PATH)."""
+        self.tools_bin.mkdir(parents=True, exist_ok=True)
+        path = self.tools_bin / name
+        self._write_exe(path, content)
+        return path
+
+    def env(self) -> dict[str, str]:
+        """Environment to apply: ``brev`` first on PATH and ``FAKE_BREV_STATE`` set."""
+        path = os.environ.get("PATH", "")
+        return {
+            "PATH": f"{self.bin_dir}{os.pathsep}{path}" if path else str(self.bin_dir),
+            "FAKE_BREV_STATE": str(self.root),
+        }
+
+    def shell_exports(self) -> str:
+        return (
+            f'export PATH={shlex.quote(str(self.bin_dir))}:"$PATH"\n'
+            f"export FAKE_BREV_STATE={shlex.quote(str(self.root))}\n"
+        )
+
+    # ---------------------------------------------------------------------------------- config
+    def config(self) -> dict[str, Any]:
+        return _fb.load_config(str(self.root))
+
+    def _update_config(self, fn: Callable[[dict[str, Any]], None]) -> None:
+        self._store._lock(True)
+        try:
+            cfg = _fb._read_json(str(self.config_path), None) or json.loads(json.dumps(self._initial_config))
+            fn(cfg)
+            _fb.write_json_atomic(str(self.config_path), cfg, indent=1)
+        finally:
+            self._store._unlock()
+
+    @property
+    def profile(self) -> str:
+        return str(self.config().get("profile", "released"))
+
+    def set_profile(self, profile: str) -> None:
+        if profile not in PROFILES:
+            raise ValueError(f"profile must be one of {PROFILES}, not {profile!r}")
+        self._update_config(lambda c: c.__setitem__("profile", profile))
+
+    def set_config(self, **knobs: Any) -> None:
+        """Set config knobs: ls_json_shape ("object"|"list"), auth_error_style ("prompt"|"401"),
+        healthy, start_wait_max_seconds, probe_limit, sandbox_env, version, revoked_tokens, ..."""
+        unknown = set(knobs) - set(_fb.DEFAULT_CONFIG)
+        if unknown:
+            raise TypeError(f"unknown simulator config keys: {sorted(unknown)}")
+        self._update_config(lambda c: c.update(knobs))
+
+    def set_timings(self, **timings: float) -> None:
+        """``set_timings(deploy_seconds=1.0, ssh=0.5)`` (the ``_seconds`` suffix is optional)."""
+        norm = {}
+        for key, val in timings.items():
+            full = key if key.endswith("_seconds") else f"{key}_seconds"
+            if full not in _TIMING_KEYS:
+                raise TypeError(f"unknown timing {key!r}; expected one of {_TIMING_KEYS}")
+            norm[full] = float(val)
+
+        def apply(c: dict[str, Any]) -> None:
+            c.setdefault("timings", {}).update(norm)
+
+        self._update_config(apply)
+
+    def set_catalog(self, catalog: list[dict[str, Any]]) -> None:
+        self._update_config(lambda c: c.__setitem__("catalog", catalog))
+
+    def set_accounts(
+        self,
+        cloud_credentials: list[dict[str, str]] | None = None,
+        workspace_groups: list[dict[str, str]] | None = None,
+        org: dict[str, str] | None = None,
+        orgs: list[dict[str, str]] | None = None,
+    ) -> None:
+        def apply(c: dict[str, Any]) -> None:
+            acc = c.setdefault("accounts", json.loads(json.dumps(_fb.DEFAULT_ACCOUNTS)))
+            if cloud_credentials is not None:
+                acc["cloud_credentials"] = cloud_credentials
+            if workspace_groups is not None:
+                acc["workspace_groups"] = workspace_groups
+            if org is not None:
+                acc["org"] = org
+            if orgs is not None:
+                acc["orgs"] = orgs
+
+        self._update_config(apply)
+
+    # ----------------------------------------------------------------------------------- clock
+    def now(self) -> float:
+        return time.time() + float(self.config().get("now_offset") or 0.0)
+
+    def advance(self, seconds: float) -> None:
+        """Move the simulated clock forward (status transitions and token expiry follow it)."""
+
+        def apply(c: dict[str, Any]) -> None:
+            c["now_offset"] = float(c.get("now_offset") or 0.0) + float(seconds)
+
+        self._update_config(apply)
+
+    # ------------------------------------------------------------------------------------ auth
+    def make_token(self, exp_in_seconds: float = 3600, sub: str = "user") -> str:
+        """A JWT valid for ``exp_in_seconds`` of simulated time."""
+        return _fb.make_token(exp_in_seconds=exp_in_seconds, sub=sub, now=self.now())
+
+    @property
+    def valid_token(self) -> str:
+        """A token valid for (at least) the next ~hour of simulated time; cached."""
+        tok = self._token
+        payload = _fb.jwt_payload(tok) if tok else None
+        revoked = set(self.config().get("revoked_tokens") or [])
+        if payload is None or float(payload.get("exp", 0)) - self.now() < 600 or tok in revoked:
+            tok = self.make_token(3600)
+            self._token = tok
+        assert tok is not None
+        return tok
+
+    def revoke_token(self, token: str) -> None:
+        """The server rejects this token (``401 Unauthorized``) from now on, also for ``login``."""
+
+        def apply(c: dict[str, Any]) -> None:
+            lst = list(c.get("revoked_tokens") or [])
+            if token not in lst:
+                lst.append(token)
+            c["revoked_tokens"] = lst
+
+        self._update_config(apply)
+
+    def expire_sessions(self, home: Path | str | None = None) -> None:
+        """End server-side login sessions (all, or one HOME's): the next authenticated command of a
+        logged-in HOME takes the CLI's logged-out path until ``brev login`` runs again."""
+        with self._store.txn() as st:
+            if home is None:
+                st["auth_generation"] = int(st.get("auth_generation", 0)) + 1
+            else:
+                st["sessions"][os.path.realpath(str(home))] = -1
+
+    def login(self, home: Path | str | None = None, token: str | None = None) -> str:
+        """Write credentials for ``home`` as ``brev login --token`` would (no subprocess); returns the token."""
+        home = Path(home or self.home or os.environ["HOME"])
+        token = token or self.valid_token
+        brev_dir = home / ".brev"
+        brev_dir.mkdir(parents=True, exist_ok=True)
+        _fb.write_json_atomic(
+            str(brev_dir / "credentials.json"), {"access_token": token, "refresh_token": "auto-login"}, indent=1
+        )
+        org = self.config()["accounts"]["org"]
+        _fb.write_json_atomic(
+            str(brev_dir / "active_org.json"), {"id": org["id"], "name": org["name"], "userNetworkId": ""}
+        )
+        with self._store.txn() as st:
+            st["sessions"][os.path.realpath(str(home))] = st.get("auth_generation", 0)
+        return token
+
+    # ---------------------------------------------------------------------------------- faults
+    def set_fault(self, kind: str, **params: Any) -> dict[str, Any]:
+        """Arm a fault shared by all ``brev`` processes; see :data:`FAULT_KINDS` for parameters.
+
+        ``times`` (default per kind) counts uses; ``times=None`` keeps it armed until cleared.
+        ``ssh_refused`` with ``instance=`` naming an existing instance delays its sshd right away.
+        """
+        if kind not in FAULT_KINDS:
+            raise ValueError(f"unknown fault kind {kind!r}; expected one of {sorted(FAULT_KINDS)}")
+        fault: dict[str, Any] = {"kind": kind, "times": params.pop("times", FAULT_KINDS[kind]), **params}
+        if kind == "http_5xx":
+            fault.setdefault("status", 502)
+        now = self.now()
+        with self._store.txn() as st:
+            if kind == "ssh_refused" and params.get("instance"):
+                for inst in st["instances"]:
+                    if inst["name"] == params["instance"] and inst.get("phase") in ("deploy", "start"):
+                        base = max(float(inst.get("t_ssh_up", 0)), now)
+                        inst["t_ssh_up"] = base + float(params.get("seconds", 0))
+                        return fault
+            st["faults"].append(fault)
+        return fault
+
+    def clear_faults(self, kind: str | None = None) -> None:
+        with self._store.txn() as st:
+            st["faults"] = [f for f in st["faults"] if kind is not None and f.get("kind") != kind]
+
+    def faults(self) -> list[dict[str, Any]]:
+        return list(self._store.read().get("faults", []))
+
+    # ----------------------------------------------------------------------------- inspection
+    @staticmethod
+    def _read_jsonl(path: Path) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return out
+        for line in text.splitlines():
+            if line.strip():
+                try:
+                    out.append(json.loads(line))
+                except ValueError:
+                    continue
+        return out
+
+    def calls(self, command: str | None = None) -> list[dict[str, Any]]:
+        """Recorded invocations, oldest first; ``command`` filters on the subcommand (aliases resolved)."""
+        recs = self._read_jsonl(self.calls_path)
+        recs.sort(key=lambda r: r.get("ts", 0))
+        if command is None:
+            return recs
+        out = []
+        for r in recs:
+            first = next((a for a in r.get("argv", []) if not a.startswith("-")), "")
+            if command in (first, r.get("command")):
+                out.append(r)
+        return out
+
+    def runs(self, instance: str | None = None) -> list[dict[str, Any]]:
+        """Commands actually started in a sandbox (by ``brev exec``), oldest first."""
+        recs = self._read_jsonl(self.runs_path)
+        if instance is None:
+            return recs
+        return [r for r in recs if instance in (r.get("instance"), r.get("instance_id"))]
+
+    def instances(self) -> list[dict[str, Any]]:
+        """Current instances (deleted ones that finished DELETING are gone), with derived status."""
+        st = self._store.read()
+        cfg = self.config()
+        now = time.time() + float(cfg.get("now_offset") or 0.0)
+        views = [_fb.public_view(i, now, cfg) for i in st["instances"]]
+        views = [v for v in views if not v["gone"]]
+        views.sort(key=lambda v: v.get("created_at") or 0)
+        return views
+
+    def instance(self, name: str) -> dict[str, Any] | None:
+        """The current instance with this name (or id), or None."""
+        return next((v for v in self.instances() if name in (v["name"], v["id"])), None)
+
+    def sandbox(self, name: str) -> Path:
+        """The sandbox HOME of an instance (current one by name/id, else the newest with that name)."""
+        cur = self.instance(name)
+        if cur is not None:
+            return self.root / "instances" / cur["id"] / "home"
+        best: tuple[float, Path] | None = None
+        for meta_path in (self.root / "instances").glob("*/meta.json"):
+            try:
+                meta = json.loads(meta_path.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                continue
+            if name in (meta.get("name"), meta.get("id")):
+                mtime = meta_path.stat().st_mtime
+                if best is None or mtime > best[0]:
+                    best = (mtime, meta_path.parent / "home")
+        if best is None:
+            raise KeyError(f"no instance named {name!r} in {self.root}")
+        return best[1]
+
+    # ------------------------------------------------------------------------------ seeding
+    def create_instance_directly(
+        self,
+        name: str,
+        status: str = "RUNNING",
+        ready: bool = True,
+        *,
+        instance_type: str = "g6e.xlarge",
+        created_by: str = "user",
+        workspace_group_id: str | None = None,
+        failure_message: str = "instance failed to boot: VM health check timed out",
+        created_at: float | None = None,
+        health: str | None = None,
+        ssh_config_home: Path | str | None = None,
+    ) -> dict[str, Any]:
+        """Seed an instance without going through ``brev create`` (for janitor/adoption tests).
+
+        ``status`` may be RUNNING, DEPLOYING, STOPPING, STOPPED, STARTING, DELETING or FAILURE.
+        ``ready=True`` (RUNNING only) means build COMPLETED and sshd up already; otherwise the
+        normal timings apply from now. ``ssh_config_home`` also writes the ssh alias into that HOME
+        (as if ``brev refresh`` had run there). ``created_at`` backdates the record.
+        """
+        cfg = self.config()
+        t = cfg["timings"]
+        now = time.time() + float(cfg.get("now_offset") or 0.0)
+        acc = cfg["accounts"]
+        status = status.upper()
+        with self._store.txn(now=now) as st:
+            if any(i["name"] == name and not _fb.derive(i, now)["gone"] for i in st["instances"]):
+                raise ValueError(f"an instance named {name!r} already exists")
+            wg = workspace_group_id or (acc.get("workspace_groups") or [{"id": ""}])[0]["id"]
+            cc = (acc.get("cloud_credentials") or [{"id": ""}])[0]["id"]
+            inst = _fb.new_instance_record(
+                cfg,
+                st,
+                name,
+                instance_type,
+                now,
+                created_by=created_by,
+                org_id=acc["org"]["id"],
+                workspace_group_id=wg,
+                cloud_cred_id=cc,
+            )
+            if created_at is not None:
+                inst["created_at"] = created_at
+            if status == "RUNNING":
+                if ready:
+                    inst.update(t_running=now - 1, t_build_done=now - 1, t_ssh_up=now - 1)
+                else:
+                    inst.update(
+                        t_running=now,
+                        t_build_done=now + float(t["build_seconds"]),
+                        t_ssh_up=now + float(t["ssh_seconds"]),
+                    )
+            elif status == "DEPLOYING":
+                pass
+            elif status == "FAILURE":
+                inst.update(t_running=now - 1, failure=failure_message)
+            elif status in ("STOPPED", "STOPPING"):
+                inst.update(
+                    phase="stop",
+                    t_stopping=now,
+                    t_stopped=now if status == "STOPPED" else now + float(t["stop_seconds"]),
+                )
+            elif status == "STARTING":
+                inst.update(phase="start", t_running=now + float(t["start_seconds"]))
+                inst["t_build_done"] = inst["t_running"]
+                inst["t_ssh_up"] = inst["t_running"] + float(t["ssh_seconds"])
+            elif status == "DELETING":
+                inst.update(phase="delete", t_deleting=now, t_gone=now + float(t["delete_seconds"]))
+            else:
+                raise ValueError(f"unsupported status {status!r}")
+            if health:
+                inst["health_override"] = health
+            st["instances"].append(inst)
+        _fb.prepare_sandbox(str(self.root), inst, cfg)
+        if ssh_config_home is not None:
+            _fb.write_ssh_config(str(Path(ssh_config_home) / ".brev"), [inst], append=True)
+        view = self.instance(name)
+        assert view is not None
+        return view
+
+    def set_health(self, name: str, health: str | None) -> None:
+        """Override a RUNNING instance's health (``"UNHEALTHY"`` shows as status UNHEALTHY in ls)."""
+        with self._store.txn() as st:
+            for inst in st["instances"]:
+                if name in (inst["name"], inst["id"]):
+                    inst["health_override"] = health
+
+    # ---------------------------------------------------------------------------- processes
+    def sandbox_pids(self, name: str | None = None) -> list[int]:
+        """PIDs still running in one instance's sandbox (or in any sandbox of this root)."""
+        if name is None:
+            return _fb.sandbox_pids("BREV_SIM_ROOT", str(self.root))
+        cur = self.instance(name)
+        ident = cur["id"] if cur else self.sandbox(name).parent.name
+        return _fb.sandbox_pids("BREV_SIM_INSTANCE", ident)
+
+    def kill_all(self) -> int:
+        """Kill every process started in any sandbox of this simulator; returns how many were killed."""
+        return _fb.kill_sandbox_processes("BREV_SIM_ROOT", str(self.root))
+
+    # ----------------------------------------------------------------------------- airflow
+    def connection_json(self, token: str | None = None, **extra: Any) -> str:
+        """An Airflow connection (JSON form) for ``AIRFLOW_CONN_BREV_DEFAULT`` pointing at this fake CLI."""
+        return json.dumps(
+            {
+                "conn_type": "brev",
+                "password": token if token is not None else self.valid_token,
+                "extra": {"cli_path": str(self.brev_path), **extra},
+            }
+        )
+
+    def __repr__(self) -> str:
+        return f"BrevSimulator(root={str(self.root)!r}, profile={self.profile!r})"
+
+
+# ---------------------------------------------------------------------------------------- CLI
+def _cli(argv: Iterable[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m airflow_provider_brev.testing.simulator")
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    p_install = sub.add_parser("install", help="install a simulator root and print `export` lines")
+    p_install.add_argument("--root", required=True)
+    p_install.add_argument("--profile", choices=PROFILES, default="released")
+    for key in ("deploy", "build", "ssh", "delete", "poll"):
+        p_install.add_argument(f"--{key}-seconds", type=float, default=None)
+    p_token = sub.add_parser("token", help="print a JWT the simulator accepts")
+    p_token.add_argument("--root", required=True)
+    p_token.add_argument("--exp", type=float, default=3600)
+    p_ls = sub.add_parser("instances", help="print the current instances as JSON")
+    p_ls.add_argument("--root", required=True)
+    args = parser.parse_args(list(argv) if argv is not None else None)
+    if args.cmd == "install":
+        timings = {
+            f"{k}_seconds": getattr(args, f"{k}_seconds")
+            for k in ("deploy", "build", "ssh", "delete", "poll")
+            if getattr(args, f"{k}_seconds") is not None
+        }
+        sim = BrevSimulator(args.root, profile=args.profile, **timings).install()
+        sys.stdout.write(sim.shell_exports())
+        return 0
+    sim = BrevSimulator(args.root)
+    if args.cmd == "token":
+        sys.stdout.write(sim.make_token(args.exp) + "\n")
+        return 0
+    sys.stdout.write(json.dumps(sim.instances(), indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_cli())
