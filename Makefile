@@ -43,7 +43,7 @@ test: lint typecheck
 	$(BIN)/pytest
 
 demo: sync
-	$(BIN)/python -m airflow_provider_brev.testing.demo
+	$(BIN)/python scripts/demo.py
 
 bench: sync
 	$(BIN)/python benchmarks/run.py
