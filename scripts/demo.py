@@ -90,7 +90,9 @@ def main(argv: list[str] | None = None) -> int:
             while sim.instances() and time.monotonic() < deadline:
                 time.sleep(0.1)
             calls = sim.calls()
-            print(f"brev CLI invocations: {len(calls)}  (logins: {sum(1 for c in calls if c['argv'][:1] == ['login'])})")
+            print(
+                f"brev CLI invocations: {len(calls)}  (logins: {sum(1 for c in calls if c['argv'][:1] == ['login'])})"
+            )
             print(f"instances left: {len(sim.instances())}")
             if sim.instances():
                 return 1

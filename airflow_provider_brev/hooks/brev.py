@@ -23,6 +23,7 @@ import os
 import re
 import secrets
 import shutil
+import tempfile
 import threading
 import time
 from collections import deque
@@ -80,6 +81,21 @@ from airflow_provider_brev.utils.readiness import (
     probe_passed,
     probe_readiness,
     readiness_from_status,
+)
+from airflow_provider_brev.utils.remote_job import (
+    DEFAULT_MAX_BYTES,
+    LaunchResult,
+    PollResult,
+    RemoteJob,
+    build_cleanup_command,
+    build_kill_command,
+    build_launch_command,
+    build_poll_command,
+    build_secret_env_file,
+    parse_cleanup_output,
+    parse_kill_output,
+    parse_launch_output,
+    parse_poll_output,
 )
 from airflow_provider_brev.utils.shell import (
     STARTED_ELSEWHERE,
@@ -1051,6 +1067,139 @@ class BrevHook(BaseHook):
             with retry_attempt:
                 return run_once()
         raise AssertionError("unreachable")  # pragma: no cover
+
+    # ------------------------------------------------------------------ files
+    def copy_to_instance(self, name: str, local_path: str, remote_path: str, *, timeout: float | None = None) -> None:
+        """Copy a local file or directory to ``name:remote_path`` (``brev copy``; relative = the remote home)."""
+        validate_instance_name(name)
+        self.run_cli(["copy", local_path, f"{name}:{remote_path}"], timeout=timeout or DEFAULT_PROBE_TIMEOUT)
+
+    def write_file_to_instance(
+        self, name: str, content: str | bytes, remote_path: str, *, mode: int = 0o600, timeout: float | None = None
+    ) -> None:
+        """Write ``content`` to ``remote_path`` on the instance through a private local temp file.
+
+        Used for anything that must not appear on a command line (secret env files, presigned URLs): the value
+        only ever lives in a 0600 file in a 0700 temp directory, removed before this method returns.
+        """
+        workdir = tempfile.mkdtemp(prefix="brev-upload-")
+        try:
+            local = os.path.join(workdir, os.path.basename(remote_path.rstrip("/")) or "payload")
+            fd = os.open(local, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(content.encode() if isinstance(content, str) else content)
+            self.copy_to_instance(name, local, remote_path, timeout=timeout)
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+    # ------------------------------------------------------------------ detached remote jobs
+    def exec_script(self, name: str, script: str, *, timeout: float = DEFAULT_PROBE_TIMEOUT) -> ProcessResult:
+        """Run one of this provider's own always-exit-0 scripts and return its whole stdout.
+
+        Only for scripts that report through markers (remote jobs, transfers): a non-zero CLI exit therefore
+        means the CLI or the connection failed, and becomes a typed (usually transient) error.
+        """
+        validate_instance_name(name)
+        result = self._invoke(["exec", name, script], timeout=timeout, capture=True)
+        if result.exit_code != 0:
+            raise classify_failure("exec", result.exit_code, "\n".join(result.stdout_lines[-5:]), result.stderr)
+        return result
+
+    async def aexec_script(self, name: str, script: str, *, timeout: float = DEFAULT_PROBE_TIMEOUT) -> ProcessResult:
+        """Async twin of :meth:`exec_script`."""
+        validate_instance_name(name)
+        result = await self._ainvoke(["exec", name, script], timeout=timeout, capture=True)
+        if result.exit_code != 0:
+            raise classify_failure("exec", result.exit_code, "\n".join(result.stdout_lines[-5:]), result.stderr)
+        return result
+
+    def _retry_sync(self, func: Callable[[], Any]) -> Any:
+        for retry_attempt in self._retrying():
+            with retry_attempt:
+                return func()
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    @staticmethod
+    def _parse_or_lost(parse: Callable[[], Any], result: ProcessResult) -> Any:
+        try:
+            return parse()
+        except ValueError as err:  # the output was cut: the connection dropped mid-answer
+            raise BrevConnectionLostError(
+                f"Incomplete answer from the instance ({err}).", cli_message=result.stderr, command="exec"
+            ) from err
+
+    def launch_job(
+        self,
+        name: str,
+        job: RemoteJob,
+        command: str,
+        *,
+        env: dict[str, str] | None = None,
+        cwd: str | None = None,
+        secret_env: dict[str, str] | None = None,
+        timeout: float = DEFAULT_PROBE_TIMEOUT,
+    ) -> LaunchResult:
+        """Start ``command`` detached on ``name`` as ``job`` (at most once per job id).
+
+        ``secret_env`` values travel in a 0600 file copied with ``brev copy``; the job sources and deletes it.
+        They never appear on any command line, in logs or in the returned handle.
+        """
+        secret_path = None
+        if secret_env:
+            for value in secret_env.values():
+                mask_secret(value)
+            secret_path = f".airflow-brev-secret-{job.job_id}.env"
+            self.write_file_to_instance(name, build_secret_env_file(secret_env), secret_path, mode=0o600)
+        script = build_launch_command(job, command, env=env, cwd=cwd, secret_env_path=secret_path)
+        try:
+            result = self._retry_sync(lambda: self.exec_script(name, script, timeout=timeout))
+        except BaseException:
+            if secret_path:  # never leave a secret behind on the instance
+                with contextlib.suppress(Exception):
+                    self.exec_script(name, f"rm -f -- {secret_path}", timeout=30)
+            raise
+        launch = self._parse_or_lost(lambda: parse_launch_output(result.stdout_lines, job.job_id), result)
+        if launch.error:
+            raise BrevCLIError(f"Could not launch job {job.job_id} on {name!r}: {launch.error}", command="exec")
+        return launch
+
+    def poll_job(self, name: str, job: RemoteJob, *, offset: int, max_bytes: int = DEFAULT_MAX_BYTES) -> PollResult:
+        """Status and the next log chunk of ``job`` in one ``brev exec`` (transient failures retried)."""
+        script = build_poll_command(job, offset=offset, max_bytes=max_bytes)
+
+        def once() -> PollResult:
+            result = self.exec_script(name, script)
+            return self._parse_or_lost(lambda: parse_poll_output(result.stdout_lines, job.job_id, offset), result)
+
+        return self._retry_sync(once)
+
+    async def apoll_job(
+        self, name: str, job: RemoteJob, *, offset: int, max_bytes: int = DEFAULT_MAX_BYTES
+    ) -> PollResult:
+        """Async twin of :meth:`poll_job`."""
+        script = build_poll_command(job, offset=offset, max_bytes=max_bytes)
+        async for retry_attempt in self._aretrying():
+            with retry_attempt:
+                answer = await self.aexec_script(name, script)
+                return self._parse_or_lost(
+                    lambda answer=answer: parse_poll_output(answer.stdout_lines, job.job_id, offset), answer
+                )
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def kill_job(self, name: str, job: RemoteJob, *, grace_seconds: float = 10, timeout: float = 60) -> str:
+        """SIGTERM the job's process group, SIGKILL after ``grace_seconds``; returns what happened."""
+        script = build_kill_command(job, grace_seconds=grace_seconds)
+        result = self.exec_script(name, script, timeout=timeout)
+        return str(self._parse_or_lost(lambda: parse_kill_output(result.stdout_lines, job.job_id), result))
+
+    async def akill_job(self, name: str, job: RemoteJob, *, grace_seconds: float = 10, timeout: float = 60) -> str:
+        result = await self.aexec_script(name, build_kill_command(job, grace_seconds=grace_seconds), timeout=timeout)
+        return str(self._parse_or_lost(lambda: parse_kill_output(result.stdout_lines, job.job_id), result))
+
+    def cleanup_job(self, name: str, job: RemoteJob) -> str:
+        """Remove a finished job's directory on the instance (refused while it runs)."""
+        result = self.exec_script(name, build_cleanup_command(job), timeout=60)
+        return str(self._parse_or_lost(lambda: parse_cleanup_output(result.stdout_lines, job.job_id), result))
 
     # ------------------------------------------------------------------ connection test
     def test_connection(self) -> tuple[bool, str]:
