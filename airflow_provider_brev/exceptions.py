@@ -105,6 +105,13 @@ class BrevConnectionLostError(BrevTransientError):
     """The SSH connection to the instance dropped or could not be established."""
 
 
+class BrevJobLostError(BrevTransientError):
+    """A detached remote job vanished or died without an exit code (reboot, OOM killer, instance replaced).
+
+    Retrying on a healthy instance can help: the retry relaunches it with a new job id.
+    """
+
+
 class BrevCommandError(BrevError):
     """A remote command finished with a non-zero exit code.
 

@@ -32,6 +32,7 @@ def get_provider_info() -> dict:
                 "integration-name": "NVIDIA Brev",
                 "python-modules": [
                     "airflow_provider_brev.operators.brev",
+                    "airflow_provider_brev.operators.janitor",
                 ],
             }
         ],

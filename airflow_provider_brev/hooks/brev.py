@@ -28,7 +28,7 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -985,6 +985,7 @@ class BrevHook(BaseHook):
         timeout: float | None = None,
         env: dict[str, str] | None = None,
         cwd: str | None = None,
+        secret_env: dict[str, str] | None = None,
         log_output: bool = True,
         on_line: LineCallback | None = None,
     ) -> CommandResult:
@@ -998,6 +999,8 @@ class BrevHook(BaseHook):
         :param env: plain (non-secret) environment variables for the command; they are on the remote command
             line. Use :class:`~airflow_provider_brev.operators.brev.BrevExecOperator` ``secret_env`` for secrets.
         :param cwd: remote working directory.
+        :param secret_env: secret environment variables: shipped in a 0600 file (``brev copy``) that the command
+            sources and deletes; never on a command line, in a log or in the result.
         :param on_line: also receive each output line.
         :raises BrevCommandError: never; check ``exit_code`` (the operators turn it into task state).
         """
@@ -1007,7 +1010,15 @@ class BrevHook(BaseHook):
         env = validate_env(env)
         run_id = f"{int(time.time())}-{secrets.token_hex(6)}"
         marker = "BREV_AIRFLOW_RC_" + secrets.token_hex(8)
-        remote = build_once_command(command, run_id=run_id, marker=marker, env=env, cwd=cwd)
+        secret_path = None
+        if secret_env:
+            for value in secret_env.values():
+                mask_secret(value)
+            secret_path = f".airflow-brev-secret-{run_id}.env"
+            self.write_file_to_instance(name, build_secret_env_file(secret_env), secret_path, mode=0o600)
+        remote = build_once_command(
+            command, run_id=run_id, marker=marker, env=env, cwd=cwd, secret_env_path=secret_path
+        )
         budget = timeout or DEFAULT_EXEC_TIMEOUT
         deadline = time.monotonic() + budget
         tail: deque[str] = deque(maxlen=OUTPUT_TAIL_LINES)
@@ -1181,9 +1192,8 @@ class BrevHook(BaseHook):
         async for retry_attempt in self._aretrying():
             with retry_attempt:
                 answer = await self.aexec_script(name, script)
-                return self._parse_or_lost(
-                    lambda answer=answer: parse_poll_output(answer.stdout_lines, job.job_id, offset), answer
-                )
+                lines = answer.stdout_lines
+                return self._parse_or_lost(partial(parse_poll_output, lines, job.job_id, offset), answer)
         raise AssertionError("unreachable")  # pragma: no cover
 
     def kill_job(self, name: str, job: RemoteJob, *, grace_seconds: float = 10, timeout: float = 60) -> str:

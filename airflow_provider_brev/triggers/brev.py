@@ -19,8 +19,10 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
-from airflow_provider_brev.exceptions import BrevError
+from airflow_provider_brev.exceptions import BrevConnectionLostError, BrevError, BrevTransientError
 from airflow_provider_brev.hooks.brev import DEFAULT_PROBE_TIMEOUT, BrevHook
+from airflow_provider_brev.utils.job_follower import JobFollower
+from airflow_provider_brev.utils.remote_job import RemoteJob
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -138,3 +140,143 @@ class BrevInstanceReadyTrigger(BaseTrigger):
             await self._hook().adelete_instance(self.instance_name)
         except Exception:
             self.log.exception("Could not delete instance %s on kill; the teardown/janitor will.", self.instance_name)
+
+
+class BrevRemoteJobTrigger(BaseTrigger):
+    """Follow a detached remote job until it ends: stream its log into the task log, then yield one event.
+
+    The job keeps running on the instance whatever happens to the triggerer: a triggerer restart resumes from
+    the serialised ``offset`` (lines since then may be shown twice, none are lost). At the end the *whole*
+    remaining log is drained before the event is sent (no cap on the tail).
+
+    :param instance_name: the instance the job runs on.
+    :param job: the job handle (:meth:`RemoteJob.to_dict`): job id and base dir, no secrets.
+    :param brev_conn_id: the Airflow connection id of type ``brev``.
+    :param offset: byte offset of the log already shown.
+    :param deadline: absolute deadline (epoch seconds) or ``None``; past it the job is killed.
+    :param poll_interval: seconds between polls while the job produces nothing new.
+    :param log_chunk_bytes: maximum log bytes fetched per poll.
+    :param on_kill_action: ``kill`` the remote job when a user kills the deferred task (Airflow 3.3+), or ``keep``.
+    :param ephemeral: the task owns the instance: delete it on a user kill.
+    :param max_poll_failures: consecutive failed polls (connection drops) tolerated before giving up.
+    :param last_line: the last non-empty line shown so far.
+    """
+
+    def __init__(
+        self,
+        *,
+        instance_name: str,
+        job: dict[str, Any],
+        brev_conn_id: str = BrevHook.default_conn_name,
+        offset: int = 0,
+        deadline: float | None = None,
+        poll_interval: float = 5.0,
+        log_chunk_bytes: int = 4 * 1024 * 1024,
+        on_kill_action: str = "kill",
+        ephemeral: bool = False,
+        max_poll_failures: int = 30,
+        last_line: str = "",
+    ) -> None:
+        super().__init__()
+        self.instance_name = instance_name
+        self.job = dict(job)
+        self.brev_conn_id = brev_conn_id
+        self.offset = int(offset)
+        self.deadline = None if deadline is None else float(deadline)
+        self.poll_interval = float(poll_interval)
+        self.log_chunk_bytes = int(log_chunk_bytes)
+        self.on_kill_action = on_kill_action
+        self.ephemeral = ephemeral
+        self.max_poll_failures = int(max_poll_failures)
+        self.last_line = last_line
+
+    def serialize(self) -> tuple[str, dict[str, Any]]:
+        return (
+            f"{type(self).__module__}.{type(self).__qualname__}",
+            {
+                "instance_name": self.instance_name,
+                "job": self.job,
+                "brev_conn_id": self.brev_conn_id,
+                "offset": self.offset,
+                "deadline": self.deadline,
+                "poll_interval": self.poll_interval,
+                "log_chunk_bytes": self.log_chunk_bytes,
+                "on_kill_action": self.on_kill_action,
+                "ephemeral": self.ephemeral,
+                "max_poll_failures": self.max_poll_failures,
+                "last_line": self.last_line,
+            },
+        )
+
+    def _hook(self) -> BrevHook:
+        return BrevHook(brev_conn_id=self.brev_conn_id, log_cli_output=False)
+
+    def _event(self, status: str, message: str, **extra: Any) -> TriggerEvent:
+        return TriggerEvent(
+            {
+                "status": status,
+                "message": message,
+                "instance_name": self.instance_name,
+                "job": self.job,
+                "ephemeral": self.ephemeral,
+                **extra,
+            }
+        )
+
+    async def run(self) -> AsyncIterator[TriggerEvent]:
+        hook = self._hook()
+        job = RemoteJob.from_dict(self.job)
+        follower = JobFollower(self.offset, self.last_line)
+        failures = 0
+        self.log.info("Following job %s on %s from the triggerer.", job.job_id, self.instance_name)
+        try:
+            while True:
+                if self.deadline is not None and not follower.timed_out and time.time() >= self.deadline:
+                    follower.timed_out = True
+                    self.log.warning("Deadline passed: killing job %s on %s.", job.job_id, self.instance_name)
+                    await hook.akill_job(self.instance_name, job)
+                try:
+                    poll = await hook.apoll_job(
+                        self.instance_name, job, offset=follower.offset, max_bytes=self.log_chunk_bytes
+                    )
+                except (BrevConnectionLostError, BrevTransientError) as err:
+                    failures += 1
+                    if failures > self.max_poll_failures:
+                        raise
+                    self.log.warning("Poll %d of job %s failed (%s); retrying.", failures, job.job_id, err)
+                    await asyncio.sleep(min(self.poll_interval * failures, 60))
+                    continue
+                failures = 0
+                for line in follower.apply(poll):
+                    self.log.info("[%s] %s", self.instance_name, line)
+                if follower.complete:
+                    outcome = follower.outcome()
+                    yield self._event(outcome.state, f"Job {job.job_id} ended: {outcome.state}", **outcome.to_dict())
+                    return
+                if not follower.behind:
+                    await asyncio.sleep(self.poll_interval)
+        except BrevError as err:
+            yield self._event(EVENT_ERROR, str(err), error_type=type(err).__name__, offset=follower.offset)
+        except Exception as err:
+            self.log.exception("Unexpected error while following job %s", job.job_id)
+            yield self._event(EVENT_ERROR, f"{type(err).__name__}: {err}", error_type=type(err).__name__)
+
+    async def on_kill(self) -> None:
+        """Airflow 3.3+: a user marked the deferred task failed/success or cleared it."""
+        hook = self._hook()
+        job = RemoteJob.from_dict(self.job)
+        if self.ephemeral:
+            self.log.info("Task killed: deleting its ephemeral instance %s.", self.instance_name)
+            try:
+                await hook.adelete_instance(self.instance_name)
+            except Exception:
+                self.log.exception("Could not delete %s on kill; the janitor will.", self.instance_name)
+            return
+        if self.on_kill_action != "kill":
+            self.log.info("Task killed: keeping job %s running (on_kill_action=keep).", job.job_id)
+            return
+        try:
+            result = await hook.akill_job(self.instance_name, job, grace_seconds=5, timeout=25)
+            self.log.info("Task killed: job %s %s.", job.job_id, result)
+        except Exception:
+            self.log.exception("Could not kill job %s on kill.", job.job_id)

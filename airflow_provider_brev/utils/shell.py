@@ -43,9 +43,23 @@ def env_prefix(env: Mapping[str, str] | None) -> str:
     return "env " + " ".join(shlex.quote(f"{k}={v}") for k, v in pairs.items()) + " "
 
 
-def user_command(command: str, *, env: Mapping[str, str] | None = None, cwd: str | None = None) -> str:
-    """Run ``command`` with ``bash -c`` (optionally in ``cwd`` with extra env), stdin closed."""
+def user_command(
+    command: str,
+    *,
+    env: Mapping[str, str] | None = None,
+    cwd: str | None = None,
+    secret_env_path: str | None = None,
+) -> str:
+    """Run ``command`` with ``bash -c`` (optionally in ``cwd``, with extra env), stdin closed.
+
+    ``secret_env_path`` names a file of ``export K='v'`` lines (written by the hook through ``brev copy``): it is
+    sourced into the command's environment and deleted before the command starts, so secret values never
+    appear on a command line.
+    """
     body = f"{env_prefix(env)}bash -c {shlex.quote(command)} </dev/null"
+    if secret_env_path:
+        path = shlex.quote(secret_env_path)
+        body = f"( set -a; . {path}; __brev_src=$?; rm -f -- {path}; set +a; [ $__brev_src -eq 0 ] && {body} )"
     if cwd:
         body = f"cd {shlex.quote(cwd)} && {body}"
     return body
@@ -62,6 +76,7 @@ def build_once_command(
     marker: str,
     env: Mapping[str, str] | None = None,
     cwd: str | None = None,
+    secret_env_path: str | None = None,
 ) -> str:
     """Wrap ``command`` to run at most once for ``run_id`` and report its exit code behind ``marker``.
 
@@ -78,9 +93,11 @@ def build_once_command(
     return "; ".join(
         [
             f'mkdir -p "{RUNS_DIR}"',
-            f"if mkdir {guard} 2>/dev/null; then {user_command(command, env=env, cwd=cwd)}",
+            f"if mkdir {guard} 2>/dev/null; then "
+            + user_command(command, env=env, cwd=cwd, secret_env_path=secret_env_path),
             f"__brev_rc=$?; printf '%s' \"$__brev_rc\" > {guard}/rc.tmp && mv -f {guard}/rc.tmp {guard}/rc",
-            f"else __brev_rc=$(cat {guard}/rc 2>/dev/null || echo {STARTED_ELSEWHERE}); fi",
+            f"else __brev_rc=$(cat {guard}/rc 2>/dev/null || echo {STARTED_ELSEWHERE})"
+            + (f"; rm -f -- {shlex.quote(secret_env_path)}; fi" if secret_env_path else "; fi"),
             # A newline on stdout guarantees the CLI's trailing instance-name line starts on its own line.
             "printf '\\n'",
             f"printf '%s=%s\\n' {shlex.quote(marker)} \"$__brev_rc\" >&2",

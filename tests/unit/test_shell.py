@@ -83,3 +83,20 @@ def test_env_validation():
     assert env_prefix({"A": "1 2"}) == "env 'A=1 2' "
     with pytest.raises(ValueError, match="run_id"):
         build_once_command("x", run_id="a b", marker=MARKER)
+
+
+def test_secret_env_file_is_sourced_then_deleted(tmp_path):
+    secret = tmp_path / "s.env"
+    secret.write_text("export TOKEN='s3cr3t value'\n")
+    script = build_once_command('echo "got:$TOKEN"', run_id="sec", marker=MARKER, secret_env_path=str(secret))
+    assert "s3cr3t" not in script
+    done = run(script, tmp_path)
+    assert done.stdout.splitlines()[0] == "got:s3cr3t value"
+    assert not secret.exists()
+
+
+def test_unreadable_secret_file_does_not_run_the_command(tmp_path):
+    script = build_once_command("echo ran", run_id="nosec", marker=MARKER, secret_env_path=str(tmp_path / "missing"))
+    done = run(script, tmp_path)
+    assert "ran" not in done.stdout
+    assert parse_once_marker(done.stderr.splitlines(), MARKER) != 0

@@ -1,0 +1,232 @@
+"""The janitor: delete expired, provider-managed Brev instances (the last cleanup layer)."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from airflow_provider_brev.exceptions import BrevError, BrevInvalidInputError
+from airflow_provider_brev.operators.base import BrevBaseOperator
+from airflow_provider_brev.utils.cli_output import STATUS_DELETING
+from airflow_provider_brev.utils.mixins import brev_template_fields
+from airflow_provider_brev.utils.names import parse_managed_name, validate_owner_prefix
+
+if TYPE_CHECKING:
+    from airflow.sdk import Context
+
+    from airflow_provider_brev.utils.cli_output import BrevInstance
+    from airflow_provider_brev.utils.names import ManagedName
+
+#: XCom key of the sweep report (also the task's return value when the sweep succeeds).
+XCOM_REPORT = "report"
+
+
+class BrevSweepFailedError(BrevError):
+    """At least one expired instance could not be deleted (the others were)."""
+
+
+def _as_timedelta(value: timedelta | float | int | None, what: str) -> timedelta:
+    if value is None:
+        return timedelta(0)
+    result = value if isinstance(value, timedelta) else timedelta(seconds=float(value))
+    if result < timedelta(0):
+        raise BrevInvalidInputError(f"{what} must not be negative, got {value!r}.")
+    return result
+
+
+class BrevSweepInstancesOperator(BrevBaseOperator):
+    """Delete every expired Brev instance this provider created: the janitor, the last cleanup layer.
+
+    Teardown tasks, the create operator's own cleanup and ``on_kill`` cover almost every failure, but not a
+    SIGKILLed or OOM-killed worker, a lost worker node, a crashed triggerer, or a DAG run deleted before its
+    teardown ran. For those, every name :class:`~airflow_provider_brev.operators.brev.BrevCreateInstanceOperator`
+    derives carries an owner prefix and a UTC expiry (``<prefix>-<slug>-<hash8>-x<YYYYMMDDHHMM>``, the expiry
+    being the run's start plus the create operator's ``max_lifetime``, default 24 h). Run this operator on a
+    schedule (the ``brev_janitor`` example DAG runs it hourly) and such leaks are bounded by that lifetime.
+
+    It lists the instances and deletes exactly those whose name parses as a managed name with the owner prefix
+    **and** whose expiry (plus ``grace_period``) has passed. It never touches any other instance: names
+    without the prefix, names that merely start with it (``afbrev-hand-made``), other owners' prefixes and
+    instances created outside this provider are ignored. Instances already ``DELETING`` are skipped.
+
+    Deletion is idempotent (an instance that is already gone is fine). When one delete fails the sweep goes
+    on with the others and fails the task at the end, listing the failures. Every decision is logged on one
+    line. The report below is pushed to XCom (key ``report``) before the task succeeds or fails, and is the
+    return value of a successful sweep::
+
+        {
+            "deleted": ["afbrev-...", ...],  # deletion requested (or waited for)
+            "would_delete": [...],  # dry run only: what would have been deleted
+            "kept": [{"name": ..., "expires_at": "2026-01-02T03:04:00+00:00"}, ...],  # managed, not expired
+            "ignored": 3,  # instances without the prefix or not in the managed format
+            "failed": [{"name": ..., "error": ...}, ...],
+            "already_deleting": [...],  # managed instances skipped because they were already DELETING
+            "already_gone": [...],  # vanished between the listing and the delete
+            "dry_run": False,
+        }
+
+    :param name_prefix: owner prefix to sweep (templated). Default: the connection extra ``name_prefix``,
+        else ``afbrev`` -- the same prefix the create operator uses, so set both the same way.
+    :param grace_period: extra time after an instance's expiry before it is deleted (``timedelta`` or
+        seconds; default none). Useful when some runs may legitimately outlive their ``max_lifetime``.
+    :param dry_run: only log and report what would be deleted (``would_delete``); delete nothing.
+    :param wait_for_deletion: after requesting every delete, wait until ``brev ls`` no longer lists them;
+        an instance still listed after ``deletion_timeout`` counts as failed.
+    :param deletion_timeout: seconds to wait for the deletions (with ``wait_for_deletion``).
+    :param poll_interval: seconds between listings while waiting for the deletions.
+    :param cli_retry_limit: attempts per ``brev`` call for transient errors (default: the hook's, 4). A sweep
+        runs on a schedule, so a lower value keeps one flaky delete from holding up the others. (The task's
+        own ``retries``/``retry_delay`` are Airflow's usual task retries.)
+    :param cli_retry_delay: initial backoff between those attempts, in seconds (default: the hook's, 1 s).
+    :param brev_conn_id: the Airflow connection id of type ``brev``.
+    """
+
+    template_fields = brev_template_fields("name_prefix")
+
+    def __init__(
+        self,
+        *,
+        name_prefix: str | None = None,
+        grace_period: timedelta | float | None = None,
+        dry_run: bool = False,
+        wait_for_deletion: bool = False,
+        deletion_timeout: float = 600.0,
+        poll_interval: float = 5.0,
+        cli_retry_limit: int | None = None,
+        cli_retry_delay: float | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.name_prefix = name_prefix
+        self.grace_period = _as_timedelta(grace_period, "grace_period")
+        # Not ``self.dry_run``: that name is BaseOperator's "render templates only" method.
+        self.dry_run_only = dry_run
+        self.wait_for_deletion = wait_for_deletion
+        self.deletion_timeout = deletion_timeout
+        self.poll_interval = poll_interval
+        self.cli_retry_limit = cli_retry_limit
+        self.cli_retry_delay = cli_retry_delay
+
+    @property
+    def _hook_parameters(self) -> dict[str, Any]:
+        params = super()._hook_parameters
+        if self.cli_retry_limit is not None:
+            params["retry_limit"] = int(self.cli_retry_limit)
+        if self.cli_retry_delay is not None:
+            params["retry_delay"] = float(self.cli_retry_delay)
+        return params
+
+    def _prefix(self) -> str:
+        return validate_owner_prefix(self.name_prefix or self.hook.config.name_prefix)
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        prefix = self._prefix()
+        now = datetime.now(UTC)
+        cutoff = now - self.grace_period
+        report: dict[str, Any] = {
+            "deleted": [],
+            "would_delete": [],
+            "kept": [],
+            "ignored": 0,
+            "failed": [],
+            "already_deleting": [],
+            "already_gone": [],
+            "dry_run": bool(self.dry_run_only),
+        }
+        instances = self.hook.list_instances()
+        self.log.info(
+            "Sweeping %d instance(s) for managed names with prefix %r expired before %s (grace period %s)%s.",
+            len(instances),
+            prefix,
+            cutoff.isoformat(timespec="minutes"),
+            self.grace_period,
+            " [dry run]" if self.dry_run_only else "",
+        )
+
+        expired: list[tuple[ManagedName, BrevInstance]] = []
+        for instance in sorted(instances, key=lambda i: i.name):
+            managed = parse_managed_name(instance.name)
+            if managed is None or managed.prefix != prefix:
+                report["ignored"] += 1
+                self.log.info("Ignoring %s: not a managed name with prefix %r.", instance.name, prefix)
+                continue
+            expires = managed.expires_at.isoformat()
+            if instance.status == STATUS_DELETING:
+                report["already_deleting"].append(instance.name)
+                self.log.info("Skipping %s: already DELETING (expires %s).", instance.name, expires)
+                continue
+            if not managed.is_expired(cutoff):
+                report["kept"].append({"name": instance.name, "expires_at": expires})
+                self.log.info("Keeping %s (%s): expires %s.", instance.name, instance.status, expires)
+                continue
+            expired.append((managed, instance))
+
+        # Oldest expiry first, so a sweep cut short removes the longest-leaked instances.
+        expired.sort(key=lambda pair: (pair[0].expires_at, pair[1].name))
+        for managed, instance in expired:
+            name = instance.name
+            expires = managed.expires_at.isoformat()
+            if self.dry_run_only:
+                report["would_delete"].append(name)
+                self.log.info("Dry run: would delete %s (%s), expired %s.", name, instance.status, expires)
+                continue
+            self.log.info("Deleting %s (%s): expired %s.", name, instance.status, expires)
+            try:
+                requested = self.hook.delete_instance(name)
+            except Exception as err:
+                report["failed"].append({"name": name, "error": str(err)})
+                self.log.error("Could not delete %s; continuing with the others: %s", name, err)
+                continue
+            report["deleted" if requested else "already_gone"].append(name)
+
+        if self.wait_for_deletion and report["deleted"]:
+            self._wait_until_gone(report)
+
+        self._log_summary(report)
+        context["ti"].xcom_push(key=XCOM_REPORT, value=report)
+        if report["failed"]:
+            details = "; ".join(f"{f['name']}: {f['error']}" for f in report["failed"])
+            raise BrevSweepFailedError(
+                f"The janitor could not delete {len(report['failed'])} expired instance(s) "
+                f"(the other deletions went ahead): {details}"
+            )
+        return report
+
+    def _wait_until_gone(self, report: dict[str, Any]) -> None:
+        """Wait (bounded) until no deleted instance is listed; the ones still there become failures."""
+        pending = set(report["deleted"])
+        deadline = time.monotonic() + float(self.deletion_timeout)
+        self.log.info("Waiting up to %.0f s for %d deletion(s) to finish.", float(self.deletion_timeout), len(pending))
+        while True:
+            try:
+                listed = {instance.name: instance.status for instance in self.hook.list_instances()}
+            except BrevError as err:
+                self.log.warning("Listing instances failed while waiting for the deletions: %s", err)
+                listed = {name: "unknown" for name in pending}
+            for name in sorted(pending - set(listed)):
+                self.log.info("%s is gone.", name)
+            pending &= set(listed)
+            if not pending:
+                return
+            if time.monotonic() >= deadline:
+                break
+            time.sleep(max(0.0, min(float(self.poll_interval), deadline - time.monotonic())))
+        for name in sorted(pending):
+            report["deleted"].remove(name)
+            error = f"still {listed.get(name, 'listed')} after {float(self.deletion_timeout):.0f} s"
+            report["failed"].append({"name": name, "error": error})
+            self.log.error("%s was not deleted in time: %s.", name, error)
+
+    def _log_summary(self, report: dict[str, Any]) -> None:
+        self.log.info(
+            "Janitor summary: %d deleted, %d would be deleted (dry run), %d kept, %d already deleting, "
+            "%d already gone, %d ignored, %d failed.",
+            len(report["deleted"]),
+            len(report["would_delete"]),
+            len(report["kept"]),
+            len(report["already_deleting"]),
+            len(report["already_gone"]),
+            report["ignored"],
+            len(report["failed"]),
+        )

@@ -1,0 +1,134 @@
+"""DAGs exercised by tests/integration/test_exec_dags.py against the Brev simulator."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from airflow.sdk import DAG
+
+from airflow_provider_brev.operators.brev import (
+    BrevCreateInstanceOperator,
+    BrevDeleteInstanceOperator,
+    BrevExecOperator,
+)
+
+START = datetime(2026, 1, 1)
+LINES = 'for i in $(seq 1 10000); do echo "line $i"; done'
+
+for deferrable in (False, True):
+    with DAG(
+        dag_id=f"brev_exec_{'deferrable' if deferrable else 'sync'}",
+        schedule=None,
+        start_date=START,
+        params={"command": LINES, "detach": True},
+    ):
+        create = BrevCreateInstanceOperator(task_id="create", gpu="L40S:1", ready_timeout=60, poll_interval=0.2)
+        run = BrevExecOperator(
+            task_id="run",
+            instance_name=create.output,
+            command="{{ params.command }}",
+            env={"GREETING": "hello"},
+            deferrable=deferrable,
+            poll_interval=0.2,
+        )
+        delete = BrevDeleteInstanceOperator(task_id="delete", instance_name=create.output)
+        create >> run >> delete.as_teardown(setups=create)
+
+
+with DAG(dag_id="brev_exec_foreground", schedule=None, start_date=START, params={"command": "echo hi"}):
+    create = BrevCreateInstanceOperator(task_id="create", gpu="L40S:1", ready_timeout=60, poll_interval=0.2)
+    run = BrevExecOperator(task_id="run", instance_name=create.output, command="{{ params.command }}", detach=False)
+    delete = BrevDeleteInstanceOperator(task_id="delete", instance_name=create.output)
+    create >> run >> delete.as_teardown(setups=create)
+
+
+with DAG(dag_id="brev_exec_secret", schedule=None, start_date=START, params={"secret": "", "deferrable": False}):
+    create = BrevCreateInstanceOperator(task_id="create", gpu="L40S:1", ready_timeout=60, poll_interval=0.2)
+    run = BrevExecOperator(
+        task_id="run",
+        instance_name=create.output,
+        command='test -n "$API_SECRET" && printf %s "$API_SECRET" | sha256sum > secret.sha256 && echo ok',
+        secret_env={"API_SECRET": "{{ params.secret }}"},
+        poll_interval=0.2,
+    )
+    run_fg = BrevExecOperator(
+        task_id="run_foreground",
+        instance_name=create.output,
+        command='printf %s "$API_SECRET" | sha256sum > secret_fg.sha256',
+        secret_env={"API_SECRET": "{{ params.secret }}"},
+        detach=False,
+    )
+    run_deferred = BrevExecOperator(
+        task_id="run_deferred",
+        instance_name=create.output,
+        command='printf %s "$API_SECRET" | sha256sum > secret_deferred.sha256',
+        secret_env={"API_SECRET": "{{ params.secret }}"},
+        deferrable=True,
+        poll_interval=0.2,
+    )
+    delete = BrevDeleteInstanceOperator(task_id="delete", instance_name=create.output)
+    create >> run >> run_fg >> run_deferred >> delete.as_teardown(setups=create)
+
+
+with DAG(
+    dag_id="brev_exec_resume",
+    schedule=None,
+    start_date=START,
+    params={"command": "echo x"},
+):
+    # The test SIGKILLs the process running `run` mid-job, then re-runs the same DAG run: the retry must
+    # re-attach to the still-running job instead of launching it again.
+    create = BrevCreateInstanceOperator(task_id="create", gpu="L40S:1", ready_timeout=60, poll_interval=0.2)
+    run = BrevExecOperator(
+        task_id="run",
+        instance_name=create.output,
+        command="{{ params.command }}",
+        poll_interval=0.2,
+        retries=2,
+        retry_delay=timedelta(seconds=0),
+    )
+    delete = BrevDeleteInstanceOperator(task_id="delete", instance_name=create.output)
+    create >> run >> delete.as_teardown(setups=create)
+
+
+with DAG(
+    dag_id="brev_exec_ephemeral",
+    schedule=None,
+    start_date=START,
+    params={"command": "echo done", "timeout": 120, "deferrable": False},
+):
+    BrevExecOperator(
+        task_id="run",
+        gpu="L40S:1",
+        command="{{ params.command }}",
+        timeout=120,
+        poll_interval=0.2,
+        ready_timeout=60,
+    )
+
+with DAG(dag_id="brev_exec_ephemeral_timeout", schedule=None, start_date=START):
+    BrevExecOperator(task_id="run", gpu="L40S:1", command="sleep 300", timeout=3, poll_interval=0.2, ready_timeout=60)
+
+with DAG(dag_id="brev_exec_ephemeral_deferrable", schedule=None, start_date=START):
+    BrevExecOperator(
+        task_id="run",
+        gpu="L40S:1",
+        command="echo deferred-ephemeral",
+        deferrable=True,
+        poll_interval=0.2,
+        ready_timeout=60,
+    )
+
+
+with DAG(
+    dag_id="brev_exec_bad_input",
+    schedule=None,
+    start_date=START,
+    params={"command": "echo x", "instance_name": "", "gpu": ""},
+):
+    BrevExecOperator(
+        task_id="run",
+        instance_name="{{ params.instance_name }}",
+        gpu="{{ params.gpu }}",
+        command="{{ params.command }}",
+    )

@@ -1,0 +1,212 @@
+"""Issue: BrevExecOperator runs remote commands exactly once, streams logs, survives the worker.
+
+Every test is a real dag.test() run against the simulator (both CLI profiles where it matters).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from datetime import UTC, datetime
+
+import pytest
+from helpers import cli_calls, run_state, task_states
+
+from airflow_provider_brev.triggers.brev import BrevRemoteJobTrigger
+
+
+def wait_until(predicate, timeout=30.0, what="condition"):
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+def no_instances_left(sim):
+    wait_until(lambda: not sim.instances(), what=f"instances to be deleted: {sim.instances()}")
+
+
+def only_instance_name(sim) -> str:
+    names = {call["argv"][1] for call in cli_calls(sim, "create")}
+    assert len(names) == 1, names
+    return names.pop()
+
+
+def job_runs(sim, needle):
+    return [run for run in sim.runs() if needle in run["command"] and "BREV_JOB" not in run["command"][:0]]
+
+
+def launches(sim):
+    """Commands actually started through a job launch (the launcher's setsid'd job script)."""
+    return [run for run in sim.runs() if "BREV_JOB_LAUNCHED" in run["command"]]
+
+
+@pytest.mark.parametrize("dag_id", ["brev_exec_sync", "brev_exec_deferrable"])
+def test_ten_thousand_lines_all_in_the_task_log_in_order(run_dag, brev_sim_both, task_logs, dag_id):
+    dag_run = run_dag(dag_id)
+    assert run_state(dag_run) == "success", task_states(dag_run)
+    name = only_instance_name(brev_sim_both)
+    shown = [
+        line.split(f"[{name}] ", 1)[1].split(" [", 1)[0].strip()
+        for line in task_logs.lines
+        if f"[{name}] line " in line
+    ]
+    assert shown == [f"line {i}" for i in range(1, 10001)]
+    run_ti = next(ti for ti in dag_run.get_task_instances() if ti.task_id == "run")
+    result = run_ti.xcom_pull(task_ids="run")
+    assert result["exit_code"] == 0
+    assert result["last_line"] == "line 10000"
+    assert len(launches(brev_sim_both)) == 1
+    if dag_id == "brev_exec_deferrable":
+        assert "from the triggerer" in task_logs.text
+        polls_before_defer = [line for line in task_logs.lines if "Following job" in line]
+        assert polls_before_defer, "the trigger, not the worker, followed the job"
+    no_instances_left(brev_sim_both)
+
+
+@pytest.mark.parametrize("dag_id", ["brev_exec_sync", "brev_exec_deferrable", "brev_exec_foreground"])
+def test_failing_command_runs_once_and_reports_its_exit_code(run_dag, brev_sim_both, task_logs, dag_id):
+    dag_run = run_dag(dag_id, conf={"command": "echo ran >> counter; echo about to fail; exit 3"})
+    assert task_states(dag_run)["run"] == "failed"
+    assert "exit code 3" in task_logs.text
+    name = only_instance_name(brev_sim_both)
+    assert (brev_sim_both.sandbox(name) / "counter").read_text() == "ran\n"  # ran exactly once
+    no_instances_left(brev_sim_both)
+
+
+def test_connection_drop_mid_job_recovers_without_relaunch(run_dag, brev_sim, task_logs):
+    brev_sim.set_fault("connection_drop", after_seconds=0.05, match="BREV_JOB_STATUS", times=2)
+    dag_run = run_dag("brev_exec_sync", conf={"command": "echo start >> counter; sleep 2; echo finished"})
+    assert run_state(dag_run) == "success", task_states(dag_run)
+    name = only_instance_name(brev_sim)
+    assert (brev_sim.sandbox(name) / "counter").read_text() == "start\n"
+    assert len(launches(brev_sim)) == 1
+    assert "finished" in task_logs.text
+
+
+def test_worker_sigkill_mid_job_then_retry_reattaches(run_dag, brev_sim, dagbag, tmp_path, task_logs):
+    when = datetime(2026, 4, 1, tzinfo=UTC)
+    gate = tmp_path / "gate"
+    command = f"echo started >> counter; while [ ! -e {gate} ]; do sleep 0.1; done; echo job-done"
+    script = tmp_path / "run_dag.py"
+    script.write_text(
+        textwrap.dedent(
+            f"""
+            import datetime, os
+            from airflow.models import DagBag  # same AIRFLOW_HOME, DB and dags folder: inherited environment
+            dag = DagBag(dag_folder=os.environ["AIRFLOW__CORE__DAGS_FOLDER"]).get_dag("brev_exec_resume")
+            when = datetime.datetime(2026, 4, 1, tzinfo=datetime.timezone.utc)
+            dag.test(logical_date=when, run_after=when, run_conf={{"command": {command!r}}})
+            """
+        )
+    )
+    env = {**os.environ, "AIRFLOW_CONN_BREV_DEFAULT": brev_sim.connection_json()}
+    log = (tmp_path / "worker.log").open("w")
+    worker = subprocess.Popen([sys.executable, str(script)], env=env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        wait_until(
+            lambda: (
+                len(launches(brev_sim)) == 1
+                and any((brev_sim.sandbox(i["name"]) / "counter").exists() for i in brev_sim.instances())
+            ),
+            timeout=90,
+            what=f"the job to start; worker log: {(tmp_path / 'worker.log').read_text()[-3000:]}",
+        )
+        os.kill(worker.pid, signal.SIGKILL)  # the worker dies mid-job
+        worker.wait()
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+    gate.touch()  # let the remote job finish while no worker watches it
+    dag_run = run_dag("brev_exec_resume", conf={"command": command}, logical_date=when, run_after=when)
+    assert run_state(dag_run) == "success", task_states(dag_run)
+    name = only_instance_name(brev_sim)
+    assert (brev_sim.sandbox(name) / "counter").read_text() == "started\n"  # the command ran exactly once
+    assert "job-done" in task_logs.text  # and its output reached the new try's log
+    assert "Launched job" not in task_logs.text  # the new try did not start a job
+    assert "Re-attaching to job" in task_logs.text or "already exists" in task_logs.text
+    no_instances_left(brev_sim)
+
+
+def test_secret_env_never_leaks(run_dag, brev_sim_both, task_logs):
+    import hashlib
+
+    secret = "s3cr3t-" + os.urandom(8).hex()
+    dag_run = run_dag("brev_exec_secret", conf={"secret": secret})
+    assert run_state(dag_run) == "success", task_states(dag_run)
+    name = only_instance_name(brev_sim_both)
+    home = brev_sim_both.sandbox(name)
+    digest = hashlib.sha256(secret.encode()).hexdigest()
+    for filename in ("secret.sha256", "secret_fg.sha256", "secret_deferred.sha256"):
+        assert (home / filename).read_text().split()[0] == digest  # the command did get it
+    for call in brev_sim_both.calls():
+        assert secret not in json.dumps(call)  # argv and the command string handed to ssh
+    assert secret not in task_logs.text
+    for ti in dag_run.get_task_instances():
+        for key in ("return_value", "brev_job"):
+            assert secret not in json.dumps(ti.xcom_pull(task_ids=ti.task_id, key=key), default=str)
+    leftovers = [p for p in home.rglob("*") if p.is_file() and secret in p.read_text(errors="ignore")]
+    assert leftovers == []
+
+
+@pytest.mark.parametrize(
+    ("dag_id", "conf", "state"),
+    [
+        ("brev_exec_ephemeral", {"command": "echo fine"}, "success"),
+        ("brev_exec_ephemeral", {"command": "exit 4"}, "failed"),
+        ("brev_exec_ephemeral_timeout", None, "failed"),
+        ("brev_exec_ephemeral_deferrable", None, "success"),
+    ],
+)
+def test_ephemeral_mode_leaves_nothing(run_dag, brev_sim_both, dag_id, conf, state):
+    dag_run = run_dag(dag_id, conf=conf)
+    assert task_states(dag_run)["run"] == state
+    assert len(cli_calls(brev_sim_both, "create")) == 1
+    no_instances_left(brev_sim_both)
+
+
+def test_ephemeral_timeout_kills_the_job(run_dag, brev_sim, task_logs):
+    dag_run = run_dag("brev_exec_ephemeral_timeout")
+    assert task_states(dag_run)["run"] == "failed"
+    assert "did not finish within its timeout" in task_logs.text
+
+
+@pytest.mark.parametrize(
+    ("conf", "expected"),
+    [
+        ({"command": "", "gpu": "L40S:1"}, "The command is empty"),
+        ({"instance_name": "no-such-instance"}, "does not exist"),
+        ({"instance_name": "x", "gpu": "L40S:1"}, "not both"),
+        ({"instance_name": ""}, "No instance"),
+    ],
+)
+def test_bad_input_launches_nothing(run_dag, brev_sim, task_logs, conf, expected):
+    conf = {"command": "echo x", "instance_name": "", "gpu": "", **conf}
+    dag_run = run_dag("brev_exec_bad_input", conf=conf)
+    assert task_states(dag_run)["run"] == "failed"
+    assert expected in task_logs.text
+    assert brev_sim.runs() == []
+    assert cli_calls(brev_sim, "create") == []
+
+
+def test_instance_not_ready_launches_nothing(run_dag, brev_sim, task_logs):
+    brev_sim.create_instance_directly("booting-1", status="DEPLOYING", ready=False)
+    dag_run = run_dag("brev_exec_bad_input", conf={"command": "echo x", "instance_name": "booting-1", "gpu": ""})
+    assert task_states(dag_run)["run"] == "failed"
+    assert "not ready" in task_logs.text
+    assert brev_sim.runs() == []
+
+
+def test_remote_job_trigger_serialises_without_secrets():
+    trigger = BrevRemoteJobTrigger(
+        instance_name="i", job={"job_id": "j-t1", "base_dir": ".airflow-brev/jobs"}, deadline=5.0, offset=10
+    )
+    classpath, kwargs = trigger.serialize()
+    assert BrevRemoteJobTrigger(**kwargs).serialize() == (classpath, kwargs)
+    assert "secret" not in json.dumps(kwargs).lower()
