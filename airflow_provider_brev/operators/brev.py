@@ -306,6 +306,8 @@ class BrevExecOperator(BrevBaseOperator):
     :param max_lifetime: ephemeral mode: expiry written into the instance name for the janitor.
     :param log_chunk_bytes: maximum log bytes fetched per poll.
     :param max_poll_failures: consecutive failed polls (connection drops) tolerated before failing.
+    :param progress_regex: a regex with two groups ``(done, total)``; matching output lines are also logged as a
+        percentage (the TAO operators use it for epochs).
     :param brev_conn_id: the Airflow connection id of type ``brev``.
     """
 
@@ -337,9 +339,11 @@ class BrevExecOperator(BrevBaseOperator):
         max_lifetime: timedelta | float = DEFAULT_MAX_LIFETIME,
         log_chunk_bytes: int = DEFAULT_MAX_BYTES,
         max_poll_failures: int = 30,
+        progress_regex: str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        self.progress_regex = progress_regex
         self.command = command
         self.instance_name = instance_name
         self.env = env
@@ -471,6 +475,7 @@ class BrevExecOperator(BrevBaseOperator):
             else:
                 name = validate_instance_name(self.instance_name)
                 self._check_target(name)
+            self._prepare_instance(context, name)
             if not self.detach:
                 return self._run_foreground(name, deadline)
             job = self._attach_or_launch(context, name)
@@ -495,6 +500,7 @@ class BrevExecOperator(BrevBaseOperator):
                         on_kill_action=self.on_kill_action,
                         ephemeral=self.ephemeral,
                         max_poll_failures=int(self.max_poll_failures),
+                        progress_regex=self.progress_regex,
                     ),
                     method_name="execute_complete",
                 )
@@ -621,7 +627,7 @@ class BrevExecOperator(BrevBaseOperator):
 
     def _follow(self, name: str, job: RemoteJob, deadline: float | None) -> JobOutcome:
         """Poll until the job ended and its whole log was shown (sync mode)."""
-        follower = JobFollower()
+        follower = JobFollower(progress_regex=self.progress_regex)
         failures = 0
         while True:
             if deadline is not None and not follower.timed_out and time.time() >= deadline:
@@ -642,27 +648,34 @@ class BrevExecOperator(BrevBaseOperator):
             failures = 0
             for line in follower.apply(poll):
                 self.log.info("[%s] %s", name, line)
+                if progress := follower.progress(line):
+                    self.log.info("Job %s %s", job.job_id, progress)
             if follower.complete:
                 return follower.outcome()
             if not follower.behind:
                 time.sleep(float(self.poll_interval))
 
     def _complete(self, context: Context, name: str, job: RemoteJob, outcome: JobOutcome) -> Any:
-        """Turn a finished job into the task's result; forget the handle once collected."""
-        if outcome.state in (FINISHED, TIMED_OUT):
-            with contextlib.suppress(BrevError):
-                self.hook.cleanup_job(name, job)
-            self._store(context, None)
-        if outcome.state == TIMED_OUT:
-            raise BrevTimeoutError(
-                f"The command on {name!r} did not finish within its timeout and was killed (job {job.job_id})."
-            )
-        if outcome.state != FINISHED or outcome.exit_code is None:
-            raise BrevJobLostError(
-                f"Job {job.job_id} on {name!r} is {outcome.state}: its process died without an exit code "
-                "(instance rebooted, OOM killer, or instance replaced). A retry relaunches it."
-            )
-        return self._result(name, job, outcome.exit_code, outcome.last_line)
+        """Turn a finished job into the task's result; forget the handle (and the remote job dir) once collected."""
+        try:
+            if outcome.state == TIMED_OUT:
+                raise BrevTimeoutError(
+                    f"The command on {name!r} did not finish within its timeout and was killed (job {job.job_id})."
+                )
+            if outcome.state != FINISHED or outcome.exit_code is None:
+                raise BrevJobLostError(
+                    f"Job {job.job_id} on {name!r} is {outcome.state}: its process died without an exit code "
+                    "(instance rebooted, OOM killer, or instance replaced). A retry relaunches it."
+                )
+            return self._result(name, job, outcome.exit_code, outcome.last_line)
+        finally:
+            if outcome.state in (FINISHED, TIMED_OUT):
+                with contextlib.suppress(BrevError):
+                    self.hook.cleanup_job(name, job)
+                self._store(context, None)
+
+    def _prepare_instance(self, context: Context, name: str) -> None:
+        """Hook for subclasses: runs once the instance is ready, before the command is launched."""
 
     def _result(self, name: str, job: RemoteJob | None, exit_code: int, last_line: str) -> dict[str, Any]:
         if exit_code in self._skip_codes():

@@ -160,6 +160,7 @@ class BrevRemoteJobTrigger(BaseTrigger):
     :param ephemeral: the task owns the instance: delete it on a user kill.
     :param max_poll_failures: consecutive failed polls (connection drops) tolerated before giving up.
     :param last_line: the last non-empty line shown so far.
+    :param progress_regex: a regex with two groups ``(done, total)`` (e.g. epochs) logged as a percentage.
     """
 
     def __init__(
@@ -176,8 +177,10 @@ class BrevRemoteJobTrigger(BaseTrigger):
         ephemeral: bool = False,
         max_poll_failures: int = 30,
         last_line: str = "",
+        progress_regex: str | None = None,
     ) -> None:
         super().__init__()
+        self.progress_regex = progress_regex
         self.instance_name = instance_name
         self.job = dict(job)
         self.brev_conn_id = brev_conn_id
@@ -205,6 +208,7 @@ class BrevRemoteJobTrigger(BaseTrigger):
                 "ephemeral": self.ephemeral,
                 "max_poll_failures": self.max_poll_failures,
                 "last_line": self.last_line,
+                "progress_regex": self.progress_regex,
             },
         )
 
@@ -226,7 +230,7 @@ class BrevRemoteJobTrigger(BaseTrigger):
     async def run(self) -> AsyncIterator[TriggerEvent]:
         hook = self._hook()
         job = RemoteJob.from_dict(self.job)
-        follower = JobFollower(self.offset, self.last_line)
+        follower = JobFollower(self.offset, self.last_line, self.progress_regex)
         failures = 0
         self.log.info("Following job %s on %s from the triggerer.", job.job_id, self.instance_name)
         try:
@@ -249,6 +253,8 @@ class BrevRemoteJobTrigger(BaseTrigger):
                 failures = 0
                 for line in follower.apply(poll):
                     self.log.info("[%s] %s", self.instance_name, line)
+                    if progress := follower.progress(line):
+                        self.log.info("Job %s %s", job.job_id, progress)
                 if follower.complete:
                     outcome = follower.outcome()
                     yield self._event(outcome.state, f"Job {job.job_id} ended: {outcome.state}", **outcome.to_dict())

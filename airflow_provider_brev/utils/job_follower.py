@@ -7,6 +7,7 @@ drained, what the outcome is -- is decided here, once.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,10 +37,12 @@ class JobFollower:
     :param last_line: the last non-empty line shown so far.
     """
 
-    def __init__(self, offset: int = 0, last_line: str = "") -> None:
+    def __init__(self, offset: int = 0, last_line: str = "", progress_regex: str | None = None) -> None:
         self.offset = offset
         self.last_line = last_line
         self.timed_out = False
+        self._progress_re = re.compile(progress_regex) if progress_regex else None
+        self._last_percent: int | None = None
         self._poll: PollResult | None = None
         self._assembler = LogLineAssembler()
 
@@ -55,6 +58,25 @@ class JobFollower:
                 self.last_line = line
                 break
         return lines
+
+    def progress(self, line: str) -> str | None:
+        """A "progress: N% (a/b)" message when ``line`` advances the progress regex's ``(done, total)``."""
+        if self._progress_re is None:
+            return None
+        match = self._progress_re.search(line)
+        if not match:
+            return None
+        try:
+            done, total = int(match.group(1)), int(match.group(2))
+        except (IndexError, ValueError):
+            return None
+        if total <= 0:
+            return None
+        percent = max(0, min(100, round(100 * done / total)))
+        if percent == self._last_percent:
+            return None
+        self._last_percent = percent
+        return f"progress: {percent}% ({done}/{total})"
 
     @property
     def complete(self) -> bool:

@@ -1,0 +1,449 @@
+"""NVIDIA TAO Toolkit on Brev: one generic operator, thin presets, and the pre-launch checks.
+
+Built on :class:`~airflow_provider_brev.operators.brev.BrevExecOperator` (detached, exactly once, resumable,
+deferrable, ephemeral mode), adding what TAO needs:
+
+* pre-launch checks before anything is created or paid for (S3 inputs readable, NGC key for nvcr.io images,
+  ``HF_TOKEN`` when the spec references Hugging Face, local paths refused unless declared on the instance);
+* the spec written to the instance, NGC login with the key on stdin (literal user ``$oauthtoken``), and the
+  image pulled as its own timed step before the GPU work;
+* ``docker run --gpus ... <image> <task> <action> -e <spec> key=value ...``;
+* success requires exit code 0 **and** a final ``SUCCESS`` record in ``status.json`` -- and for ``train`` a new
+  checkpoint (TAO can report PASS without training); program faults (out of memory, CUDA assert, bad spec) and
+  gap analysis's ``unreachable_kpi.txt`` fail without retry; infrastructure faults may retry.
+* KPIs (``status.json``, ``metrics.json``, ``threshold.txt``) go to XCom; epochs are logged as a percentage.
+"""
+
+from __future__ import annotations
+
+import shlex
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from airflow_provider_brev._compat import AirflowFailException, mask_secret
+from airflow_provider_brev.exceptions import BrevCommandError, BrevError, BrevTransientError
+from airflow_provider_brev.operators.base import BrevBaseOperator
+from airflow_provider_brev.operators.brev import BrevExecOperator
+from airflow_provider_brev.utils.mixins import brev_template_fields
+from airflow_provider_brev.utils.preflight import (
+    BrevPreflightError,
+    check_hf_token,
+    check_input_paths,
+    check_ngc_key,
+    check_s3_inputs,
+    connection_secret,
+    split_s3_uri,
+)
+from airflow_provider_brev.utils.tao import (
+    build_report_command,
+    build_tao_command,
+    classify_fault,
+    image_registry,
+    parse_report,
+    remote_path,
+    validate_image,
+)
+
+if TYPE_CHECKING:
+    from airflow.sdk import Context
+
+    from airflow_provider_brev.utils.remote_job import RemoteJob
+
+#: Epoch lines as TAO prints them ("Epoch 3/10").
+EPOCH_PROGRESS_REGEX = r"[Ee]poch[ :]+(\d+)\s*/\s*(\d+)"
+
+
+class TaoProgramFaultError(BrevCommandError, AirflowFailException):
+    """TAO failed for a reason retrying cannot fix (out of memory, CUDA assert, bad spec, missing input)."""
+
+
+class TaoVerificationError(BrevError, AirflowFailException):
+    """TAO exited 0 but its outputs do not prove success (status.json not SUCCESS, no new checkpoint)."""
+
+
+class TaoUnreachableKpiError(BrevError, AirflowFailException):
+    """Gap analysis found no threshold meeting the recall target: a business result, not retried."""
+
+
+def _load_spec_file(path: str) -> dict[str, Any]:
+    import yaml
+
+    data = yaml.safe_load(Path(path).read_text())
+    if not isinstance(data, dict):
+        raise BrevPreflightError(f"The spec file {path} does not hold a mapping.")
+    return data
+
+
+def _load_spec_s3(uri: str, aws_conn_id: str | None) -> dict[str, Any]:
+    import yaml
+    from airflow.providers.amazon.aws.hooks.s3 import S3Hook
+
+    bucket, key = split_s3_uri(uri)
+    text = S3Hook(aws_conn_id=aws_conn_id).read_key(key, bucket)
+    data = yaml.safe_load(text)
+    if not isinstance(data, dict):
+        raise BrevPreflightError(f"The spec {uri} does not hold a mapping.")
+    return data
+
+
+class TaoOperator(BrevExecOperator):
+    """Run one TAO action, ``<task> <action> -e <spec> key=value ...``, in its container on a Brev instance.
+
+    :param image: full image reference with an explicit tag or digest (never a default tag), e.g.
+        ``nvcr.io/nvidia/tao/tao-toolkit:6.26.3-pyt`` or ``...@sha256:<digest>``.
+    :param task: the TAO network / entrypoint, e.g. ``visual_changenet``, ``gap_analysis``.
+    :param action: ``train``, ``evaluate``, ``inference``, ``export``, ``vcn_aoi`` ...
+    :param spec: the experiment spec as a dict (templated), or
+    :param spec_file: a YAML spec on the worker, or
+    :param spec_s3_uri: a YAML spec in S3 (``s3://bucket/key``, read with ``aws_conn_id``).
+    :param overrides: ``key=value`` overrides (dotted keys), applied after the spec.
+    :param results_dir: results directory on the instance (absolute, or relative to the remote home); mounted at
+        ``/results`` and passed as TAO's ``results_dir``; the action writes to ``<results_dir>/<action>/``.
+    :param num_gpus: ``"all"`` or a number (``--gpus N`` and ``<action>.num_gpus=N``).
+    :param shm_size: ``--shm-size`` (Visual ChangeNet needs ``8g``); ``None`` to omit.
+    :param ipc: ``--ipc`` mode (e.g. ``host``).
+    :param mounts: extra ``{instance path: container path}`` bind mounts (e.g. the staged dataset).
+    :param container_env: plain environment variables for the container.
+    :param container_secret_env: secret environment variables for the container (templated): delivered in a 0600
+        file, passed to docker by name only.
+    :param ngc_conn_id: connection whose password is the NGC API key (or ``NGC_API_KEY``); used for nvcr.io images.
+    :param hf_conn_id: connection whose password is the Hugging Face token (or ``HF_TOKEN``); required only when
+        the spec references Hugging Face, then passed to the container as ``HF_TOKEN``.
+    :param aws_conn_id: AWS connection for the S3 pre-launch checks and ``spec_s3_uri``.
+    :param s3_inputs: S3 URIs that must exist before anything is paid for.
+    :param input_paths: paths the job reads that are not staged from S3 (refused unless in ``instance_paths``).
+    :param instance_paths: paths declared as already on the instance; verified with ``test -e`` before GPU work.
+    :param pull_timeout: seconds for the image pull (its own timed step).
+    :param require_new_checkpoint: require a checkpoint written by this run (default: ``action == "train"``).
+    :param kwargs: everything :class:`~airflow_provider_brev.operators.brev.BrevExecOperator` takes
+        (``instance_name`` or ephemeral ``gpu``, ``timeout``, ``deferrable``, ``on_kill_action`` ...).
+    """
+
+    template_fields = tuple(
+        sorted(
+            {
+                *BrevExecOperator.template_fields,
+                "image",
+                "spec",
+                "spec_file",
+                "spec_s3_uri",
+                "overrides",
+                "results_dir",
+                "mounts",
+                "container_env",
+                "container_secret_env",
+                "s3_inputs",
+                "input_paths",
+                "instance_paths",
+            }
+        )
+    )
+    template_fields_renderers = {**BrevExecOperator.template_fields_renderers, "spec": "json", "overrides": "json"}
+
+    def __init__(
+        self,
+        *,
+        image: str,
+        task: str,
+        action: str,
+        spec: dict[str, Any] | None = None,
+        spec_file: str | None = None,
+        spec_s3_uri: str | None = None,
+        overrides: dict[str, Any] | None = None,
+        results_dir: str = "tao-results",
+        num_gpus: int | str = "all",
+        shm_size: str | None = "8g",
+        ipc: str | None = None,
+        mounts: dict[str, str] | None = None,
+        container_env: dict[str, str] | None = None,
+        container_secret_env: dict[str, str] | None = None,
+        ngc_conn_id: str | None = "ngc_default",
+        hf_conn_id: str | None = "hf_default",
+        aws_conn_id: str | None = "aws_default",
+        s3_inputs: list[str] | None = None,
+        input_paths: list[str] | None = None,
+        instance_paths: list[str] | None = None,
+        pull_timeout: float = 1800.0,
+        require_new_checkpoint: bool | None = None,
+        **kwargs: Any,
+    ) -> None:
+        kwargs.setdefault("progress_regex", EPOCH_PROGRESS_REGEX)
+        super().__init__(command=f"{task} {action}", **kwargs)
+        self.image = image
+        self.task = task
+        self.action = action
+        self.spec = spec
+        self.spec_file = spec_file
+        self.spec_s3_uri = spec_s3_uri
+        self.overrides = overrides
+        self.results_dir = results_dir
+        self.num_gpus = num_gpus
+        self.shm_size = shm_size
+        self.ipc = ipc
+        self.mounts = mounts
+        self.container_env = container_env
+        self.container_secret_env = container_secret_env
+        self.ngc_conn_id = ngc_conn_id
+        self.hf_conn_id = hf_conn_id
+        self.aws_conn_id = aws_conn_id
+        self.s3_inputs = s3_inputs
+        self.input_paths = input_paths
+        self.instance_paths = instance_paths
+        self.pull_timeout = pull_timeout
+        self.require_new_checkpoint = action == "train" if require_new_checkpoint is None else require_new_checkpoint
+        self._spec_text = ""
+        self._ngc_key: str | None = None
+        self._timings: dict[str, float] = {}
+
+    @property
+    def spec_name(self) -> str:
+        return f"{self.task}_{self.action}.yaml"
+
+    # -- before anything is paid for ---------------------------------------------------------------
+    def _resolve_spec(self) -> dict[str, Any]:
+        given = [x for x in (self.spec, self.spec_file, self.spec_s3_uri) if x]
+        if len(given) != 1:
+            raise BrevPreflightError("Pass exactly one of spec (dict), spec_file (YAML path) or spec_s3_uri.")
+        if self.spec:
+            if not isinstance(self.spec, dict):
+                raise BrevPreflightError("spec must be a dict (the experiment spec).")
+            return self.spec
+        if self.spec_file:
+            return _load_spec_file(self.spec_file)
+        return _load_spec_s3(str(self.spec_s3_uri), self.aws_conn_id)
+
+    def preflight(self) -> dict[str, Any]:
+        """All pre-launch checks; returns the resolved spec. Raises :class:`BrevPreflightError`."""
+        try:
+            validate_image(self.image)
+        except ValueError as err:
+            raise BrevPreflightError(str(err)) from None
+        spec = self._resolve_spec()
+        self._ngc_key = check_ngc_key(self.image, ngc_conn_id=self.ngc_conn_id)
+        hf_token = check_hf_token(spec, hf_conn_id=self.hf_conn_id)
+        check_s3_inputs(self.s3_inputs or [], aws_conn_id=self.aws_conn_id)
+        check_input_paths(self.input_paths or [], instance_paths=self.instance_paths or [])
+        secrets = dict(self.container_secret_env or {})
+        if hf_token:
+            secrets.setdefault("HF_TOKEN", hf_token)
+        for value in secrets.values():
+            mask_secret(value)
+        if self._ngc_key:
+            mask_secret(self._ngc_key)
+        self.secret_env = secrets or None
+        return spec
+
+    def execute(self, context: Context) -> Any:
+        import yaml
+
+        spec = self.preflight()
+        self._spec_text = yaml.safe_dump(spec, sort_keys=False)
+        self.command = build_tao_command(
+            image=self.image,
+            task=self.task,
+            action=self.action,
+            spec_file=self.spec_name,
+            results_dir=self.results_dir,
+            overrides=self.overrides,
+            mounts=self.mounts,
+            env=self.container_env,
+            secret_env_names=sorted(self.secret_env or {}),
+            num_gpus=self.num_gpus,
+            shm_size=self.shm_size,
+            ipc=self.ipc,
+        )
+        return super().execute(context)
+
+    # -- once the instance is ready, before the GPU work ------------------------------------------
+    def _prepare_instance(self, context: Context, name: str) -> None:
+        hook = self.hook
+        results = self.results_dir.rstrip("/")
+        setup = hook.run_command(
+            name, f"mkdir -p {remote_path(results + '/specs')} {remote_path(results + '/' + self.action)}", timeout=300
+        )
+        if setup.exit_code != 0:
+            raise BrevError(f"Could not create {results} on {name}: {setup.last_line}")
+        hook.write_file_to_instance(name, self._spec_text, f"{results}/specs/{self.spec_name}", mode=0o644)
+        declared = check_input_paths(self.input_paths or [], instance_paths=self.instance_paths or [])
+        if declared:
+            probe = " && ".join(f"test -e {shlex.quote(path)}" for path in declared)
+            if hook.run_command(name, probe, timeout=120).exit_code != 0:
+                raise BrevPreflightError(
+                    f"Declared instance path(s) {', '.join(declared)} do not exist on {name}: nothing was run."
+                )
+        if self._ngc_key and image_registry(self.image) == "nvcr.io":
+            login = hook.run_command(
+                name,
+                "printf '%s' \"$NGC_API_KEY\" | docker login nvcr.io -u '$oauthtoken' --password-stdin",
+                secret_env={"NGC_API_KEY": self._ngc_key},
+                timeout=300,
+            )
+            if login.exit_code != 0:
+                raise BrevError(f"docker login nvcr.io failed on {name}: {login.last_line}")
+        started = time.monotonic()
+        pulled = hook.run_command(name, f"docker pull {shlex.quote(self.image)}", timeout=float(self.pull_timeout))
+        self._timings["pull_seconds"] = round(time.monotonic() - started, 3)
+        if pulled.exit_code != 0:
+            raise BrevTransientError(f"Pulling {self.image} on {name} failed: {pulled.last_line}")
+        self.log.info(
+            "Pulled %s in %.1f s (its own step: the GPU work has not started).",
+            self.image,
+            self._timings["pull_seconds"],
+        )
+        context["ti"].xcom_push(key="tao_pull_seconds", value=self._timings["pull_seconds"])
+
+    # -- after the container exited ---------------------------------------------------------------
+    def _result(self, name: str, job: RemoteJob | None, exit_code: int, last_line: str) -> dict[str, Any]:
+        result = self.hook.exec_script(
+            name,
+            build_report_command(
+                results_dir=self.results_dir, action=self.action, job_log=job.log_path if job else None
+            ),
+        )
+        report = parse_report(result.stdout_lines)
+        what = f"TAO {self.task} {self.action}"
+        if report.unreachable_kpi is not None:
+            raise TaoUnreachableKpiError(
+                f"{what}: no threshold meets the recall target (unreachable_kpi.txt: "
+                f"{report.unreachable_kpi.strip()[:300]}). Retrain or relabel; retrying cannot help, so no retry."
+            )
+        if exit_code != 0:
+            fault = classify_fault(report.fault_lines)
+            if fault:
+                kind, hint, line = fault
+                raise TaoProgramFaultError(
+                    f"{what} failed with exit code {exit_code}: {kind} ({line[:300]}). Not retried: {hint}.",
+                    exit_code=exit_code,
+                )
+            return super()._result(name, job, exit_code, last_line)  # infrastructure or unknown: may retry
+        status = (report.last_status or {}).get("status")
+        if status != "SUCCESS":
+            raise TaoVerificationError(
+                f"{what} exited 0 but the last status.json record is {status or 'missing'} "
+                f"(in {self.results_dir}/{self.action}/status.json): not counted as success."
+            )
+        if self.require_new_checkpoint and not report.new_checkpoints:
+            raise TaoVerificationError(
+                f"{what} exited 0 and status.json says SUCCESS, but no new checkpoint was written (TAO's silent PASS: "
+                "e.g. resume_training_checkpoint_path on a model that already used up its epochs). For warm starts use "
+                "train.pretrained_model_path."
+            )
+        base = super()._result(name, job, exit_code, last_line)
+        kpis = report.kpis()
+        self.log.info("%s succeeded; KPIs: %s", what, kpis)
+        return {
+            **base,
+            "kpis": kpis,
+            "status": report.last_status,
+            "checkpoints": report.new_checkpoints,
+            "results_dir": f"{self.results_dir.rstrip('/')}/{self.action}",
+            "image": self.image,
+            **self._timings,
+        }
+
+
+class VisualChangeNetTrainOperator(TaoOperator):
+    """Visual ChangeNet ``train`` (requires a new checkpoint; warm-start with ``train.pretrained_model_path``)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(task="visual_changenet", action="train", **kwargs)
+
+
+class VisualChangeNetEvaluateOperator(TaoOperator):
+    """Visual ChangeNet ``evaluate`` (KPIs such as ``test_acc``, ``test_fpr``, ``test_fnr`` go to XCom)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(task="visual_changenet", action="evaluate", **kwargs)
+
+
+class VisualChangeNetInferenceOperator(TaoOperator):
+    """Visual ChangeNet ``inference`` (writes ``inference.csv``)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(task="visual_changenet", action="inference", **kwargs)
+
+
+class VisualChangeNetExportOperator(TaoOperator):
+    """Visual ChangeNet ``export`` (ONNX)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(task="visual_changenet", action="export", **kwargs)
+
+
+class VisualChangeNetGapAnalysisOperator(TaoOperator):
+    """Gap analysis ``gap_analysis vcn_aoi`` (data-services image): ``metrics.json`` and ``threshold.txt`` to XCom;
+    ``unreachable_kpi.txt`` fails without retry."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("shm_size", None)
+        super().__init__(task="gap_analysis", action="vcn_aoi", **kwargs)
+
+
+class BrevPreflightOperator(BrevBaseOperator):
+    """The seed's pre-launch checks as their own task, run before anything is created or paid for.
+
+    :param s3_inputs: S3 URIs (objects or prefixes) that must exist and be readable with ``aws_conn_id``.
+    :param image: a TAO image: must be a full reference; nvcr.io images need an NGC key (``ngc_conn_id``).
+    :param spec: a spec to scan for Hugging Face references (then ``HF_TOKEN`` / ``hf_conn_id`` is required).
+    :param input_paths: local paths the pipeline uses: refused unless listed in ``instance_paths``.
+    :param instance_paths: paths declared as already on the instance (verified there by the TAO operators).
+    :param check_brev: also check that the Brev connection works (CLI found, login, listing).
+    """
+
+    template_fields = brev_template_fields("s3_inputs", "image", "spec", "input_paths", "instance_paths")
+
+    def __init__(
+        self,
+        *,
+        s3_inputs: list[str] | None = None,
+        image: str | None = None,
+        spec: dict[str, Any] | None = None,
+        input_paths: list[str] | None = None,
+        instance_paths: list[str] | None = None,
+        aws_conn_id: str | None = "aws_default",
+        ngc_conn_id: str | None = "ngc_default",
+        hf_conn_id: str | None = "hf_default",
+        check_brev: bool = True,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.s3_inputs = s3_inputs
+        self.image = image
+        self.spec = spec
+        self.input_paths = input_paths
+        self.instance_paths = instance_paths
+        self.aws_conn_id = aws_conn_id
+        self.ngc_conn_id = ngc_conn_id
+        self.hf_conn_id = hf_conn_id
+        self.check_brev = check_brev
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        report: dict[str, Any] = {}
+        if self.check_brev:
+            ok, message = self.hook.test_connection()
+            if not ok:
+                raise BrevPreflightError(f"The Brev connection {self.brev_conn_id!r} does not work: {message}")
+            report["brev"] = message
+        report["s3_inputs"] = check_s3_inputs(self.s3_inputs or [], aws_conn_id=self.aws_conn_id)
+        if self.image:
+            report["ngc_key"] = bool(check_ngc_key(self.image, ngc_conn_id=self.ngc_conn_id))
+        report["hf_token"] = bool(check_hf_token(self.spec or {}, hf_conn_id=self.hf_conn_id))
+        report["instance_paths"] = check_input_paths(self.input_paths or [], instance_paths=self.instance_paths or [])
+        self.log.info("Pre-launch checks passed: %s", report)
+        return report
+
+
+__all__ = [
+    "BrevPreflightOperator",
+    "TaoOperator",
+    "TaoProgramFaultError",
+    "TaoUnreachableKpiError",
+    "TaoVerificationError",
+    "VisualChangeNetEvaluateOperator",
+    "VisualChangeNetExportOperator",
+    "VisualChangeNetGapAnalysisOperator",
+    "VisualChangeNetInferenceOperator",
+    "VisualChangeNetTrainOperator",
+    "connection_secret",
+]
