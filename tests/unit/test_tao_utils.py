@@ -1,0 +1,92 @@
+"""Pure TAO command building, report parsing and fault classification."""
+
+from __future__ import annotations
+
+import base64
+import json
+import subprocess
+
+import pytest
+
+from airflow_provider_brev.utils.tao import (
+    build_report_command,
+    build_tao_command,
+    classify_fault,
+    format_override,
+    parse_report,
+    spec_references_hugging_face,
+    validate_image,
+)
+
+IMAGE = "nvcr.io/nvidia/tao/tao-toolkit:6.26.3-pyt"
+
+
+@pytest.mark.parametrize("image", [IMAGE, "nvcr.io/nvidia/tao/tao-toolkit@sha256:" + "a" * 64, "registry:5000/x/y:1"])
+def test_valid_images(image):
+    assert validate_image(image) == image
+
+
+@pytest.mark.parametrize("image", ["tao-toolkit", "nvcr.io/nvidia/tao/tao-toolkit", "nvcr.io/x:latest; rm -rf /", ""])
+def test_images_without_registry_or_explicit_tag_are_refused(image):
+    with pytest.raises(ValueError, match="explicit tag or digest"):
+        validate_image(image)
+
+
+def test_docker_command_passes_secrets_by_name_only():
+    command = build_tao_command(
+        image=IMAGE,
+        task="visual_changenet",
+        action="train",
+        spec_file="visual_changenet_train.yaml",
+        results_dir="runs/r1",
+        overrides={"train.num_epochs": 5, "train.pretrained_model_path": "/results/prev.pth"},
+        mounts={"data/vcn": "/data"},
+        env={"PLAIN": "1"},
+        secret_env_names=["HF_TOKEN"],
+        num_gpus=2,
+    )
+    assert "-e HF_TOKEN " in command and "HF_TOKEN=" not in command
+    assert "--gpus 2" in command and "--shm-size 8g" in command
+    assert '"$HOME"/data/vcn:/data' in command
+    assert "visual_changenet train -e /specs/visual_changenet_train.yaml results_dir=/results" in command
+    assert "train.num_epochs=5" in command and "train.num_gpus=2" in command
+
+
+def test_overrides_are_formatted_for_hydra():
+    assert format_override("a.b", True) == "a.b=true"
+    assert format_override("a", [1, 2]) == "a=[1,2]"
+    with pytest.raises(ValueError, match="Invalid override key"):
+        format_override("a;b", 1)
+
+
+def test_report_command_round_trip_in_bash(tmp_path):
+    action = tmp_path / "runs" / "train"
+    action.mkdir(parents=True)
+    (action / ".brev-tao-started").touch()
+    (action / "status.json").write_text(
+        json.dumps({"status": "STARTED"}) + "\n" + json.dumps({"status": "SUCCESS", "kpi": {"val_loss": 0.1}}) + "\n"
+    )
+    (action / "model_epoch_004_step_40.pth").write_bytes(b"x")
+    (action / "metrics.json").write_text(json.dumps({"f1": 0.9, "nested": {"x": 1}}))
+    (action / "threshold.txt").write_text("0.42\n")
+    log = tmp_path / "job.log"
+    log.write_text("fine\ntorch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 2 GiB\n")
+    script = build_report_command(results_dir=str(tmp_path / "runs"), action="train", job_log=str(log))
+    done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, check=True)
+    report = parse_report(done.stdout.splitlines())
+    assert report.last_status == {"status": "SUCCESS", "kpi": {"val_loss": 0.1}}
+    assert report.new_checkpoints == ["model_epoch_004_step_40.pth"]
+    assert report.kpis() == {"val_loss": 0.1, "f1": 0.9, "threshold": 0.42}
+    assert classify_fault(report.fault_lines)[0] == "out of memory"
+    assert report.unreachable_kpi is None
+
+
+def test_report_cut_short_is_an_error():
+    with pytest.raises(ValueError, match="cut short"):
+        parse_report(["BREV_TAO_STATUS " + base64.b64encode(b"{}").decode()])
+
+
+def test_hugging_face_detection():
+    assert spec_references_hugging_face({"model": {"backbone": "hf_model://nvidia/C-RADIOv2-B"}})
+    assert spec_references_hugging_face(["https://huggingface.co/x"])
+    assert not spec_references_hugging_face({"a": "/results/x.pth", "b": 3})
