@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+pytest_plugins = ["fixtures_s3"]
 ROOT = Path(__file__).resolve().parents[1]
 AIRFLOW_HOME = Path(tempfile.mkdtemp(prefix="brev-airflow-home-"))
 DAGS_FOLDER = AIRFLOW_HOME / "dags"

@@ -22,14 +22,7 @@ from airflow_provider_brev.exceptions import (
 )
 from airflow_provider_brev.operators.base import BrevBaseOperator
 from airflow_provider_brev.sensors.brev import DEFAULT_READY_TIMEOUT
-from airflow_provider_brev.triggers.brev import (
-    EVENT_ERROR,
-    EVENT_SUCCESS,
-    EVENT_TIMEOUT,
-    BrevInstanceReadyTrigger,
-    BrevRemoteJobTrigger,
-)
-from airflow_provider_brev.utils.events import validate_event
+from airflow_provider_brev.utils.events import EVENT_ERROR, EVENT_SUCCESS, EVENT_TIMEOUT, validate_event
 from airflow_provider_brev.utils.job_follower import TIMED_OUT, JobFollower, JobOutcome
 from airflow_provider_brev.utils.mixins import brev_template_fields
 from airflow_provider_brev.utils.names import validate_instance_name
@@ -179,6 +172,8 @@ class BrevCreateInstanceOperator(BrevBaseOperator):
         if not self.wait_for_ready:
             return name
         if self.deferrable:
+            from airflow_provider_brev.triggers.brev import BrevInstanceReadyTrigger  # triggerer-side code: lazy
+
             self.defer(
                 trigger=BrevInstanceReadyTrigger(
                     instance_name=name,
@@ -488,6 +483,8 @@ class BrevExecOperator(BrevBaseOperator):
             self._ti.xcom_push(key=XCOM_JOB, value=self._handle)
             self._store(context, self._handle)
             if self.deferrable:
+                from airflow_provider_brev.triggers.brev import BrevRemoteJobTrigger  # triggerer-side code: lazy
+
                 deferring = True
                 self.defer(
                     trigger=BrevRemoteJobTrigger(

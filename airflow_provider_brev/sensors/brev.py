@@ -11,8 +11,7 @@ from airflow.sdk import PokeReturnValue
 from airflow_provider_brev._compat import default_deferrable
 from airflow_provider_brev.exceptions import BrevInstanceFailedError, BrevTimeoutError
 from airflow_provider_brev.sensors.base import BrevBaseSensor
-from airflow_provider_brev.triggers.brev import EVENT_SUCCESS, EVENT_TIMEOUT, BrevInstanceReadyTrigger
-from airflow_provider_brev.utils.events import validate_event
+from airflow_provider_brev.utils.events import EVENT_SUCCESS, EVENT_TIMEOUT, validate_event
 from airflow_provider_brev.utils.mixins import brev_template_fields
 from airflow_provider_brev.utils.names import validate_instance_name
 
@@ -78,6 +77,8 @@ class BrevReadySensor(BrevBaseSensor):
             return readiness.instance
         if readiness.terminal:
             raise BrevInstanceFailedError(readiness.message)
+        from airflow_provider_brev.triggers.brev import BrevInstanceReadyTrigger  # triggerer-side code: lazy
+
         self.defer(
             trigger=BrevInstanceReadyTrigger(
                 instance_name=name,

@@ -2,6 +2,8 @@
 
 * :class:`BrevSimulator` -- installs a fake ``brev`` executable plus its state under a directory.
 * :func:`make_token` -- a JWT the fake ``brev login --token`` accepts.
+* A fake ``docker`` and fake TAO entrypoints inside instance sandboxes (:mod:`.fake_docker`,
+  :mod:`.fake_tao`), tuned with ``BrevSimulator.set_docker(...)`` / ``set_tao(...)``.
 * pytest fixtures ``brev_sim``, ``brev_sim_both``, ``brev_sim_profile`` (see :mod:`.pytest_plugin`).
 
 Names are resolved lazily so that importing this package (e.g. by the pytest plugin or by
@@ -16,6 +18,8 @@ if TYPE_CHECKING:
     from airflow_provider_brev.testing.simulator import (
         DEFAULT_ACCOUNTS,
         DEFAULT_CATALOG,
+        DEFAULT_DOCKER_CONFIG,
+        DEFAULT_TAO_CONFIG,
         DEFAULT_TIMINGS,
         FAULT_KINDS,
         PROFILES,
@@ -26,6 +30,8 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_ACCOUNTS",
     "DEFAULT_CATALOG",
+    "DEFAULT_DOCKER_CONFIG",
+    "DEFAULT_TAO_CONFIG",
     "DEFAULT_TIMINGS",
     "FAULT_KINDS",
     "PROFILES",

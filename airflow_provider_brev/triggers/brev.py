@@ -27,10 +27,16 @@ from airflow_provider_brev.utils.remote_job import RemoteJob
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
-EVENT_SUCCESS = "success"
-EVENT_FAILED = "failed"
-EVENT_TIMEOUT = "timeout"
-EVENT_ERROR = "error"
+from airflow_provider_brev.utils.events import EVENT_ERROR, EVENT_FAILED, EVENT_SUCCESS, EVENT_TIMEOUT
+
+__all__ = [
+    "EVENT_ERROR",
+    "EVENT_FAILED",
+    "EVENT_SUCCESS",
+    "EVENT_TIMEOUT",
+    "BrevInstanceReadyTrigger",
+    "BrevRemoteJobTrigger",
+]
 
 
 class BrevInstanceReadyTrigger(BaseTrigger):

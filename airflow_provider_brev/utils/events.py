@@ -6,6 +6,11 @@ from typing import Any
 
 from airflow_provider_brev.exceptions import BrevError
 
+EVENT_SUCCESS = "success"
+EVENT_FAILED = "failed"
+EVENT_TIMEOUT = "timeout"
+EVENT_ERROR = "error"
+
 
 def validate_event(event: dict[str, Any] | None, *required: str) -> dict[str, Any]:
     """Return ``event`` if it is a dict with ``status``, ``message`` and ``required`` keys, else raise."""

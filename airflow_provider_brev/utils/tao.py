@@ -55,6 +55,11 @@ PROGRAM_FAULTS: tuple[tuple[str, re.Pattern[str], str], ...] = (
         "fix the experiment spec or overrides",
     ),
     (
+        "shared memory exhausted",
+        re.compile(r"bus error|shared memory|shm_size", re.IGNORECASE),
+        "run the container with a larger --shm-size (shm_size='8g') or ipc='host'",
+    ),
+    (
         "missing input file",
         re.compile(r"FileNotFoundError|No such file or directory", re.IGNORECASE),
         "stage the inputs onto the instance (S3ToBrevOperator) and check the spec paths",
@@ -160,7 +165,10 @@ def build_tao_command(
         args += ["-e", key]
     args += [shlex.quote(a) for a in extra_docker_args]
     args += [shlex.quote(image), task, action, "-e", shlex.quote(f"{CONTAINER_SPECS}/{spec_file}")]
-    merged = {"results_dir": CONTAINER_RESULTS, **(overrides or {})}
+    # Hydra rebases results_dir per action (``<results_dir>/<action>/``); gap analysis writes into results_dir
+    # itself, so point it at the same per-action directory.
+    results_override = f"{CONTAINER_RESULTS}/{action}" if task == "gap_analysis" else CONTAINER_RESULTS
+    merged = {"results_dir": results_override, **(overrides or {})}
     if gpus != "all" and task != "gap_analysis":
         merged.setdefault(f"{action}.num_gpus", int(gpus))
     args += [shlex.quote(format_override(k, v)) for k, v in merged.items()]

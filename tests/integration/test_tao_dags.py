@@ -1,0 +1,119 @@
+"""Issue: TAO training and gap analysis as tasks, and the flagship retraining DAG (simulator + moto S3)."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+from helpers import cli_calls, run_state, task_states
+
+from airflow_provider_brev.testing.datasets import upload_synthetic_vcn_dataset
+
+NGC_KEY = "ngc-key-" + "9f3a" * 8
+DATASET_PREFIX = "datasets/vcn-aoi/"
+
+
+@pytest.fixture
+def tao_env(aws_connection, brev_sim, monkeypatch):
+    monkeypatch.setenv("AIRFLOW_CONN_NGC_DEFAULT", json.dumps({"conn_type": "generic", "password": NGC_KEY}))
+    upload_synthetic_vcn_dataset(aws_connection.client, aws_connection.bucket, DATASET_PREFIX)
+    return aws_connection
+
+
+def wait_for_no_instances(sim, timeout=20.0):
+    deadline = time.monotonic() + timeout
+    while sim.instances():
+        assert time.monotonic() < deadline, sim.instances()
+        time.sleep(0.05)
+
+
+def flagship(run_dag, aws, **conf):
+    return run_dag(
+        "tao_visual_changenet_retrain", conf={"bucket": aws.bucket, "dataset_prefix": DATASET_PREFIX, **conf}
+    )
+
+
+def test_flagship_dag_end_to_end(run_dag, brev_sim, tao_env, task_logs):
+    dag_run = flagship(run_dag, tao_env)
+    states = task_states(dag_run)
+    assert run_state(dag_run) == "success", states
+    assert states["promote"] == "success"
+    keys = tao_env.keys("runs/")
+    assert any(k.endswith("/train/status.json") for k in keys), keys
+    assert any("/train/model_epoch_" in k for k in keys), keys
+    assert len(cli_calls(brev_sim, "create")) == 1
+    wait_for_no_instances(brev_sim)
+    evaluate = next(ti for ti in dag_run.get_task_instances() if ti.task_id == "evaluate").xcom_pull(
+        task_ids="evaluate"
+    )
+    assert "test_acc" in evaluate["kpis"]
+    assert "progress: 100%" in task_logs.text  # epochs were reported as a percentage
+    # secrets: NGC key and AWS keys never on a brev command line (incl. what exec hands to ssh) nor in logs
+    for call in brev_sim.calls():
+        dumped = json.dumps(call)
+        assert NGC_KEY not in dumped
+        assert all(secret not in dumped for secret in tao_env.secrets)
+    assert NGC_KEY not in task_logs.text
+    for docker_call in brev_sim.docker_calls():
+        assert not docker_call.get("password_on_argv")
+        assert not docker_call.get("inline_env_values")
+
+
+def test_flagship_leaves_nothing_when_train_fails(run_dag, brev_sim, tao_env):
+    brev_sim.set_tao(oom="train")
+    dag_run = flagship(run_dag, tao_env)
+    states = task_states(dag_run)
+    assert run_state(dag_run) == "failed"
+    assert states["train"] == "failed"
+    assert states["delete_instance"] == "success"
+    wait_for_no_instances(brev_sim)
+
+
+def test_oom_fails_without_retry(run_dag, brev_sim, tao_env, task_logs):
+    brev_sim.set_tao(oom="train")
+    dag_run = flagship(run_dag, tao_env)
+    train = next(ti for ti in dag_run.get_task_instances() if ti.task_id == "train")
+    assert train.state == "failed"
+    assert train.try_number == 1  # retries=1 in default_args, but a program fault is not retried
+    assert "out of memory" in task_logs.text
+
+
+def test_silent_pass_is_a_failure(run_dag, brev_sim, tao_env, task_logs):
+    brev_sim.set_tao(silent_pass="train")
+    dag_run = flagship(run_dag, tao_env)
+    assert task_states(dag_run)["train"] == "failed"
+    assert "no new checkpoint" in task_logs.text
+    wait_for_no_instances(brev_sim)
+
+
+def test_unreachable_kpi_fails_without_retry(run_dag, brev_sim, tao_env, task_logs):
+    brev_sim.set_tao(unreachable_kpi=True)
+    dag_run = flagship(run_dag, tao_env)
+    gap = next(ti for ti in dag_run.get_task_instances() if ti.task_id == "gap_analysis")
+    assert gap.state == "failed"
+    assert gap.try_number == 1
+    assert "unreachable_kpi" in task_logs.text
+    wait_for_no_instances(brev_sim)
+
+
+@pytest.mark.parametrize(
+    ("setup", "expected"),
+    [
+        ("missing_dataset", "S3 inputs are missing"),
+        ("missing_ngc", "no NGC API key is configured"),
+    ],
+)
+def test_preflight_failures_stop_before_create(
+    run_dag, brev_sim, aws_connection, monkeypatch, task_logs, setup, expected
+):
+    if setup == "missing_ngc":
+        monkeypatch.delenv("AIRFLOW_CONN_NGC_DEFAULT", raising=False)
+        monkeypatch.delenv("NGC_API_KEY", raising=False)
+        upload_synthetic_vcn_dataset(aws_connection.client, aws_connection.bucket, DATASET_PREFIX)
+    else:
+        monkeypatch.setenv("AIRFLOW_CONN_NGC_DEFAULT", json.dumps({"conn_type": "generic", "password": NGC_KEY}))
+    dag_run = flagship(run_dag, aws_connection)
+    assert task_states(dag_run)["preflight"] == "failed"
+    assert expected in task_logs.text
+    assert cli_calls(brev_sim, "create") == []
