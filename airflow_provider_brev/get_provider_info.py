@@ -33,6 +33,7 @@ def get_provider_info() -> dict:
                 "python-modules": [
                     "airflow_provider_brev.operators.brev",
                     "airflow_provider_brev.operators.janitor",
+                    "airflow_provider_brev.operators.tao",
                 ],
             }
         ],
@@ -47,6 +48,18 @@ def get_provider_info() -> dict:
                 "integration-name": "NVIDIA Brev",
                 "python-modules": ["airflow_provider_brev.triggers.brev"],
             }
+        ],
+        "transfers": [
+            {
+                "source-integration-name": "Amazon Simple Storage Service (S3)",
+                "target-integration-name": "NVIDIA Brev",
+                "python-module": "airflow_provider_brev.transfers.s3",
+            },
+            {
+                "source-integration-name": "NVIDIA Brev",
+                "target-integration-name": "Amazon Simple Storage Service (S3)",
+                "python-module": "airflow_provider_brev.transfers.s3",
+            },
         ],
         "connection-types": [
             {

@@ -1,8 +1,10 @@
-"""``make demo``: run an example DAG end to end with ``dag.test()``.
+"""``make demo``: run the flagship retraining DAG end to end with ``dag.test()`` and print a summary.
 
-Without Brev credentials it runs against the bundled Brev simulator (nothing leaves this machine); with
-``AIRFLOW_CONN_BREV_DEFAULT`` or ``BREV_API_TOKEN`` set it runs against real Brev (real GPU instances,
-real money: the banner says so). Everything it starts lives in a temporary directory removed at the end.
+Without Brev credentials it runs against the bundled Brev simulator and a local moto S3 server seeded with a
+small synthetic Visual ChangeNet dataset (nothing leaves this machine). With ``AIRFLOW_CONN_BREV_DEFAULT`` or
+``BREV_API_TOKEN`` set it runs against real Brev, real S3 (``aws_default``) and NGC (``ngc_default``): real GPU
+instances, real money -- the banner says so. Everything it starts lives in a temporary directory and is
+stopped/removed at the end.
 """
 
 from __future__ import annotations
@@ -10,13 +12,17 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import socket
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_DAG = "example_brev_lifecycle"
+DEFAULT_DAG = "tao_visual_changenet_retrain"
+DEMO_BUCKET = "tao-vcn-demo"
+DATASET_PREFIX = "datasets/vcn-aoi/"
 
 
 def _prepare_airflow(workdir: Path) -> None:
@@ -35,8 +41,21 @@ def _prepare_airflow(workdir: Path) -> None:
     )
 
 
-def _start_simulator(workdir: Path):
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _start_local_services(workdir: Path) -> tuple[Any, Any, str]:
+    """The Brev simulator, a moto S3 server with the synthetic dataset, and the three connections."""
+    import json
+
+    import boto3
+    from moto.server import ThreadedMotoServer
+
     from airflow_provider_brev.testing import BrevSimulator
+    from airflow_provider_brev.testing.datasets import upload_synthetic_vcn_dataset
 
     sim = BrevSimulator(workdir / "brev-sim", profile="released").install()
     os.environ.update(sim.env())
@@ -44,7 +63,82 @@ def _start_simulator(workdir: Path):
     home.mkdir()
     os.environ["HOME"] = str(home)
     os.environ["AIRFLOW_CONN_BREV_DEFAULT"] = sim.connection_json()
-    return sim
+
+    from werkzeug.serving import WSGIRequestHandler
+
+    WSGIRequestHandler.log_request = lambda *args, **kwargs: None  # type: ignore[method-assign]  # URLs are signed
+    port = _free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    endpoint = f"http://127.0.0.1:{port}"
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
+        os.environ.pop(name, None)
+    os.environ["AIRFLOW_CONN_AWS_DEFAULT"] = json.dumps(
+        {
+            "conn_type": "aws",
+            "login": "demo-access-key",
+            "password": "demo-secret-key",
+            "extra": {"endpoint_url": endpoint, "region_name": "us-east-1"},
+        }
+    )
+    os.environ["AIRFLOW_CONN_NGC_DEFAULT"] = json.dumps({"conn_type": "generic", "password": "demo-ngc-api-key"})
+    client = boto3.client(
+        "s3",
+        endpoint_url=endpoint,
+        region_name="us-east-1",
+        aws_access_key_id="demo-access-key",
+        aws_secret_access_key="demo-secret-key",
+    )
+    client.create_bucket(Bucket=DEMO_BUCKET)
+    count = upload_synthetic_vcn_dataset(client, DEMO_BUCKET, DATASET_PREFIX)
+    print(f"Local S3 (moto) at {endpoint}: seeded s3://{DEMO_BUCKET}/{DATASET_PREFIX} with {count} objects.")
+    return sim, server, endpoint
+
+
+def _summary(dag_run: Any, sim: Any, bucket: str) -> int:
+    tis = {ti.task_id: ti for ti in dag_run.get_task_instances()}
+    state = getattr(dag_run.state, "value", dag_run.state)
+
+    def duration(task_id: str) -> float:
+        ti = tis.get(task_id)
+        return float(ti.duration or 0.0) if ti is not None else 0.0
+
+    def xcom(task_id: str, key: str = "return_value") -> Any:
+        ti = tis.get(task_id)
+        return ti.xcom_pull(task_ids=task_id, key=key) if ti is not None else None
+
+    print()
+    print(f"DAG {dag_run.dag_id}: {state}")
+    for task_id, ti in sorted(tis.items(), key=lambda kv: kv[1].start_date or kv[1].end_date or 0):
+        print(f"  {task_id:<20} {getattr(ti.state, 'value', ti.state):<10} {float(ti.duration or 0):7.1f} s")
+    pulls = sum(float(xcom(t, "tao_pull_seconds") or 0) for t in ("gap_analysis", "train", "evaluate"))
+    print()
+    print("Instance lifetime, split:")
+    print(f"  boot (create + readiness)  {duration('create_instance'):7.1f} s")
+    print(f"  image pulls                {pulls:7.1f} s")
+    print(f"  stage dataset              {duration('stage_dataset'):7.1f} s")
+    print(f"  gap analysis               {duration('gap_analysis'):7.1f} s")
+    print(f"  train                      {duration('train'):7.1f} s")
+    print(f"  evaluate                   {duration('evaluate'):7.1f} s")
+    print(f"  upload                     {duration('upload_results'):7.1f} s")
+    evaluation = xcom("evaluate") or {}
+    gap = xcom("gap_analysis") or {}
+    upload = xcom("upload_results") or {}
+    promote = xcom("promote") or {}
+    print()
+    print(f"KPIs (evaluate): {evaluation.get('kpis')}")
+    print(f"Gap analysis: threshold {gap.get('kpis', {}).get('threshold')}, f1 {gap.get('kpis', {}).get('f1')}")
+    print(f"Results in S3: {upload.get('s3_uri') or f's3://{bucket}/' + str(upload.get('s3_prefix'))}")
+    print(f"Promoted: {promote.get('promoted', False)} ({promote.get('metric')}={promote.get('value')})")
+    left = -1
+    if sim is not None:
+        deadline = time.monotonic() + 30
+        while sim.instances() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        left = len(sim.instances())
+        print(f"brev CLI invocations: {len(sim.calls())}")
+        print(f"Instances left: {left}")
+    return 0 if state == "success" and left in (0, -1) else 1
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -53,16 +147,18 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     real = bool(os.environ.get("AIRFLOW_CONN_BREV_DEFAULT") or os.environ.get("BREV_API_TOKEN"))
     workdir = Path(tempfile.mkdtemp(prefix="brev-demo-"))
-    sim = None
+    sim = server = None
+    bucket = os.environ.get("TAO_VCN_BUCKET", DEMO_BUCKET)
     try:
         _prepare_airflow(workdir)
         if real:
             print("=" * 78)
-            print("Brev credentials found: running against REAL Brev (GPU instances are billed).")
+            print("Brev credentials found: running against REAL Brev, S3 and NGC (GPU instances are billed).")
             print("=" * 78)
         else:
-            sim = _start_simulator(workdir)
-            print(f"No Brev credentials configured: using the bundled simulator ({sim.profile} profile).")
+            sim, server, _ = _start_local_services(workdir)
+            bucket = DEMO_BUCKET
+            print(f"No Brev credentials configured: using the bundled Brev simulator ({sim.profile} profile).")
 
         from airflow.models import DagBag
         from airflow.utils.db import initdb
@@ -76,30 +172,15 @@ def main(argv: list[str] | None = None) -> int:
         if dag is None:
             print(f"No DAG {args.dag!r} in dags_examples/", file=sys.stderr)
             return 1
-        started = time.monotonic()
-        dag_run = dag.test()
-        elapsed = time.monotonic() - started
-        states = {ti.task_id: getattr(ti.state, "value", ti.state) for ti in dag_run.get_task_instances()}
-        state = getattr(dag_run.state, "value", dag_run.state)
-        print()
-        print(f"DAG {args.dag}: {state} in {elapsed:.1f} s")
-        for task_id, task_state in states.items():
-            print(f"  {task_id:<28} {task_state}")
-        if sim is not None:
-            deadline = time.monotonic() + 30
-            while sim.instances() and time.monotonic() < deadline:
-                time.sleep(0.1)
-            calls = sim.calls()
-            print(
-                f"brev CLI invocations: {len(calls)}  (logins: {sum(1 for c in calls if c['argv'][:1] == ['login'])})"
-            )
-            print(f"instances left: {len(sim.instances())}")
-            if sim.instances():
-                return 1
-        return 0 if state == "success" else 1
+        conf = {"bucket": bucket, "dataset_prefix": DATASET_PREFIX} if args.dag == DEFAULT_DAG else None
+        print(f"Running {args.dag} with dag.test() ...")
+        dag_run = dag.test(run_conf=conf)
+        return _summary(dag_run, sim, bucket)
     finally:
         if sim is not None:
             sim.kill_all()
+        if server is not None:
+            server.stop()
         shutil.rmtree(workdir, ignore_errors=True)
 
 

@@ -76,7 +76,8 @@ def assert_no_secret_anywhere(sim, aws, task_logs) -> None:
     """No AWS key, secret or presigned URL in brev argv/ssh commands, task logs or any file on an instance."""
     needles = (*aws.secrets, *URL_MARKERS)
     calls = sim.calls()
-    assert calls
+    assert any("BREV_XFER_DONE" in str(call.get("ssh_argv")) for call in calls)  # the scripts went through ssh
+    assert any(".airflow-brev-xfer-" in " ".join(call["argv"]) for call in sim.calls("copy"))  # URLs: a file
     for call in calls:
         recorded = json.dumps([call.get("argv"), call.get("ssh_argv"), call.get("ssh_invocations")])
         for needle in needles:

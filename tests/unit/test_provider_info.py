@@ -45,6 +45,8 @@ def test_every_listed_module_and_class_imports():
     ]
     for module in modules:
         importlib.import_module(module)
+    for transfer in info["transfers"]:
+        importlib.import_module(transfer["python-module"])
     for conn in info["connection-types"]:
         module, _, cls = conn["hook-class-name"].rpartition(".")
         hook = getattr(importlib.import_module(module), cls)
