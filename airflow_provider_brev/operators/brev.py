@@ -7,7 +7,7 @@ import time
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_brev._compat import AirflowSkipException, default_deferrable
+from airflow_provider_brev._compat import AirflowSkipException, default_deferrable, mask_secret
 from airflow_provider_brev.exceptions import (
     BrevCommandError,
     BrevConnectionLostError,
@@ -448,8 +448,6 @@ class BrevExecOperator(BrevBaseOperator):
         self._validate()
         self._ti = context["ti"]
         for value in (self._secret_env() or {}).values():
-            from airflow_provider_brev._compat import mask_secret
-
             mask_secret(value)
         seconds = self._timeout_seconds()
         deadline = None if seconds is None else time.time() + seconds

@@ -34,12 +34,41 @@ __all__ = [
     "EVENT_FAILED",
     "EVENT_SUCCESS",
     "EVENT_TIMEOUT",
+    "BrevBaseTrigger",
     "BrevInstanceReadyTrigger",
     "BrevRemoteJobTrigger",
 ]
 
 
-class BrevInstanceReadyTrigger(BaseTrigger):
+class BrevBaseTrigger(BaseTrigger):
+    """Shared plumbing of the Brev triggers: serialisation from a field list, the hook, event building.
+
+    Subclasses list their constructor arguments in ``serialized_fields`` (all JSON-serialisable, never a secret)
+    and the fields every event carries in ``event_fields``.
+    """
+
+    serialized_fields: tuple[str, ...] = ()
+    event_fields: tuple[str, ...] = ()
+    brev_conn_id: str
+    instance_name: str
+
+    def serialize(self) -> tuple[str, dict[str, Any]]:
+        return (
+            f"{type(self).__module__}.{type(self).__qualname__}",
+            {name: getattr(self, name) for name in self.serialized_fields},
+        )
+
+    def _hook(self) -> BrevHook:
+        return BrevHook(brev_conn_id=self.brev_conn_id, log_cli_output=False)
+
+    def _event(self, status: str, message: str, **extra: Any) -> TriggerEvent:
+        payload = {"status": status, "message": message}
+        payload.update({name: getattr(self, name) for name in self.event_fields})
+        payload.update(extra)
+        return TriggerEvent(payload)
+
+
+class BrevInstanceReadyTrigger(BrevBaseTrigger):
     """Poll an instance's layered readiness until it is ready, terminal, or the deadline passes.
 
     :param instance_name: the instance to watch.
@@ -52,6 +81,17 @@ class BrevInstanceReadyTrigger(BaseTrigger):
         instances the task owns, i.e. the create operator's own wait).
     :param created: carried through to the event (whether the deferring task created the instance).
     """
+
+    serialized_fields = (
+        "instance_name",
+        "brev_conn_id",
+        "deadline",
+        "poll_interval",
+        "require_docker",
+        "delete_on_kill",
+        "created",
+    )
+    event_fields = ("instance_name", "created")
 
     def __init__(
         self,
@@ -72,34 +112,6 @@ class BrevInstanceReadyTrigger(BaseTrigger):
         self.require_docker = require_docker
         self.delete_on_kill = delete_on_kill
         self.created = created
-
-    def serialize(self) -> tuple[str, dict[str, Any]]:
-        return (
-            f"{type(self).__module__}.{type(self).__qualname__}",
-            {
-                "instance_name": self.instance_name,
-                "brev_conn_id": self.brev_conn_id,
-                "deadline": self.deadline,
-                "poll_interval": self.poll_interval,
-                "require_docker": self.require_docker,
-                "delete_on_kill": self.delete_on_kill,
-                "created": self.created,
-            },
-        )
-
-    def _hook(self) -> BrevHook:
-        return BrevHook(brev_conn_id=self.brev_conn_id, log_cli_output=False)
-
-    def _event(self, status: str, message: str, **extra: Any) -> TriggerEvent:
-        return TriggerEvent(
-            {
-                "status": status,
-                "message": message,
-                "instance_name": self.instance_name,
-                "created": self.created,
-                **extra,
-            }
-        )
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
         hook = self._hook()
@@ -148,7 +160,7 @@ class BrevInstanceReadyTrigger(BaseTrigger):
             self.log.exception("Could not delete instance %s on kill; the teardown/janitor will.", self.instance_name)
 
 
-class BrevRemoteJobTrigger(BaseTrigger):
+class BrevRemoteJobTrigger(BrevBaseTrigger):
     """Follow a detached remote job until it ends: stream its log into the task log, then yield one event.
 
     The job keeps running on the instance whatever happens to the triggerer: a triggerer restart resumes from
@@ -168,6 +180,22 @@ class BrevRemoteJobTrigger(BaseTrigger):
     :param last_line: the last non-empty line shown so far.
     :param progress_regex: a regex with two groups ``(done, total)`` (e.g. epochs) logged as a percentage.
     """
+
+    serialized_fields = (
+        "instance_name",
+        "job",
+        "brev_conn_id",
+        "offset",
+        "deadline",
+        "poll_interval",
+        "log_chunk_bytes",
+        "on_kill_action",
+        "ephemeral",
+        "max_poll_failures",
+        "last_line",
+        "progress_regex",
+    )
+    event_fields = ("instance_name", "job", "ephemeral")
 
     def __init__(
         self,
@@ -198,40 +226,6 @@ class BrevRemoteJobTrigger(BaseTrigger):
         self.ephemeral = ephemeral
         self.max_poll_failures = int(max_poll_failures)
         self.last_line = last_line
-
-    def serialize(self) -> tuple[str, dict[str, Any]]:
-        return (
-            f"{type(self).__module__}.{type(self).__qualname__}",
-            {
-                "instance_name": self.instance_name,
-                "job": self.job,
-                "brev_conn_id": self.brev_conn_id,
-                "offset": self.offset,
-                "deadline": self.deadline,
-                "poll_interval": self.poll_interval,
-                "log_chunk_bytes": self.log_chunk_bytes,
-                "on_kill_action": self.on_kill_action,
-                "ephemeral": self.ephemeral,
-                "max_poll_failures": self.max_poll_failures,
-                "last_line": self.last_line,
-                "progress_regex": self.progress_regex,
-            },
-        )
-
-    def _hook(self) -> BrevHook:
-        return BrevHook(brev_conn_id=self.brev_conn_id, log_cli_output=False)
-
-    def _event(self, status: str, message: str, **extra: Any) -> TriggerEvent:
-        return TriggerEvent(
-            {
-                "status": status,
-                "message": message,
-                "instance_name": self.instance_name,
-                "job": self.job,
-                "ephemeral": self.ephemeral,
-                **extra,
-            }
-        )
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
         hook = self._hook()

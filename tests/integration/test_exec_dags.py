@@ -38,10 +38,6 @@ def only_instance_name(sim) -> str:
     return names.pop()
 
 
-def job_runs(sim, needle):
-    return [run for run in sim.runs() if needle in run["command"] and "BREV_JOB" not in run["command"][:0]]
-
-
 def launches(sim):
     """Commands actually started through a job launch (the launcher's setsid'd job script)."""
     return [run for run in sim.runs() if "BREV_JOB_LAUNCHED" in run["command"]]
