@@ -1,0 +1,30 @@
+"""One-shot GPU job on an ephemeral Brev instance: created, used and deleted by a single task.
+
+The seed's "ephemeral instance per job": no setup/teardown pair needed -- the operator deletes the instance in a
+``finally`` on success, failure and timeout, and the janitor covers a worker that dies mid-task.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from airflow.sdk import DAG
+
+from airflow_provider_brev.operators.brev import BrevExecOperator
+
+with DAG(
+    dag_id="example_brev_ephemeral_exec",
+    schedule=None,
+    start_date=datetime(2026, 1, 1),
+    catchup=False,
+    tags=["brev", "example"],
+):
+    # [START howto_brev_ephemeral_exec]
+    BrevExecOperator(
+        task_id="gpu_smoke_test",
+        gpu="L40S:1",
+        command="nvidia-smi && python3 -c 'print(sum(range(10**6)))'",
+        timeout=3600,
+        deferrable=True,
+    )
+    # [END howto_brev_ephemeral_exec]

@@ -1,0 +1,64 @@
+"""Mixed CPU and GPU stages on different Brev instance types, handing data over through S3.
+
+A cheap CPU instance prepares the data, a GPU instance trains on it. Each instance has its own setup/teardown
+pair, so the GPU is only rented while the GPU stage runs, and each is deleted whatever happens.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime
+
+from airflow.sdk import DAG
+
+from airflow_provider_brev.operators.brev import (
+    BrevCreateInstanceOperator,
+    BrevDeleteInstanceOperator,
+    BrevExecOperator,
+)
+from airflow_provider_brev.transfers import BrevToS3Operator, S3ToBrevOperator
+
+PREFIX = "mixed/{{ ds_nodash }}/{{ run_id | replace(':', '') | replace('+', '') }}/prepared/"
+
+with DAG(
+    dag_id="example_brev_mixed_stages",
+    schedule=None,
+    start_date=datetime(2026, 1, 1),
+    catchup=False,
+    tags=["brev", "example"],
+    params={"bucket": os.environ.get("BREV_EXAMPLE_BUCKET", "brev-examples"), "cpu_type": "m6i.2xlarge"},
+):
+    # [START howto_brev_mixed_stages]
+    cpu = BrevCreateInstanceOperator(task_id="create_cpu", instance_types="{{ params.cpu_type }}")
+    prepare = BrevExecOperator(
+        task_id="prepare_data",
+        instance_name=cpu.output,
+        command='mkdir -p prepared && for i in $(seq 1 100); do echo "sample $i"; done > prepared/samples.txt',
+    )
+    hand_over = BrevToS3Operator(
+        task_id="upload_prepared",
+        instance_name=cpu.output,
+        remote_dir="prepared",
+        s3_bucket="{{ params.bucket }}",
+        s3_prefix=PREFIX,
+    )
+    delete_cpu = BrevDeleteInstanceOperator(task_id="delete_cpu", instance_name=cpu.output)
+
+    gpu = BrevCreateInstanceOperator(task_id="create_gpu", gpu="L40S:1")
+    stage = S3ToBrevOperator(
+        task_id="stage_prepared",
+        instance_name=gpu.output,
+        s3_bucket="{{ params.bucket }}",
+        s3_prefix=PREFIX,
+        remote_dir="data",
+    )
+    train = BrevExecOperator(
+        task_id="train",
+        instance_name=gpu.output,
+        command="nvidia-smi >/dev/null && wc -l < data/samples.txt",
+    )
+    delete_gpu = BrevDeleteInstanceOperator(task_id="delete_gpu", instance_name=gpu.output)
+
+    cpu >> prepare >> hand_over >> delete_cpu.as_teardown(setups=cpu)
+    hand_over >> gpu >> stage >> train >> delete_gpu.as_teardown(setups=gpu)
+    # [END howto_brev_mixed_stages]
