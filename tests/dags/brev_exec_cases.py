@@ -132,3 +132,20 @@ with DAG(
         gpu="{{ params.gpu }}",
         command="{{ params.command }}",
     )
+
+
+with DAG(dag_id="brev_exec_retry_reattach", schedule=None, start_date=START, params={"command": "echo x"}):
+    # Try 1 loses the connection for good (max_poll_failures=0) while its job keeps running on the instance;
+    # try 2 must find that job (task state store / deterministic job id of try 1) and re-attach to it.
+    create = BrevCreateInstanceOperator(task_id="create", gpu="L40S:1", ready_timeout=60, poll_interval=0.2)
+    run = BrevExecOperator(
+        task_id="run",
+        instance_name=create.output,
+        command="{{ params.command }}",
+        poll_interval=0.2,
+        max_poll_failures=0,
+        retries=1,
+        retry_delay=timedelta(seconds=0),
+    )
+    delete = BrevDeleteInstanceOperator(task_id="delete", instance_name=create.output)
+    create >> run >> delete.as_teardown(setups=create)

@@ -206,3 +206,15 @@ def test_remote_job_trigger_serialises_without_secrets():
     classpath, kwargs = trigger.serialize()
     assert BrevRemoteJobTrigger(**kwargs).serialize() == (classpath, kwargs)
     assert "secret" not in json.dumps(kwargs).lower()
+
+
+def test_retry_reattaches_to_the_previous_trys_running_job(run_dag, brev_sim):
+    # Every poll of try 1 loses the connection (4 hook attempts, each run twice by the released CLI's slow path):
+    # try 1 fails while its job runs on.
+    brev_sim.set_fault("connection_drop", after_seconds=0.0, match="BREV_JOB_STATUS", times=8)
+    dag_run = run_dag("brev_exec_retry_reattach", conf={"command": "echo once >> counter; sleep 1; echo done"})
+    assert run_state(dag_run) == "success", task_states(dag_run)
+    run_ti = next(ti for ti in dag_run.get_task_instances() if ti.task_id == "run")
+    assert run_ti.try_number == 2
+    name = only_instance_name(brev_sim)
+    assert (brev_sim.sandbox(name) / "counter").read_text() == "once\n"  # the command ran exactly once
