@@ -192,6 +192,7 @@ def test_bad_input_launches_nothing(run_dag, brev_sim, task_logs, conf, expected
 
 
 def test_instance_not_ready_launches_nothing(run_dag, brev_sim, task_logs):
+    brev_sim.set_timings(deploy_seconds=600)  # still provisioning for the whole test
     brev_sim.create_instance_directly("booting-1", status="DEPLOYING", ready=False)
     dag_run = run_dag("brev_exec_bad_input", conf={"command": "echo x", "instance_name": "booting-1", "gpu": ""})
     assert task_states(dag_run)["run"] == "failed"
