@@ -6,10 +6,13 @@ from typing import Any
 
 import airflow
 
-try:  # Airflow 3.x Task SDK
-    from airflow.sdk import BaseHook, BaseOperator, BaseOperatorLink, BaseSensorOperator
-except ImportError:  # pragma: no cover - Airflow < 3 is not supported (see pyproject)
-    raise
+# Airflow 3.0+ Task SDK (Airflow < 3 is not supported, see pyproject)
+from airflow.sdk import BaseOperator, BaseOperatorLink, BaseSensorOperator
+
+try:  # Airflow 3.1+: the hook base class moved into the Task SDK
+    from airflow.sdk import BaseHook
+except ImportError:  # pragma: no cover - Airflow 3.0 kept it in core
+    from airflow.hooks.base import BaseHook  # type: ignore[no-redef,assignment,attr-defined]
 
 try:
     from airflow.sdk.exceptions import AirflowNotFoundException
@@ -60,7 +63,30 @@ def default_deferrable() -> bool:
     return conf.getboolean("operators", "default_deferrable", fallback=False)
 
 
-__all__ = [
+# Names only DAG files need, resolved on first access so importing this module (every hook, operator and
+# trigger does) does not pay for the timetable modules. First location that has the name wins.
+_LAZY_IMPORTS: dict[str, tuple[str, ...]] = {
+    # Airflow 3.1+: airflow.sdk; Airflow 3.0: core's airflow.timetables.*
+    "AssetOrTimeSchedule": ("airflow.sdk", "airflow.timetables.assets"),
+    "CronTriggerTimetable": ("airflow.sdk", "airflow.timetables.trigger"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    locations = _LAZY_IMPORTS.get(name)
+    if locations is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    for module_name in locations:
+        value = getattr(importlib.import_module(module_name), name, None)
+        if value is not None:
+            globals()[name] = value
+            return value
+    raise ImportError(f"{name} is not available in Airflow {airflow.__version__} (looked in {', '.join(locations)})")
+
+
+__all__ = [  # plus the lazy names in _LAZY_IMPORTS
     "AIRFLOW_V_3_1_PLUS",
     "AIRFLOW_V_3_3_PLUS",
     "AirflowFailException",

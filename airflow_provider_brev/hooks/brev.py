@@ -472,6 +472,9 @@ class BrevHook(BaseHook):
             if result.timed_out:
                 raise BrevTimeoutError(f"`brev login` did not finish within {LOGIN_TIMEOUT:.0f} s.", command="login")
             if result.exit_code != 0:
+                failure = classify_failure("login", result.exit_code, result.stdout, result.stderr)
+                if isinstance(failure, BrevTransientError) and not is_logged_out(result.stdout, result.stderr):
+                    raise failure  # a 5xx / network trouble: the caller's retry loop tries again
                 raise BrevAuthError(
                     "Brev rejected the login: the token (connection password / extra 'token' / BREV_API_TOKEN) "
                     "or API key is invalid or expired. Console tokens expire about hourly; create a new one "

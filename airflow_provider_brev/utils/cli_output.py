@@ -363,6 +363,10 @@ def classify_failure(command: str, exit_code: int, stdout: str, stderr: str) -> 
         )
     if "please retry" in lowered or "listing was unavailable" in lowered:
         return BrevTransientError(f"`brev {command}` hit a transient Brev error.", **kwargs)
+    if "no capacity" not in lowered and "currently unavailable" not in lowered and _TRANSIENT_RE.search(text):
+        # e.g. create's per-type "[Worker 1] <type> Failed: <url> 502 Bad Gateway" ending in "could only create
+        # 0/1 instances": a server error, not a capacity verdict.
+        return BrevTransientError(f"`brev {command}` hit a transient Brev error.", **kwargs)
     if "no capacity" in lowered or "currently unavailable" in lowered or "could only create 0/" in lowered:
         return BrevNoCapacityError(
             "Brev had no capacity for any candidate instance type; try later or allow more types.",

@@ -16,7 +16,16 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_brev.exceptions import BrevInstanceFailedError, BrevInvalidInputError, BrevTimeoutError
+from airflow_provider_brev.exceptions import (
+    BrevAuthError,
+    BrevCLINotFoundError,
+    BrevDuplicateNameError,
+    BrevError,
+    BrevInstanceFailedError,
+    BrevInvalidInputError,
+    BrevNoCapacityError,
+    BrevTimeoutError,
+)
 from airflow_provider_brev.utils.cli_output import STATUS_DELETING, STATUS_FAILURE, BrevInstance, parse_gpu_spec
 from airflow_provider_brev.utils.names import managed_instance_name, parse_managed_name, validate_instance_name
 
@@ -26,6 +35,14 @@ if TYPE_CHECKING:
     from airflow_provider_brev.hooks.brev import BrevHook
 
 DEFAULT_MAX_LIFETIME = timedelta(hours=24)
+#: Failures of ``create_instance`` that happen before Brev creates anything (no cleanup needed).
+_NOTHING_CREATED = (
+    BrevInvalidInputError,
+    BrevDuplicateNameError,
+    BrevNoCapacityError,
+    BrevAuthError,
+    BrevCLINotFoundError,
+)
 
 
 def as_timedelta(value: timedelta | float | int | str) -> timedelta:
@@ -177,6 +194,13 @@ class InstanceProvisioner:
             )
         except (BrevInstanceFailedError, BrevTimeoutError) as err:
             self.cleanup_after_failure(name, owned=True, reason=str(err))
+            raise
+        except BrevError as err:
+            # The request may have reached Brev although the call failed afterwards (a 5xx after the POST, the
+            # status read failing): the name did not exist before, so an instance of that name is ours, and a
+            # failed setup gets no teardown. Errors raised before anything is created need no cleanup.
+            if not isinstance(err, _NOTHING_CREATED):
+                self.cleanup_after_failure(name, owned=True, reason=str(err))
             raise
         finally:
             self.pending_name = None

@@ -1,0 +1,280 @@
+"""Chaos suite, DAG level: each case is a real ``dag.test()`` run against the simulator with one fault injected.
+
+After every case :func:`chaos_helpers.assert_chaos_invariants` checks that no instance is left once the
+teardown (or the janitor) ran, that the job command started exactly once per try, that neither the Brev token
+nor the ``secret_env`` value reached an argv, a remote command, a log or a leftover file, and that a failed run
+names its cause. The DAGs are in tests/dags/brev_chaos_cases.py.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import textwrap
+from datetime import UTC, datetime
+
+import pytest
+from chaos_helpers import (
+    POLL_MARKER,
+    ChaosAgent,
+    assert_chaos_invariants,
+    chaos_conf,
+    counter_files,
+    created_names,
+    started_counter,
+    wait_until,
+)
+from helpers import cli_calls, task_states
+
+from airflow_provider_brev.utils.names import parse_managed_name
+
+#: A job that waits (bounded: 30 s) until the test opens the ``gate`` file next to its counter.
+GATED = "for i in $(seq 1 600); do [ -e gate ] && break; sleep 0.05; done; echo job-done"
+#: A job that prints 20 numbered lines over about a second.
+CHATTY = 'for i in $(seq 1 20); do echo "line $i"; sleep 0.05; done; echo job-done'
+BOTH_MODES = pytest.mark.parametrize("dag_id", ["brev_chaos_sync", "brev_chaos_deferrable"])
+
+
+def open_gate(counter) -> None:
+    (counter.parent / "gate").touch()
+
+
+def launch_time(sim) -> float:
+    """When the (first) job launch command started on an instance."""
+    return min(run["ts"] for run in sim.runs() if "setsid nohup" in run["command"])
+
+
+def job_lines(task_logs) -> set[int]:
+    """Numbers of the ``line N`` job lines that reached the task log."""
+    return {int(m) for m in re.findall(r"\] line (\d+)\b", task_logs.text)}
+
+
+# --------------------------------------------------------------------------------------------- 1. token expiry
+def test_token_expiry_mid_job(run_dag, brev_sim, task_logs, secret):
+    """The Brev session dies while the job runs: the next authenticated call logs in again, the run succeeds."""
+
+    def expire_then_release(counter) -> None:
+        brev_sim.expire_sessions()
+        open_gate(counter)
+
+    with ChaosAgent(lambda: started_counter(brev_sim), expire_then_release) as agent:
+        dag_run = run_dag("brev_chaos_sync", conf=chaos_conf(GATED, secret))
+    assert agent.fired
+    logins = cli_calls(brev_sim, "login")
+    assert len(logins) == 2  # the first login, and exactly one re-login...
+    assert logins[1]["ts"] > launch_time(brev_sim)  # ...after the session died mid-job
+    assert "logged out" in task_logs.text
+    assert "job-done" in task_logs.text
+    assert_chaos_invariants(brev_sim, task_logs, secrets=[secret], counters=["try-1"], dag_run=dag_run)
+
+
+def test_token_expiry_while_deferred_on_readiness(run_dag, brev_sim, task_logs, secret):
+    """The session dies while the triggerer polls readiness: the trigger's async path logs in again."""
+    brev_sim.set_fault("ssh_refused", seconds=3)  # keep the trigger polling for a while
+    with ChaosAgent(lambda: cli_calls(brev_sim, "exec"), lambda _: brev_sim.expire_sessions()) as agent:
+        dag_run = run_dag("brev_chaos_deferrable", conf=chaos_conf("echo job-done", secret))
+    assert agent.fired
+    logins = cli_calls(brev_sim, "login")
+    assert len(logins) == 2
+    assert logins[1]["ts"] < launch_time(brev_sim)  # the trigger logged in again, before the job was launched
+    assert "logged out" in task_logs.text
+    assert_chaos_invariants(brev_sim, task_logs, secrets=[secret], counters=["try-1"], dag_run=dag_run)
+
+
+# ------------------------------------------------------------------------------------ 2. a 5xx on each command
+@pytest.mark.parametrize(
+    ("command", "fault"),
+    [
+        pytest.param("search", {}, id="search"),
+        pytest.param("ls", {}, id="ls"),
+        pytest.param("create", {}, id="create"),
+        # a 502 after create's POST (the released CLI reports it per type, then "could only create 0/1"): retried,
+        # not mistaken for "no capacity"; and when the POST did create the instance, the retry adopts it
+        pytest.param("create", {"stage": "post"}, id="create-post"),
+        pytest.param("create", {"stage": "post", "side_effect": True}, id="create-post-answer-lost"),
+        pytest.param("copy", {}, id="copy"),
+        pytest.param("exec", {}, id="exec"),
+        pytest.param("delete", {}, id="delete"),
+        pytest.param("login", {}, id="login"),  # a 502 on login is retried, not blamed on the token
+    ],
+)
+def test_5xx_on_each_cli_command_is_retried(run_dag, brev_sim, task_logs, secret, command, fault):
+    """One 502 on ``brev <command>``: the hook's retries absorb it; one instance, one job start, nothing left."""
+    brev_sim.set_fault("http_5xx", command=command, times=1, status=502, **fault)
+    dag_run = run_dag("brev_chaos_sync", conf=chaos_conf("echo job-done", secret))
+    assert [f for f in brev_sim.faults() if f["kind"] == "http_5xx"] == [], "the 5xx was never served"
+    assert any(call["exit_code"] != 0 for call in cli_calls(brev_sim, command))
+    assert_chaos_invariants(brev_sim, task_logs, secrets=[secret], counters=["try-1"], dag_run=dag_run)
+    assert len(created_names(brev_sim)) == 1
+
+
+# ------------------------------------------------------------------------------ 3. capacity on the first type
+def test_capacity_error_on_first_type_falls_back_to_the_next(run_dag, brev_sim, task_logs, secret):
+    from airflow_provider_brev.testing.simulator import DEFAULT_CATALOG
+
+    cheapest = next(t for t in DEFAULT_CATALOG if t["type"] == "g6e.xlarge")  # the only L40S:1 type by default
+    brev_sim.set_catalog([*DEFAULT_CATALOG, {**cheapest, "type": "l40s-1x-alt", "price_per_hour": 2.5}])
+    brev_sim.set_fault("capacity", type="g6e.xlarge", times=None)
+    dag_run = run_dag("brev_chaos_sync", conf=chaos_conf("echo job-done", secret))
+    (create,) = cli_calls(brev_sim, "create")
+    assert create["argv"][create["argv"].index("--type") + 1] == "g6e.xlarge,l40s-1x-alt"  # cheapest first
+    create_ti = next(ti for ti in dag_run.get_task_instances() if ti.task_id == "create")
+    assert create_ti.xcom_pull(task_ids="create", key="instance")["instance_type"] == "l40s-1x-alt"
+    assert_chaos_invariants(brev_sim, task_logs, secrets=[secret], counters=["try-1"], dag_run=dag_run)
+
+
+# ------------------------------------------------------------------------------------------- 4. boot FAILURE
+@BOTH_MODES
+def test_boot_failure_fails_naming_failure_and_leaves_nothing(run_dag, brev_sim, task_logs, secret, dag_id):
+    brev_sim.set_fault("boot_failure", message="chaos: host lost")
+    dag_run = run_dag(dag_id, conf=chaos_conf("echo job-done", secret))
+    states = task_states(dag_run)
+    assert states["create"] == "failed", states
+    assert states["run"] == "upstream_failed", states
+    assert len(cli_calls(brev_sim, "create")) == 1
+    assert len(cli_calls(brev_sim, "delete")) == 1  # a failed setup gets no teardown: create cleaned up itself
+    assert_chaos_invariants(
+        brev_sim,
+        task_logs,
+        secrets=[secret],
+        counters=None,
+        dag_run=dag_run,
+        failure=("BrevInstanceFailedError", "FAILURE"),
+    )
+
+
+# --------------------------------------------------------------------------- 5. ssh refused after RUNNING
+@BOTH_MODES
+def test_ssh_refused_for_a_while_after_running_is_waited_out(run_dag, brev_sim, task_logs, secret, dag_id):
+    brev_sim.set_fault("ssh_refused", seconds=4)
+    dag_run = run_dag(dag_id, conf=chaos_conf("echo job-done", secret))
+    assert "not reachable over SSH yet" in task_logs.text  # readiness saw RUNNING without ssh, and waited
+    assert_chaos_invariants(brev_sim, task_logs, secrets=[secret], counters=["try-1"], dag_run=dag_run)
+
+
+# -------------------------------------------------------------------------------- 6. connection drop mid-job
+@BOTH_MODES
+def test_connection_drop_mid_job_recovers_without_relaunch(run_dag, brev_sim, task_logs, secret, dag_id):
+    """Two job polls lose their ssh connection while the job runs: polling resumes, nothing is relaunched."""
+
+    def drop_polls(_counter) -> None:
+        brev_sim.set_fault("connection_drop", after_seconds=0, match=POLL_MARKER, times=2)
+
+    with ChaosAgent(lambda: started_counter(brev_sim), drop_polls) as agent:
+        dag_run = run_dag(dag_id, conf=chaos_conf(CHATTY, secret))
+    assert agent.fired
+    assert [f for f in brev_sim.faults() if f["kind"] == "connection_drop"] == [], "no poll was dropped"
+    assert job_lines(task_logs) == set(range(1, 21))  # every line reached the log
+    assert "job-done" in task_logs.text
+    assert_chaos_invariants(brev_sim, task_logs, secrets=[secret], counters=["try-1"], dag_run=dag_run)
+
+
+# ------------------------------------------------------------------------------- 7. worker SIGKILL mid-job
+def start_worker(tmp_path, dag_id: str, conf: dict, when: datetime, connection: str) -> tuple[subprocess.Popen, str]:
+    """Run ``dag_id`` with ``dag.test()`` in a child process (same AIRFLOW_HOME, DB, dags folder, simulator)."""
+    script = tmp_path / f"worker_{dag_id}.py"
+    script.write_text(
+        textwrap.dedent(
+            f"""
+            import datetime, os
+            from airflow.models import DagBag
+            folder = os.environ["AIRFLOW__CORE__DAGS_FOLDER"]
+            dag = DagBag(dag_folder=os.path.join(folder, "brev_chaos_cases.py")).get_dag({dag_id!r})
+            when = datetime.datetime.fromisoformat({when.isoformat()!r})
+            dag.test(logical_date=when, run_after=when, run_conf={conf!r})
+            """
+        )
+    )
+    log_path = tmp_path / f"worker_{dag_id}.log"
+    env = {**os.environ, "AIRFLOW_CONN_BREV_DEFAULT": connection}
+    with log_path.open("w") as log:
+        worker = subprocess.Popen([sys.executable, str(script)], env=env, stdout=log, stderr=subprocess.STDOUT)
+    return worker, str(log_path)
+
+
+def wait_for_worker(worker: subprocess.Popen, log_path: str, predicate, what: str):
+    """Wait (bounded) until ``predicate()`` holds while the child worker still runs; fail fast if it exited."""
+
+    def check():
+        value = predicate()
+        if not value and worker.poll() is not None:
+            raise AssertionError(
+                f"the worker exited ({worker.returncode}) before {what}: {worker_log(log_path)[-3000:]}"
+            )
+        return value
+
+    return wait_until(check, timeout=120, what=lambda: f"{what}; worker log tail: {worker_log(log_path)[-3000:]}")
+
+
+def sigkill(worker: subprocess.Popen) -> None:
+    os.kill(worker.pid, signal.SIGKILL)
+    worker.wait(timeout=30)
+
+
+def worker_log(path: str) -> str:
+    with open(path, errors="replace") as handle:
+        return handle.read()
+
+
+def test_worker_sigkill_mid_job_then_retry_reattaches(run_dag, brev_sim, tmp_path, task_logs, secret):
+    when = datetime(2026, 5, 1, tzinfo=UTC)
+    conf = chaos_conf(GATED, secret)
+    worker, log_path = start_worker(tmp_path, "brev_chaos_resume", conf, when, brev_sim.connection_json())
+    try:
+        counter = wait_for_worker(worker, log_path, lambda: started_counter(brev_sim), "the job started")
+        sigkill(worker)  # the worker dies mid-job: no on_kill, no teardown
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+            worker.wait()
+    assert len(brev_sim.instances()) == 1  # the job and its instance outlive the worker
+    open_gate(counter)  # the job finishes while no worker watches it
+    dag_run = run_dag("brev_chaos_resume", conf=conf, logical_date=when, run_after=when)
+    assert "Launched job" not in task_logs.text  # the new try started nothing...
+    assert "Re-attaching to job" in task_logs.text or "already exists" in task_logs.text  # ...it re-attached
+    assert "job-done" in task_logs.text  # and the job's output reached its log
+    assert len(created_names(brev_sim)) == 1  # the instance was adopted, not created twice
+    assert_chaos_invariants(
+        brev_sim,
+        task_logs,
+        secrets=[secret],
+        counters=["try-1"],
+        dag_run=dag_run,
+        also_logs=[worker_log(log_path)],
+    )
+
+
+def test_worker_sigkill_during_create_is_swept_by_the_janitor(run_dag, brev_sim, tmp_path, task_logs, secret):
+    """A SIGKILLed create never reaches its teardown: the expiring name lets the janitor delete the instance."""
+    brev_sim.set_fault("ssh_refused", seconds=600)  # create keeps waiting for readiness
+    when = datetime.now(UTC).replace(microsecond=0)
+    worker, log_path = start_worker(
+        tmp_path, "brev_chaos_create_killed", chaos_conf("echo job-done", secret), when, brev_sim.connection_json()
+    )
+    try:
+        wait_for_worker(  # created, and its readiness being probed
+            worker, log_path, lambda: brev_sim.instances() and cli_calls(brev_sim, "exec"), "the instance existed"
+        )
+        sigkill(worker)
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+            worker.wait()
+    (name,) = created_names(brev_sim)
+    assert [i["name"] for i in brev_sim.instances()] == [name]  # leaked: no teardown, no on_kill ran
+    managed = parse_managed_name(name)
+    assert managed is not None and managed.prefix == "afbrev"
+    wait_until(managed.is_expired, timeout=70, what=f"{name} to expire (max_lifetime 1 s)")
+    assert_chaos_invariants(
+        brev_sim,
+        task_logs,
+        secrets=[secret],
+        counters=None,
+        janitor=lambda: run_dag("brev_chaos_janitor"),
+        also_logs=[worker_log(log_path)],
+    )
+    assert [call["argv"][1] for call in cli_calls(brev_sim, "delete")] == [name]  # the janitor deleted it
+    assert counter_files(brev_sim) == []
