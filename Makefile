@@ -50,3 +50,9 @@ bench: sync
 
 clean:
 	rm -rf $(VENV) $(TOOLS) .mypy_cache .ruff_cache .pytest_cache
+
+.PHONY: deployment-test
+# The provider wheel in a real distributed Airflow 3.3 (PostgreSQL, CeleryExecutor on Redis, scheduler, dag-processor,
+# triggerer, api-server, two workers) against the Brev simulator and moto S3; see deployment/README.md.
+deployment-test: $(UV)
+	$(PYTHON) deployment/deployment_test.py --uv $(UV)
