@@ -56,3 +56,13 @@ clean:
 # triggerer, api-server, two workers) against the Brev simulator and moto S3; see deployment/README.md.
 deployment-test: $(UV)
 	$(PYTHON) deployment/deployment_test.py --uv $(UV)
+
+.PHONY: test-floor
+# The test suite against the OLDEST Airflow pyproject.toml declares (3.0.x) in its own venv, pinned (with hashes) by
+# floor/requirements.txt; the project itself is installed non-editable on top. See floor/README.md.
+FLOOR_VENV := .floor-venv
+test-floor: $(UV)
+	$(UV) venv --quiet --allow-existing --python $(PYTHON) $(FLOOR_VENV)
+	$(UV) pip sync --quiet --python $(FLOOR_VENV)/bin/python --require-hashes floor/requirements.txt
+	$(UV) pip install --quiet --python $(FLOOR_VENV)/bin/python --no-deps --reinstall .
+	$(FLOOR_VENV)/bin/pytest -p no:cacheprovider $(PYTEST_ARGS)
