@@ -21,8 +21,9 @@ from __future__ import annotations
 import os
 from datetime import datetime, timedelta
 
-from airflow.sdk import DAG, Asset, AssetOrTimeSchedule, CronTriggerTimetable, task
+from airflow.sdk import DAG, Asset, task
 
+from airflow_provider_brev._compat import AssetOrTimeSchedule, CronTriggerTimetable
 from airflow_provider_brev.operators.brev import BrevCreateInstanceOperator, BrevDeleteInstanceOperator
 from airflow_provider_brev.operators.tao import (
     BrevPreflightOperator,

@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import atexit
 import copy
+import functools
+import logging
 import os
 import shutil
 import tempfile
 from pathlib import Path
 
 import pytest
+from helpers import airflow_logs_through_stdlib, configure_dag_test_logging
 
 pytest_plugins = ["fixtures_s3"]
 ROOT = Path(__file__).resolve().parents[1]
@@ -44,16 +47,40 @@ def airflow_db():
     from airflow.utils.db import initdb
 
     initdb()
+    configure_dag_test_logging()
+    _build_the_in_process_execution_api_once()
     return AIRFLOW_HOME
+
+
+def _build_the_in_process_execution_api_once() -> None:
+    """Airflow 3.0's dag.test() builds a new in-process Execution API app for every task (about 1 s each); later
+    releases build it once (``functools.lru_cache`` on ``in_process_api_server``). Do the same on 3.0."""
+    from airflow.sdk.execution_time import supervisor
+
+    if not hasattr(supervisor.in_process_api_server, "cache_info"):
+        supervisor.in_process_api_server = functools.lru_cache(maxsize=1)(supervisor.in_process_api_server)
 
 
 @pytest.fixture(scope="session")
 def dagbag(airflow_db):
     from airflow.models import DagBag
 
+    from airflow_provider_brev._compat import AIRFLOW_V_3_1_PLUS
+
     bag = DagBag(dag_folder=str(DAGS_FOLDER))
     assert not bag.import_errors, bag.import_errors
+    if not AIRFLOW_V_3_1_PLUS:
+        _sync_dags_and_assets_to_db(bag)
     return bag
+
+
+def _sync_dags_and_assets_to_db(bag) -> None:
+    """Airflow 3.0's dag.test() does not write the DAG's assets to the DB, so a task with an asset outlet fails with
+    AirflowInactiveAssetInInletOrOutletException (apache/airflow#51644). Do what the DAG processor would."""
+    from airflow.dag_processing.bundles.manager import DagBundlesManager
+
+    DagBundlesManager().sync_bundles_to_db()
+    bag.sync_to_db("dags-folder", None)
 
 
 @pytest.fixture
@@ -90,9 +117,17 @@ _ACTIVE_CAPTURES: list[list[str]] = []
 _original_configure = structlog.configure
 
 
+def _plain_exceptions(renderer) -> None:
+    """Airflow 3.0's console renderer draws exceptions with rich at the terminal width (80 columns under pytest),
+    wrapping messages mid-sentence (and printing locals); render them as plain tracebacks, as Airflow 3.1+ does."""
+    if isinstance(getattr(renderer, "exception_formatter", None), structlog.dev.RichTracebackFormatter):
+        renderer.exception_formatter = structlog.dev.plain_traceback
+
+
 def _dispatching(renderer):
     if getattr(renderer, "_brev_capture", False):
         return renderer
+    _plain_exceptions(renderer)
 
     def capture(logger, method_name, event_dict):
         rendered = renderer(logger, method_name, event_dict)
@@ -125,15 +160,37 @@ class LogCapture:
         return "\n".join(self.lines)
 
 
+class _StdlibCapture(logging.Handler):
+    """Airflow 3.0 logs tasks, hooks and triggers through stdlib ``logging`` (3.1+ through structlog)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.setFormatter(logging.Formatter("[%(asctime)s] {%(filename)s:%(lineno)d} %(levelname)s - %(message)s"))
+        # Mask exactly like Airflow's own handlers do (their "mask_secrets" filter).
+        from airflow.sdk.execution_time.secrets_masker import _secrets_masker
+
+        self.addFilter(_secrets_masker())
+
+    def emit(self, record: logging.LogRecord) -> None:
+        text = self.format(record)
+        for lines in _ACTIVE_CAPTURES:
+            lines.append(text)
+
+
 @pytest.fixture
 def task_logs(airflow_db):
     """Every line Airflow/structlog renders during the test (task logs under dag.test(), hook logs)."""
     processors = structlog.get_config()["processors"]
     if processors:
         processors[-1] = _dispatching(processors[-1])
+    handler = _StdlibCapture() if airflow_logs_through_stdlib() else None  # Airflow 3.0
+    if handler:
+        logging.getLogger().addHandler(handler)
     lines: list[str] = []
     _ACTIVE_CAPTURES.append(lines)
     try:
         yield LogCapture(lines)
     finally:
         _ACTIVE_CAPTURES.remove(lines)
+        if handler:
+            logging.getLogger().removeHandler(handler)

@@ -1,6 +1,9 @@
-"""Small assertion helpers shared by the DAG-level tests."""
+"""Small assertion helpers shared by the DAG-level tests (no side effects: child worker scripts import it too)."""
 
 from __future__ import annotations
+
+import logging
+import os
 
 
 def task_states(dag_run) -> dict[str, str]:
@@ -24,3 +27,29 @@ def cli_calls(sim, command: str) -> list[dict]:
         if next((a for a in call["argv"] if not a.startswith("-")), None) == command
         and not {"--help", "-h"} & set(call["argv"])
     ]
+
+
+def airflow_logs_through_stdlib() -> bool:
+    """Airflow 3.0 logs tasks, hooks and triggers through stdlib ``logging``; 3.1+ through structlog."""
+    from airflow.sdk import BaseOperator
+
+    return isinstance(BaseOperator(task_id="log_probe").log, logging.Logger)
+
+
+def configure_dag_test_logging() -> None:
+    """Make ``dag.test()`` log like a worker: on Airflow 3.0 it leaves structlog unconfigured, so its in-process
+    supervisor prints every debug line unmasked (each ``MaskSecret`` request, i.e. the secret itself). Configure
+    Airflow's own processors (secrets masking included) at the configured level. A no-op on Airflow 3.1+, which
+    does this itself."""
+    if not airflow_logs_through_stdlib():
+        return
+    import structlog
+    from airflow.sdk.log import logging_processors
+
+    processors, _ = logging_processors(enable_pretty_log=True, mask_secrets=True, colored_console_log=False)
+    level = logging.getLevelName(os.environ.get("AIRFLOW__LOGGING__LOGGING_LEVEL", "INFO").upper())
+    structlog.configure(
+        processors=processors,
+        wrapper_class=structlog.make_filtering_bound_logger(level),
+        cache_logger_on_first_use=False,
+    )

@@ -15,6 +15,7 @@ import subprocess
 import sys
 import textwrap
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 from chaos_helpers import (
@@ -31,6 +32,7 @@ from helpers import cli_calls, task_states
 
 from airflow_provider_brev.utils.names import parse_managed_name
 
+TESTS_DIR = Path(__file__).resolve().parents[1]
 #: A job that waits (bounded: 30 s) until the test opens the ``gate`` file next to its counter.
 GATED = "for i in $(seq 1 600); do [ -e gate ] && break; sleep 0.05; done; echo job-done"
 #: A job that prints 20 numbered lines over about a second.
@@ -179,7 +181,10 @@ def start_worker(tmp_path, dag_id: str, conf: dict, when: datetime, connection: 
     script.write_text(
         textwrap.dedent(
             f"""
-            import datetime, os
+            import datetime, os, sys
+            sys.path.insert(0, {str(TESTS_DIR)!r})
+            from helpers import configure_dag_test_logging
+            configure_dag_test_logging()
             from airflow.models import DagBag
             folder = os.environ["AIRFLOW__CORE__DAGS_FOLDER"]
             dag = DagBag(dag_folder=os.path.join(folder, "brev_chaos_cases.py")).get_dag({dag_id!r})

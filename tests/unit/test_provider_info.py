@@ -64,7 +64,7 @@ def test_get_provider_info_module_has_no_imports():
 
 
 def _airflow(*args: str) -> str:
-    env = {**os.environ, "AIRFLOW__CORE__LOAD_EXAMPLES": "False"}
+    env = {**os.environ, "AIRFLOW__CORE__LOAD_EXAMPLES": "False", "AIRFLOW__LOGGING__LOGGING_LEVEL": "WARNING"}
     done = subprocess.run(
         [str(Path(sys.executable).parent / "airflow"), *args],
         capture_output=True,
