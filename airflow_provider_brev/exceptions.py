@@ -1,13 +1,25 @@
-"""Typed errors raised by the Brev provider.
+"""Every typed error the Brev provider raises, grouped by kind, and the one rule that decides retries.
 
-Every error carries the ``brev`` CLI's own message (``cli_message``) when one exists, and says what the
-user can do about it. They all derive from :class:`BrevError`, which derives from Airflow's
-``AirflowException`` so Airflow's retry machinery treats them like any other task failure.
+Every error carries the ``brev`` CLI's own message (``cli_message``) when one exists, and says what the user can
+do about it. They all derive from :class:`BrevError` (an ``AirflowException``).
 
-This module imports only ``airflow.exceptions.AirflowException`` (cheap, present on every Airflow 3).
+**The retry rule is the type, nothing else** (:func:`retry_policy`):
+
+* :class:`BrevTransientError` and its subclasses: retried *inside the hook* (tenacity, exponential back-off),
+  then, if they persist, by Airflow's task retries;
+* every error that is also an ``AirflowFailException`` (bad input, bad configuration, a request no instance type
+  can satisfy, a program fault, an untruthful success): fails the task at once, **no retry is spent**, because
+  the same input cannot succeed;
+* everything else (no capacity, instance failed, timeouts, lost jobs ...): not retried in the hook, but the task's
+  own ``retries`` apply.
+
+This module imports only Airflow's exception classes (cheap, present on every Airflow 3); it is the one Airflow
+import the pure core (:mod:`airflow_provider_brev.cli`) may reach.
 """
 
 from __future__ import annotations
+
+from typing import Literal
 
 from airflow.exceptions import AirflowException
 
@@ -16,7 +28,42 @@ try:
 except ImportError:  # pragma: no cover - Airflow 3.0 layout
     from airflow.exceptions import AirflowFailException  # type: ignore[no-redef,attr-defined]
 
+__all__ = [
+    "BREV_DOCS_URL",
+    "BrevAuthError",
+    "BrevCLIError",
+    "BrevCLINotFoundError",
+    "BrevCommandError",
+    "BrevConfigurationError",
+    "BrevConnectionLostError",
+    "BrevDuplicateNameError",
+    "BrevError",
+    "BrevInstanceFailedError",
+    "BrevInstanceNotFoundError",
+    "BrevInstanceNotReadyError",
+    "BrevInvalidInputError",
+    "BrevJobLostError",
+    "BrevNoCapacityError",
+    "BrevNoMatchingTypeError",
+    "BrevPlacementRequiredError",
+    "BrevPreflightError",
+    "BrevSweepFailedError",
+    "BrevTimeoutError",
+    "BrevTransferConflictError",
+    "BrevTransferError",
+    "BrevTransientError",
+    "RetryPolicy",
+    "TaoProgramFaultError",
+    "TaoUnreachableKpiError",
+    "TaoVerificationError",
+    "retry_policy",
+]
+
 BREV_DOCS_URL = "https://docs.nvidia.com/brev/"
+
+#: ``"hook"``: retried inside the hook, then by task retries; ``"task"``: only the task's retries apply;
+#: ``"never"``: the task fails at once.
+RetryPolicy = Literal["hook", "task", "never"]
 
 
 class BrevError(AirflowException):
@@ -27,9 +74,6 @@ class BrevError(AirflowException):
     :param command: the ``brev`` sub-command that failed (``"create"``, ``"ls"`` ...), never its arguments.
     """
 
-    #: Whether retrying the same call later can help (transient infrastructure trouble).
-    retryable: bool = False
-
     def __init__(self, message: str, *, cli_message: str | None = None, command: str | None = None) -> None:
         self.message = message
         self.cli_message = (cli_message or "").strip() or None
@@ -38,6 +82,21 @@ class BrevError(AirflowException):
         if self.cli_message and self.cli_message not in message:
             text = f"{message}\nbrev said: {self.cli_message}"
         super().__init__(text)
+
+
+def retry_policy(exc: BaseException) -> RetryPolicy:
+    """The retry decision for ``exc``, from its type alone (see the module docstring).
+
+    :param exc: any exception.
+    """
+    if isinstance(exc, AirflowFailException):
+        return "never"
+    if isinstance(exc, BrevTransientError):
+        return "hook"
+    return "task"
+
+
+# --- configuration and input: fix it, no retry is spent -------------------------------------------------------
 
 
 class BrevCLINotFoundError(BrevError):
@@ -53,14 +112,22 @@ class BrevConfigurationError(BrevAuthError, AirflowFailException):
 
 
 class BrevInvalidInputError(BrevError, AirflowFailException, ValueError):
-    """A parameter is invalid (instance name, GPU spec, flag); nothing was created.
-
-    It is an ``AirflowFailException``: retrying the task with the same input cannot help, so no retry is spent.
-    """
+    """A parameter is invalid (instance name, GPU spec, flag); nothing was created (no retry is spent)."""
 
 
 class BrevPlacementRequiredError(BrevInvalidInputError):
     """The account has several cloud credentials / workspace groups and needs explicit placement IDs."""
+
+
+class BrevPreflightError(BrevInvalidInputError):
+    """A pre-launch check failed: fix the configuration; nothing was created (no retry is spent)."""
+
+
+class BrevNoMatchingTypeError(BrevError, AirflowFailException):
+    """No instance type matches the requested GPU / filters at all (retrying does not help, so no retry)."""
+
+
+# --- instances ---------------------------------------------------------------------------------------------------
 
 
 class BrevInstanceNotFoundError(BrevError):
@@ -68,15 +135,7 @@ class BrevInstanceNotFoundError(BrevError):
 
 
 class BrevNoCapacityError(BrevError):
-    """No instance type matched the request, or every candidate type had no capacity."""
-
-    retryable = True
-
-
-class BrevNoMatchingTypeError(BrevNoCapacityError, AirflowFailException):
-    """No instance type matches the requested GPU / filters at all (retrying does not help, so no retry)."""
-
-    retryable = False
+    """Every candidate instance type had no capacity right now (the task's retries may find some later)."""
 
 
 class BrevDuplicateNameError(BrevError):
@@ -95,10 +154,15 @@ class BrevTimeoutError(BrevError):
     """A ``brev`` call or a wait exceeded its time budget."""
 
 
+class BrevSweepFailedError(BrevError):
+    """At least one expired instance could not be deleted (the others were)."""
+
+
+# --- transient: retried inside the hook ----------------------------------------------------------------------
+
+
 class BrevTransientError(BrevError):
     """A transient failure (HTTP 5xx, connection trouble, "please retry"); retried automatically."""
-
-    retryable = True
 
 
 class BrevConnectionLostError(BrevTransientError):
@@ -112,9 +176,13 @@ class BrevJobLostError(BrevTransientError):
     """
 
 
+# --- remote commands and their results ----------------------------------------------------------------------
+
+
 class BrevCommandError(BrevError):
     """A remote command finished with a non-zero exit code.
 
+    :param message: what went wrong.
     :param exit_code: the remote command's real exit code.
     """
 
@@ -125,3 +193,26 @@ class BrevCommandError(BrevError):
 
 class BrevCLIError(BrevError):
     """The ``brev`` CLI failed in a way this provider does not classify further."""
+
+
+class TaoProgramFaultError(BrevCommandError, AirflowFailException):
+    """TAO failed for a reason retrying cannot fix (out of memory, CUDA assert, bad spec, missing input)."""
+
+
+class TaoVerificationError(BrevError, AirflowFailException):
+    """TAO exited 0 but its outputs do not prove success (status.json not SUCCESS, no new checkpoint)."""
+
+
+class TaoUnreachableKpiError(BrevError, AirflowFailException):
+    """Gap analysis found no threshold meeting the recall target: a business result, not retried."""
+
+
+# --- S3 transfers ----------------------------------------------------------------------------------------------
+
+
+class BrevTransferError(BrevError):
+    """A transfer between S3 and an instance did not complete; the message names the files."""
+
+
+class BrevTransferConflictError(BrevTransferError, AirflowFailException):
+    """The destination already holds different objects and ``overwrite`` is off (a retry cannot help)."""

@@ -74,8 +74,8 @@ def main() -> int:
 
     import psutil
 
+    from airflow_provider_brev.cli.remote_job import DEFAULT_MAX_BYTES, LogLineAssembler, RemoteJob
     from airflow_provider_brev.hooks.brev import BrevHook
-    from airflow_provider_brev.utils.remote_job import DEFAULT_MAX_BYTES, LogLineAssembler, RemoteJob
 
     name = "bench-logs"
     sim.create_instance_directly(name, ready=True)

@@ -35,6 +35,53 @@ from typing import TYPE_CHECKING, Any
 import tenacity
 
 from airflow_provider_brev._compat import AirflowNotFoundException, BaseHook, mask_secret
+from airflow_provider_brev.cli.names import DEFAULT_OWNER_PREFIX, validate_instance_name
+from airflow_provider_brev.cli.output import (
+    STATUS_DELETING,
+    STATUS_FAILURE,
+    BrevInstance,
+    InstanceTypeOffer,
+    classify_failure,
+    is_logged_out,
+    parse_create_wait_failure,
+    parse_gpu_spec,
+    parse_help_flags,
+    parse_instances,
+    parse_search,
+    parse_version,
+    select_offers,
+)
+from airflow_provider_brev.cli.readiness import (
+    STAGE_SSH,
+    Readiness,
+    build_probe_command,
+    new_nonce,
+    probe_passed,
+    probe_readiness,
+    readiness_from_status,
+)
+from airflow_provider_brev.cli.remote_job import (
+    DEFAULT_MAX_BYTES,
+    LaunchResult,
+    PollResult,
+    RemoteJob,
+    build_cleanup_command,
+    build_kill_command,
+    build_launch_command,
+    build_poll_command,
+    build_secret_env_file,
+    parse_cleanup_output,
+    parse_kill_output,
+    parse_launch_output,
+    parse_poll_output,
+)
+from airflow_provider_brev.cli.shell import (
+    STARTED_ELSEWHERE,
+    build_once_command,
+    parse_once_marker,
+    strip_once_stdout,
+    validate_env,
+)
 from airflow_provider_brev.exceptions import (
     BREV_DOCS_URL,
     BrevAuthError,
@@ -51,58 +98,11 @@ from airflow_provider_brev.exceptions import (
     BrevTimeoutError,
     BrevTransientError,
 )
-from airflow_provider_brev.utils.cli_output import (
-    STATUS_DELETING,
-    STATUS_FAILURE,
-    BrevInstance,
-    InstanceTypeOffer,
-    classify_failure,
-    is_logged_out,
-    parse_create_wait_failure,
-    parse_gpu_spec,
-    parse_help_flags,
-    parse_instances,
-    parse_search,
-    parse_version,
-    select_offers,
-)
-from airflow_provider_brev.utils.names import DEFAULT_OWNER_PREFIX, validate_instance_name
-from airflow_provider_brev.utils.process import (
+from airflow_provider_brev.hooks.process import (
     LineCallback,
     ProcessResult,
     arun_process,
     run_process,
-)
-from airflow_provider_brev.utils.readiness import (
-    STAGE_SSH,
-    Readiness,
-    build_probe_command,
-    new_nonce,
-    probe_passed,
-    probe_readiness,
-    readiness_from_status,
-)
-from airflow_provider_brev.utils.remote_job import (
-    DEFAULT_MAX_BYTES,
-    LaunchResult,
-    PollResult,
-    RemoteJob,
-    build_cleanup_command,
-    build_kill_command,
-    build_launch_command,
-    build_poll_command,
-    build_secret_env_file,
-    parse_cleanup_output,
-    parse_kill_output,
-    parse_launch_output,
-    parse_poll_output,
-)
-from airflow_provider_brev.utils.shell import (
-    STARTED_ELSEWHERE,
-    build_once_command,
-    parse_once_marker,
-    strip_once_stdout,
-    validate_env,
 )
 
 if TYPE_CHECKING:
@@ -994,7 +994,7 @@ class BrevHook(BaseHook):
     ) -> CommandResult:
         """Run ``command`` on instance ``name`` exactly once and return its real exit code.
 
-        The command is wrapped (:func:`~airflow_provider_brev.utils.shell.build_once_command`) so the released
+        The command is wrapped (:func:`~airflow_provider_brev.cli.shell.build_once_command`) so the released
         CLI's re-run-on-failure cannot run it twice, the real exit code comes back, and the CLI's trailing
         instance-name line is stripped. Output streams into the task log as it is produced.
 

@@ -8,6 +8,17 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_brev._compat import AirflowSkipException, default_deferrable, mask_secret
+from airflow_provider_brev.cli.job_follower import TIMED_OUT, JobFollower, JobOutcome
+from airflow_provider_brev.cli.names import validate_instance_name
+from airflow_provider_brev.cli.readiness import STAGE_MISSING
+from airflow_provider_brev.cli.remote_job import (
+    DEFAULT_MAX_BYTES,
+    FINISHED,
+    LOST,
+    RUNNING,
+    RemoteJob,
+    generate_job_id,
+)
 from airflow_provider_brev.exceptions import (
     BrevCommandError,
     BrevConnectionLostError,
@@ -23,24 +34,13 @@ from airflow_provider_brev.exceptions import (
 from airflow_provider_brev.operators.base import BrevBaseOperator
 from airflow_provider_brev.sensors.brev import DEFAULT_READY_TIMEOUT
 from airflow_provider_brev.utils.events import EVENT_ERROR, EVENT_SUCCESS, EVENT_TIMEOUT, validate_event
-from airflow_provider_brev.utils.job_follower import TIMED_OUT, JobFollower, JobOutcome
 from airflow_provider_brev.utils.mixins import brev_template_fields
-from airflow_provider_brev.utils.names import validate_instance_name
 from airflow_provider_brev.utils.provisioning import (
     DEFAULT_MAX_LIFETIME,
     InstanceProvisioner,
     InstanceRequest,
     ProvisionedInstance,
     instance_types_list,
-)
-from airflow_provider_brev.utils.readiness import STAGE_MISSING
-from airflow_provider_brev.utils.remote_job import (
-    DEFAULT_MAX_BYTES,
-    FINISHED,
-    LOST,
-    RUNNING,
-    RemoteJob,
-    generate_job_id,
 )
 
 if TYPE_CHECKING:

@@ -6,24 +6,24 @@ import time
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_brev.exceptions import BrevError, BrevInvalidInputError
+from airflow_provider_brev.cli.names import parse_managed_name, validate_owner_prefix
+from airflow_provider_brev.cli.output import STATUS_DELETING
+from airflow_provider_brev.exceptions import (
+    BrevError,
+    BrevInvalidInputError,
+    BrevSweepFailedError,  # re-exported
+)
 from airflow_provider_brev.operators.base import BrevBaseOperator
-from airflow_provider_brev.utils.cli_output import STATUS_DELETING
 from airflow_provider_brev.utils.mixins import brev_template_fields
-from airflow_provider_brev.utils.names import parse_managed_name, validate_owner_prefix
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
 
-    from airflow_provider_brev.utils.cli_output import BrevInstance
-    from airflow_provider_brev.utils.names import ManagedName
+    from airflow_provider_brev.cli.names import ManagedName
+    from airflow_provider_brev.cli.output import BrevInstance
 
 #: XCom key of the sweep report (also the task's return value when the sweep succeeds).
 XCOM_REPORT = "report"
-
-
-class BrevSweepFailedError(BrevError):
-    """At least one expired instance could not be deleted (the others were)."""
 
 
 def _as_timedelta(value: timedelta | float | int | None, what: str) -> timedelta:

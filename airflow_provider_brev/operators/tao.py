@@ -21,8 +21,23 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_brev._compat import AirflowFailException, mask_secret
-from airflow_provider_brev.exceptions import BrevCommandError, BrevError, BrevTransientError
+from airflow_provider_brev._compat import mask_secret
+from airflow_provider_brev.cli.tao import (
+    build_report_command,
+    build_tao_command,
+    classify_fault,
+    image_registry,
+    parse_report,
+    remote_path,
+    validate_image,
+)
+from airflow_provider_brev.exceptions import (  # re-exported
+    BrevError,
+    BrevTransientError,
+    TaoProgramFaultError,
+    TaoUnreachableKpiError,
+    TaoVerificationError,
+)
 from airflow_provider_brev.operators.base import BrevBaseOperator
 from airflow_provider_brev.operators.brev import BrevExecOperator
 from airflow_provider_brev.utils.mixins import brev_template_fields
@@ -35,35 +50,14 @@ from airflow_provider_brev.utils.preflight import (
     connection_secret,
     split_s3_uri,
 )
-from airflow_provider_brev.utils.tao import (
-    build_report_command,
-    build_tao_command,
-    classify_fault,
-    image_registry,
-    parse_report,
-    remote_path,
-    validate_image,
-)
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
 
-    from airflow_provider_brev.utils.remote_job import RemoteJob
+    from airflow_provider_brev.cli.remote_job import RemoteJob
 
 #: Epoch lines as TAO prints them ("Epoch 3/10").
 EPOCH_PROGRESS_REGEX = r"[Ee]poch[ :]+(\d+)\s*/\s*(\d+)"
-
-
-class TaoProgramFaultError(BrevCommandError, AirflowFailException):
-    """TAO failed for a reason retrying cannot fix (out of memory, CUDA assert, bad spec, missing input)."""
-
-
-class TaoVerificationError(BrevError, AirflowFailException):
-    """TAO exited 0 but its outputs do not prove success (status.json not SUCCESS, no new checkpoint)."""
-
-
-class TaoUnreachableKpiError(BrevError, AirflowFailException):
-    """Gap analysis found no threshold meeting the recall target: a business result, not retried."""
 
 
 def _load_spec_file(path: str) -> dict[str, Any]:

@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING, Any
 from airflow.sdk import PokeReturnValue
 
 from airflow_provider_brev._compat import default_deferrable
+from airflow_provider_brev.cli.names import validate_instance_name
 from airflow_provider_brev.exceptions import BrevInstanceFailedError, BrevTimeoutError
 from airflow_provider_brev.sensors.base import BrevBaseSensor
 from airflow_provider_brev.utils.events import EVENT_SUCCESS, EVENT_TIMEOUT, validate_event
 from airflow_provider_brev.utils.mixins import brev_template_fields
-from airflow_provider_brev.utils.names import validate_instance_name
 
 if TYPE_CHECKING:
     from airflow.sdk import Context

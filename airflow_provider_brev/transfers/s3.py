@@ -4,7 +4,7 @@ The worker's :class:`~airflow.providers.amazon.aws.hooks.s3.S3Hook` lists and pr
 ``curl`` with the presigned URLs. URLs are short-lived credentials themselves: they travel to the instance in
 one 0600 *plan file* per round (``brev copy`` of a private temp file), which the transfer script reads into
 memory and deletes before the first download or upload starts; they are on no command line, in no log and in
-no file left behind (:mod:`airflow_provider_brev.utils.transfer_scripts`).
+no file left behind (:mod:`airflow_provider_brev.cli.transfer_scripts`).
 
 Every file is verified: downloads by size and md5 on the instance (the md5 comes from the ETag when it is a
 plain md5, or from the ``airflow-brev-md5`` metadata this operator writes on multipart uploads), uploads by
@@ -24,18 +24,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_brev._compat import AirflowFailException
-from airflow_provider_brev.exceptions import (
-    BrevCLIError,
-    BrevError,
-    BrevInvalidInputError,
-    BrevTimeoutError,
-    BrevTransientError,
-)
-from airflow_provider_brev.operators.base import BrevBaseOperator
-from airflow_provider_brev.utils.mixins import brev_template_fields
-from airflow_provider_brev.utils.names import validate_instance_name
-from airflow_provider_brev.utils.transfer_scripts import (
+from airflow_provider_brev.cli.names import validate_instance_name
+from airflow_provider_brev.cli.transfer_scripts import (
     MD5_METADATA_KEY,
     MIB,
     OP_GET,
@@ -65,6 +55,16 @@ from airflow_provider_brev.utils.transfer_scripts import (
     split_parts,
     validate_relpath,
 )
+from airflow_provider_brev.exceptions import (  # re-exported
+    BrevCLIError,
+    BrevInvalidInputError,
+    BrevTimeoutError,
+    BrevTransferConflictError,
+    BrevTransferError,
+    BrevTransientError,
+)
+from airflow_provider_brev.operators.base import BrevBaseOperator
+from airflow_provider_brev.utils.mixins import brev_template_fields
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -83,14 +83,6 @@ MAX_NAMED_FAILURES = 20
 
 #: Exec failures after which another round may succeed (anything else is raised at once).
 _ROUND_ERRORS = (BrevTransientError, BrevTimeoutError, BrevCLIError)
-
-
-class BrevTransferError(BrevError):
-    """A transfer between S3 and an instance did not complete; the message names the files."""
-
-
-class BrevTransferConflictError(BrevTransferError, AirflowFailException):
-    """The destination already holds different objects and ``overwrite`` is off (a retry cannot help)."""
 
 
 def _as_bool(value: Any) -> bool:

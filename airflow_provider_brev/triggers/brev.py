@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
+from airflow_provider_brev.cli.job_follower import JobFollower
+from airflow_provider_brev.cli.remote_job import RemoteJob
 from airflow_provider_brev.exceptions import BrevConnectionLostError, BrevError, BrevTransientError
 from airflow_provider_brev.hooks.brev import DEFAULT_PROBE_TIMEOUT, BrevHook
-from airflow_provider_brev.utils.job_follower import JobFollower
-from airflow_provider_brev.utils.remote_job import RemoteJob
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator

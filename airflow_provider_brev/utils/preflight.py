@@ -11,15 +11,13 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_brev._compat import AirflowNotFoundException, BaseHook
-from airflow_provider_brev.exceptions import BrevInvalidInputError
-from airflow_provider_brev.utils.tao import image_registry, spec_references_hugging_face, validate_image
+from airflow_provider_brev.cli.tao import image_registry, spec_references_hugging_face, validate_image
+from airflow_provider_brev.exceptions import (
+    BrevPreflightError,  # re-exported
+)
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
-
-
-class BrevPreflightError(BrevInvalidInputError):
-    """A pre-launch check failed: fix the configuration; nothing was created (no retry is spent)."""
 
 
 def connection_secret(conn_id: str | None, *, env_fallback: str | None = None) -> str | None:

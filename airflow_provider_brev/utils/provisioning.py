@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from airflow_provider_brev.cli.names import managed_instance_name, parse_managed_name, validate_instance_name
+from airflow_provider_brev.cli.output import STATUS_DELETING, STATUS_FAILURE, BrevInstance, parse_gpu_spec
 from airflow_provider_brev.exceptions import (
     BrevAuthError,
     BrevCLINotFoundError,
@@ -26,8 +28,6 @@ from airflow_provider_brev.exceptions import (
     BrevNoCapacityError,
     BrevTimeoutError,
 )
-from airflow_provider_brev.utils.cli_output import STATUS_DELETING, STATUS_FAILURE, BrevInstance, parse_gpu_spec
-from airflow_provider_brev.utils.names import managed_instance_name, parse_managed_name, validate_instance_name
 
 if TYPE_CHECKING:
     import logging

@@ -30,7 +30,7 @@ from chaos_helpers import (
 )
 from helpers import cli_calls, task_states
 
-from airflow_provider_brev.utils.names import parse_managed_name
+from airflow_provider_brev.cli.names import parse_managed_name
 
 TESTS_DIR = Path(__file__).resolve().parents[1]
 #: A job that waits (bounded: 30 s) until the test opens the ``gate`` file next to its counter.

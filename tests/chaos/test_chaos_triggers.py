@@ -32,8 +32,8 @@ from chaos_helpers import (
 )
 from helpers import cli_calls
 
+from airflow_provider_brev.cli.remote_job import FINISHED, KILLED_EXIT_CODE, RUNNING, TERMINATED_EXIT_CODE, RemoteJob
 from airflow_provider_brev.triggers.brev import BrevInstanceReadyTrigger, BrevRemoteJobTrigger
-from airflow_provider_brev.utils.remote_job import FINISHED, KILLED_EXIT_CODE, RUNNING, TERMINATED_EXIT_CODE, RemoteJob
 
 #: The job: counts its start, checks that its secret arrived (never on a command line), then runs the body.
 PREAMBLE = 'echo try-1 >> counter; [ -n "$CHAOS_SECRET" ] || { echo "chaos: the secret did not arrive"; exit 9; }; '

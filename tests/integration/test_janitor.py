@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from helpers import cli_calls, run_state, task_states
 
-from airflow_provider_brev.utils.names import managed_instance_name
+from airflow_provider_brev.cli.names import managed_instance_name
 
 NOW = datetime.now(UTC)
 

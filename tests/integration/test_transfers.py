@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 import pytest
 from helpers import run_state, task_states
 
+from airflow_provider_brev.cli.transfer_scripts import MD5_METADATA_KEY, PART_SUFFIX
 from airflow_provider_brev.exceptions import BrevInvalidInputError
 from airflow_provider_brev.transfers import (
     BrevToS3Operator,
@@ -26,7 +27,6 @@ from airflow_provider_brev.transfers import (
     BrevTransferError,
     S3ToBrevOperator,
 )
-from airflow_provider_brev.utils.transfer_scripts import MD5_METADATA_KEY, PART_SUFFIX
 
 if TYPE_CHECKING:
     from pathlib import Path

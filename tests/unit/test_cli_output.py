@@ -4,20 +4,7 @@ import json
 
 import pytest
 
-from airflow_provider_brev.exceptions import (
-    BrevAuthError,
-    BrevCLIError,
-    BrevConnectionLostError,
-    BrevDuplicateNameError,
-    BrevInstanceNotFoundError,
-    BrevInstanceNotReadyError,
-    BrevInvalidInputError,
-    BrevNoCapacityError,
-    BrevNoMatchingTypeError,
-    BrevPlacementRequiredError,
-    BrevTransientError,
-)
-from airflow_provider_brev.utils.cli_output import (
+from airflow_provider_brev.cli.output import (
     GpuSpec,
     InstanceTypeOffer,
     classify_failure,
@@ -31,6 +18,20 @@ from airflow_provider_brev.utils.cli_output import (
     parse_version,
     select_offers,
     strip_exec_trailer,
+)
+from airflow_provider_brev.exceptions import (
+    BrevAuthError,
+    BrevCLIError,
+    BrevConnectionLostError,
+    BrevDuplicateNameError,
+    BrevInstanceNotFoundError,
+    BrevInstanceNotReadyError,
+    BrevInvalidInputError,
+    BrevNoCapacityError,
+    BrevNoMatchingTypeError,
+    BrevPlacementRequiredError,
+    BrevTransientError,
+    retry_policy,
 )
 
 WORKSPACE = {
@@ -213,7 +214,7 @@ def test_classify_failure(stderr, error_type):
     assert error.cli_message.splitlines()[-1].strip() in str(error)
 
 
-def test_transient_errors_are_retryable_and_others_not():
-    assert classify_failure("ls", 1, "", "x 503 Service Unavailable y").retryable
-    assert not classify_failure("ls", 1, "", "EOF").retryable
-    assert not classify_failure("create", 1, "", "no GPU instances match the specified filters").retryable
+def test_retry_policy_follows_the_type():
+    assert retry_policy(classify_failure("ls", 1, "", "x 503 Service Unavailable y")) == "hook"
+    assert retry_policy(classify_failure("ls", 1, "", "EOF")) != "hook"
+    assert retry_policy(classify_failure("create", 1, "", "no GPU instances match the specified filters")) == "never"

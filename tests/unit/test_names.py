@@ -4,12 +4,12 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from airflow_provider_brev.exceptions import BrevInvalidInputError
-from airflow_provider_brev.utils.names import (
+from airflow_provider_brev.cli.names import (
     managed_instance_name,
     parse_managed_name,
     validate_instance_name,
 )
+from airflow_provider_brev.exceptions import BrevInvalidInputError
 
 EXPIRY = datetime(2026, 11, 30, 18, 5, tzinfo=UTC)
 

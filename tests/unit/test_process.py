@@ -5,7 +5,8 @@ import os
 import sys
 import time
 
-from airflow_provider_brev.utils.process import arun_process, run_process, squash_carriage_returns
+from airflow_provider_brev.cli.lines import squash_carriage_returns
+from airflow_provider_brev.hooks.process import arun_process, run_process
 
 
 def test_streams_lines_in_order_and_keeps_a_bounded_tail():

@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from airflow_provider_brev.utils.shell import (
+from airflow_provider_brev.cli.shell import (
     build_once_command,
     env_prefix,
     parse_once_marker,

@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from airflow_provider_brev.utils.tao import (
+from airflow_provider_brev.cli.tao import (
     build_report_command,
     build_tao_command,
     classify_fault,

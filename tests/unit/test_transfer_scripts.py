@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from airflow_provider_brev.utils.transfer_scripts import (
+from airflow_provider_brev.cli.transfer_scripts import (
     MIB,
     OP_GET,
     OP_PART,

@@ -42,8 +42,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_brev.utils.process import LineSplitter
-from airflow_provider_brev.utils.shell import validate_env
+from airflow_provider_brev.cli.lines import LineSplitter
+from airflow_provider_brev.cli.shell import validate_env
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
@@ -700,7 +700,7 @@ class LogLineAssembler:
     """Turn log chunks (bytes, split anywhere) into text lines.
 
     UTF-8 with replacement; carriage-return progress bars keep only the text after the last ``\\r``; very long
-    lines come out in pieces (:data:`~airflow_provider_brev.utils.process.MAX_LINE`).
+    lines come out in pieces (:data:`~airflow_provider_brev.hooks.process.MAX_LINE`).
     """
 
     def __init__(self) -> None:

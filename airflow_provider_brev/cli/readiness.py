@@ -18,7 +18,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
-from airflow_provider_brev.utils.cli_output import (
+from airflow_provider_brev.cli.output import (
     STATUS_DELETING,
     STATUS_FAILURE,
     STATUS_RUNNING,

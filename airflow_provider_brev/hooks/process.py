@@ -20,98 +20,16 @@ import selectors
 import signal
 import subprocess
 import time
-from collections import deque
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-LineCallback = Callable[[str], None]
+from airflow_provider_brev.cli.lines import READ_CHUNK, Collector, LineCallback, LineSplitter, ProcessResult
 
-READ_CHUNK = 64 * 1024
-#: A "line" longer than this is flushed in pieces (a remote process may print without newlines).
-MAX_LINE = 256 * 1024
-#: Cap on captured stdout for JSON-producing commands.
-MAX_CAPTURE = 64 * 1024 * 1024
-TAIL_LINES = 200
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+__all__ = ["LineCallback", "ProcessResult", "arun_process", "run_process"]
+
 KILL_GRACE_SECONDS = 3.0
-
-
-def squash_carriage_returns(line: str) -> str:
-    """Keep what a terminal would show for a progress-bar line: the text after the last ``\\r``."""
-    if "\r" not in line:
-        return line
-    parts = [part for part in line.split("\r") if part]
-    return parts[-1] if parts else ""
-
-
-class LineSplitter:
-    """Incremental bytes → lines splitter with a bound on line length."""
-
-    def __init__(self, on_line: LineCallback) -> None:
-        self._buffer = bytearray()
-        self._on_line = on_line
-
-    def feed(self, chunk: bytes) -> None:
-        self._buffer.extend(chunk)
-        while True:
-            index = self._buffer.find(b"\n")
-            if index < 0:
-                break
-            raw = bytes(self._buffer[:index])
-            del self._buffer[: index + 1]
-            self._emit(raw)
-        while len(self._buffer) > MAX_LINE:
-            raw = bytes(self._buffer[:MAX_LINE])
-            del self._buffer[:MAX_LINE]
-            self._emit(raw)
-
-    def close(self) -> None:
-        if self._buffer:
-            raw = bytes(self._buffer)
-            self._buffer.clear()
-            self._emit(raw)
-
-    def _emit(self, raw: bytes) -> None:
-        self._on_line(squash_carriage_returns(raw.decode("utf-8", errors="replace")))
-
-
-@dataclass
-class ProcessResult:
-    """What a finished ``brev`` call produced.
-
-    ``stdout`` is complete when the call was made with ``capture_stdout=True`` and otherwise holds the last
-    :data:`TAIL_LINES` lines; ``stderr`` always holds the last lines.
-    """
-
-    exit_code: int
-    stdout_lines: list[str] = field(default_factory=list)
-    stderr_lines: list[str] = field(default_factory=list)
-    timed_out: bool = False
-    duration: float = 0.0
-
-    @property
-    def stdout(self) -> str:
-        return "\n".join(self.stdout_lines)
-
-    @property
-    def stderr(self) -> str:
-        return "\n".join(self.stderr_lines)
-
-
-class _Collector:
-    def __init__(self, capture: bool, on_line: LineCallback | None) -> None:
-        self.capture = capture
-        self.lines: deque[str] | list[str] = [] if capture else deque(maxlen=TAIL_LINES)
-        self.size = 0
-        self.on_line = on_line
-
-    def __call__(self, line: str) -> None:
-        if self.capture:
-            self.size += len(line) + 1
-            if self.size > MAX_CAPTURE:
-                raise OverflowError("brev printed more output than expected")
-        self.lines.append(line)
-        if self.on_line is not None:
-            self.on_line(line)
 
 
 def _kill_group(proc_pid: int, sig: int) -> None:
@@ -142,8 +60,8 @@ def run_process(
     )
     if on_start is not None:
         on_start(proc)
-    out = _Collector(capture_stdout, on_stdout)
-    err = _Collector(False, on_stderr)
+    out = Collector(capture_stdout, on_stdout)
+    err = Collector(False, on_stderr)
     assert proc.stdout is not None and proc.stderr is not None
     splitters: dict[int, LineSplitter] = {
         proc.stdout.fileno(): LineSplitter(out),
@@ -215,8 +133,8 @@ async def arun_process(
         env=env,
         start_new_session=True,
     )
-    out = _Collector(capture_stdout, on_stdout)
-    err = _Collector(False, on_stderr)
+    out = Collector(capture_stdout, on_stdout)
+    err = Collector(False, on_stderr)
 
     async def pump(reader: asyncio.StreamReader | None, splitter: LineSplitter) -> None:
         assert reader is not None

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from airflow_provider_brev.utils.remote_job import FINISHED, LogLineAssembler, PollResult
+from airflow_provider_brev.cli.remote_job import FINISHED, LogLineAssembler, PollResult
 
 #: Outcome states beyond the job's own (``finished``/``lost``/``missing``).
 TIMED_OUT = "timeout"
