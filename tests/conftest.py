@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 from helpers import airflow_logs_through_stdlib, configure_dag_test_logging
 
-pytest_plugins = ["fixtures_s3"]
+# The simulator plugin is opt-in (no pytest11 entry point): users add the same line to their conftest.py.
+pytest_plugins = ["airflow_provider_brev.testing.pytest_plugin", "fixtures_s3"]
 ROOT = Path(__file__).resolve().parents[1]
 AIRFLOW_HOME = Path(tempfile.mkdtemp(prefix="brev-airflow-home-"))
 DAGS_FOLDER = AIRFLOW_HOME / "dags"
