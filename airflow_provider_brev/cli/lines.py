@@ -72,6 +72,8 @@ class ProcessResult:
     stderr_lines: list[str] = field(default_factory=list)
     timed_out: bool = False
     duration: float = 0.0
+    #: Wall-clock time (``time.time()``) the process was started.
+    started_at: float = 0.0
 
     @property
     def stdout(self) -> str:

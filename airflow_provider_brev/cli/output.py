@@ -1,7 +1,8 @@
-"""Pure parsers for what the ``brev`` CLI prints, and the classifier that maps its failures to typed errors.
+"""Pure parsers for what the ``brev`` CLI prints (listings, search results, versions, help, create output).
 
 Nothing here runs a process: the hook (sync) and the triggers (async) run ``brev`` and hand the output to
-these functions, so both sides interpret the CLI identically. See ``reference/brev-cli.md`` for the shapes.
+these functions, so both sides interpret the CLI identically. Failures are classified in
+:mod:`airflow_provider_brev.cli.classify`.
 """
 
 from __future__ import annotations
@@ -12,18 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from airflow_provider_brev.exceptions import (
-    BrevAuthError,
     BrevCLIError,
-    BrevConnectionLostError,
-    BrevDuplicateNameError,
-    BrevError,
-    BrevInstanceNotFoundError,
-    BrevInstanceNotReadyError,
     BrevInvalidInputError,
-    BrevNoCapacityError,
-    BrevNoMatchingTypeError,
-    BrevPlacementRequiredError,
-    BrevTransientError,
 )
 
 #: Workspace statuses Brev reports (``pkg/entity/entity.go``).
@@ -281,115 +272,3 @@ def strip_exec_trailer(lines: list[str], instance_name: str) -> list[str]:
     if lines and lines[-1].strip() == instance_name:
         return lines[:-1]
     return lines
-
-
-# --- failure classification -------------------------------------------------------------------------
-
-LOGGED_OUT_MARKERS = (
-    "You are currently logged out",
-    "no oauth found for token",
-    "malformed refresh token",
-    "401 Unauthorized",
-    "403 Forbidden",
-    "declined to login",
-    "timed out waiting for login",
-)
-
-_TRANSIENT_RE = re.compile(
-    r"\b5\d\d (?:[A-Z][a-z]+ ?)+|please retry|try again|listing was unavailable|connection reset|"
-    r"i/o timeout|TLS handshake timeout|temporary failure in name resolution|no such host|"
-    r"unexpected end of JSON input|Client\.Timeout",
-    re.IGNORECASE,
-)
-
-
-def is_logged_out(stdout: str, stderr: str) -> bool:
-    """Whether a failed call took the CLI's "logged out" path (prompt on stdout + ``EOF``, 401 ...)."""
-    text = f"{stdout}\n{stderr}"
-    if any(marker in text for marker in LOGGED_OUT_MARKERS):
-        return True
-    last = stderr.strip().splitlines()[-1].strip() if stderr.strip() else ""
-    return last == "EOF"
-
-
-def last_error_text(stderr: str, limit: int = 2000) -> str:
-    """The useful tail of the CLI's stderr (its error is printed last)."""
-    text = stderr.strip()
-    return text[-limit:] if len(text) > limit else text
-
-
-def classify_failure(command: str, exit_code: int, stdout: str, stderr: str) -> BrevError:
-    """Map a failed ``brev`` call to a typed error carrying the CLI's own message.
-
-    :param command: the sub-command (``create``, ``ls``, ``exec`` ...), used in messages only.
-    """
-    message = last_error_text(stderr) or stdout.strip()[-2000:]
-    text = f"{stdout}\n{stderr}"
-    lowered = text.lower()
-    kwargs = {"cli_message": message, "command": command}
-
-    if is_logged_out(stdout, stderr):
-        return BrevAuthError(
-            f"`brev {command}` failed because the CLI is not logged in or the token was rejected. "
-            "Check the Brev connection's token (password field or extra 'token') or API key; "
-            "console tokens expire about hourly, so use a fresh one or an API key.",
-            **kwargs,
-        )
-    if "unknown flag" in lowered or "unknown shorthand flag" in lowered or "unknown command" in lowered:
-        return BrevInvalidInputError(
-            f"`brev {command}` rejected a flag or command; the installed brev CLI does not support it.",
-            **kwargs,
-        )
-    if "placement" in lowered or "cloud-cred-id" in lowered or "workspace-group-id" in lowered:
-        return BrevPlacementRequiredError(
-            "Brev needs explicit placement for this account (it has several cloud credentials or "
-            "workspace groups). Set the Brev connection extras 'cloud_cred_id' and 'workspace_group_id' "
-            "(or the operator arguments of the same names); find the ids with `brev orgs --json` "
-            "and `brev ls --json`.",
-            **kwargs,
-        )
-    if "duplicate workspace" in lowered or "already exists" in lowered:
-        return BrevDuplicateNameError(
-            "An instance with this name already exists (a DELETING instance keeps its name reserved "
-            "until deletion completes): wait for it to disappear or choose another name.",
-            **kwargs,
-        )
-    if "name must" in lowered or "name is required" in lowered or "must be at least" in lowered:
-        return BrevInvalidInputError(f"`brev {command}` rejected its input.", **kwargs)
-    if "no gpu instances match" in lowered or "is not a recognized type" in lowered:
-        return BrevNoMatchingTypeError(
-            "No Brev instance type matches the request: check the GPU name/count or instance types with `brev search`.",
-            **kwargs,
-        )
-    if "please retry" in lowered or "listing was unavailable" in lowered:
-        return BrevTransientError(f"`brev {command}` hit a transient Brev error.", **kwargs)
-    if "no capacity" not in lowered and "currently unavailable" not in lowered and _TRANSIENT_RE.search(text):
-        # e.g. create's per-type "[Worker 1] <type> Failed: <url> 502 Bad Gateway" ending in "could only create
-        # 0/1 instances": a server error, not a capacity verdict.
-        return BrevTransientError(f"`brev {command}` hit a transient Brev error.", **kwargs)
-    if "no capacity" in lowered or "currently unavailable" in lowered or "could only create 0/" in lowered:
-        return BrevNoCapacityError(
-            "Brev had no capacity for any candidate instance type; try later or allow more types.",
-            **kwargs,
-        )
-    if (
-        ("not found" in lowered and "instance with id/name" in lowered)
-        or "could not look up instance" in lowered
-        or "path not found" in lowered
-    ):
-        return BrevInstanceNotFoundError("The Brev instance does not exist.", **kwargs)
-    if 'is in state "' in lowered:
-        return BrevInstanceNotReadyError("The Brev instance is not running.", **kwargs)
-    if _TRANSIENT_RE.search(text):
-        return BrevTransientError(f"`brev {command}` hit a transient Brev error.", **kwargs)
-    if (
-        "could not connect to instance" in lowered
-        or "connection refused" in lowered
-        or "closed by remote host" in lowered
-        or "exit status 255" in lowered
-        or "could not resolve hostname" in lowered
-    ):
-        return BrevConnectionLostError(
-            "Could not reach the Brev instance over SSH (it may still be booting).", **kwargs
-        )
-    return BrevCLIError(f"`brev {command}` failed with exit code {exit_code}.", **kwargs)

@@ -1,6 +1,6 @@
 """Layered instance readiness, as pure decisions shared by the hook, the sensor and the trigger.
 
-``RUNNING`` does not mean usable (reference/brev-cli.md §3). The layers, cheapest first:
+``RUNNING`` does not mean usable. The layers, cheapest first:
 
 1. ``brev ls --json`` status ``RUNNING`` (what ``brev create`` waits for);
 2. build ``COMPLETED`` / shell ``READY``;
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import secrets
 import shlex
+from collections.abc import Generator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -141,3 +142,65 @@ def probe_readiness(name: str, instance: BrevInstance, passed: bool, stage: str,
         return Readiness(STAGE_DOCKER, f"Instance {name!r} answers over SSH but `docker info` fails.", instance=data)
     suffix = f": {detail}" if detail else ""
     return Readiness(STAGE_SSH, f"Instance {name!r} is RUNNING but not reachable over SSH yet{suffix}", instance=data)
+
+
+# --- one readiness check as a sans-I/O protocol ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ListInstance:
+    """Step: look the instance up in a ``brev ls`` listing; the answer is a ``BrevInstance`` or ``None``."""
+
+
+@dataclass(frozen=True)
+class RunProbe:
+    """Step: run ``command`` on the instance (``brev exec``); the answer is its stdout lines and stderr tail,
+    or ``None`` when the probe timed out.
+
+    :param command: the probe command.
+    """
+
+    command: str
+
+
+ReadinessStep = ListInstance | RunProbe
+ReadinessCheck = Generator[ReadinessStep, Any, Readiness]
+
+
+def readiness_check(name: str, *, require_docker: bool = False) -> ReadinessCheck:
+    """The protocol of one layered check: cheap status first, the exec probe only when the status is good.
+
+    The hook's sync and async drivers (``check_readiness`` / ``acheck_readiness``) perform the steps.
+    """
+    instance = yield ListInstance()
+    decided = readiness_from_status(name, instance)
+    if decided is not None:
+        return decided
+    nonce = new_nonce()
+    answer = yield RunProbe(build_probe_command(nonce, require_docker=require_docker))
+    if answer is None:
+        return probe_readiness(name, instance, False, STAGE_SSH, "probe timed out")
+    stdout_lines, stderr = answer
+    passed, stage = probe_passed(stdout_lines, nonce, require_docker=require_docker)
+    return probe_readiness(name, instance, passed, stage, "" if passed else stderr[-300:])
+
+
+#: Poll at the base interval for this long after the last change of stage, then back off.
+FAST_POLL_SECONDS = 60.0
+#: The longest interval between two readiness checks of one wait.
+MAX_POLL_INTERVAL = 2.0
+
+
+def next_poll_interval(base: float, seconds_in_stage: float) -> float:
+    """How long a wait sleeps before its next check.
+
+    ``base`` (1 s by default) while the instance has recently changed stage, so the moment it becomes ready is seen
+    quickly; after :data:`FAST_POLL_SECONDS` in the same stage (a long boot), at most :data:`MAX_POLL_INTERVAL`,
+    which halves the ``brev`` calls of a long boot and keeps the detection lag at most that long.
+
+    :param base: the wait's configured poll interval in seconds.
+    :param seconds_in_stage: how long the instance has been in its current stage.
+    """
+    if seconds_in_stage < FAST_POLL_SECONDS or base >= MAX_POLL_INTERVAL:
+        return base
+    return MAX_POLL_INTERVAL

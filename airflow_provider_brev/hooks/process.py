@@ -48,6 +48,7 @@ def run_process(
     on_start: Callable[[subprocess.Popen[bytes]], None] | None = None,
 ) -> ProcessResult:
     """Run ``argv`` (stdin closed, own process group), streaming lines to the callbacks."""
+    started_at = time.time()
     started = time.monotonic()
     proc = subprocess.Popen(
         list(argv),
@@ -111,6 +112,7 @@ def run_process(
         stderr_lines=list(err.lines),
         timed_out=timed_out,
         duration=time.monotonic() - started,
+        started_at=started_at,
     )
 
 
@@ -124,6 +126,7 @@ async def arun_process(
     on_stderr: LineCallback | None = None,
 ) -> ProcessResult:
     """Async twin of :func:`run_process` (``asyncio.create_subprocess_exec``), for triggers."""
+    started_at = time.time()
     started = time.monotonic()
     proc = await asyncio.create_subprocess_exec(
         *argv,
@@ -169,4 +172,5 @@ async def arun_process(
         stderr_lines=list(err.lines),
         timed_out=timed_out,
         duration=time.monotonic() - started,
+        started_at=started_at,
     )

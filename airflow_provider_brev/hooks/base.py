@@ -1,0 +1,500 @@
+"""BrevBaseHook: the connection, the CLI, its capabilities, login, and running ``brev`` (sync and async).
+
+Split the way the Databricks provider splits ``databricks_base.py`` from ``databricks.py``: this module knows how
+to run the CLI; :mod:`airflow_provider_brev.hooks.brev` knows what to ask of it. Every decision about a call's
+outcome (breadcrumbs, logged-out, re-login, failure type, retry) is made in the pure core
+(:mod:`airflow_provider_brev.cli.invocation`, :mod:`airflow_provider_brev.cli.classify`); the sync driver
+:meth:`BrevBaseHook.run_cli` and the async driver :meth:`BrevBaseHook.arun_cli` only perform the steps it asks
+for, so the worker and the triggerer cannot disagree.
+
+It absorbs the CLI's sharp edges: stdin is always ``/dev/null``; every call runs in its own process group with a
+timeout; output is streamed line by line into the task log; the hook logs in headlessly before the first
+authenticated call (serialised by a file lock, because parallel tasks share ``~/.brev/credentials.json``) and
+again once when the CLI takes its "logged out" path; transient failures are retried with tenacity.
+
+The token is registered with Airflow's secrets masker and is passed on exactly one command line:
+``brev login --token <token>`` (the CLI has no other way to receive it). No other invocation carries it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import json
+import os
+import shutil
+import threading
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import tenacity
+
+from airflow_provider_brev._compat import AirflowNotFoundException, BaseHook, mask_secret
+from airflow_provider_brev.cli.classify import login_failure
+from airflow_provider_brev.cli.config import BrevCapabilities, BrevConnectionConfig, login_args
+from airflow_provider_brev.cli.invocation import EnsureLogin, Invocation, drive, invocation
+from airflow_provider_brev.cli.output import parse_help_flags, parse_version
+from airflow_provider_brev.exceptions import (
+    BREV_DOCS_URL,
+    BrevCLINotFoundError,
+    BrevConfigurationError,
+    BrevInvalidInputError,
+    BrevTimeoutError,
+    retry_policy,
+)
+from airflow_provider_brev.hooks.process import LineCallback, ProcessResult, arun_process, run_process
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator, Sequence
+
+__all__ = ["DEFAULT_CLI_TIMEOUT", "BrevBaseHook"]
+
+#: Default budget of one short CLI call (ls, delete, search ...).
+DEFAULT_CLI_TIMEOUT = 120.0
+LOGIN_TIMEOUT = 60.0
+
+
+# Per-process caches shared by every hook instance (a worker runs many tasks; probing once is enough).
+_CAPABILITIES: dict[tuple[str, float], BrevCapabilities] = {}
+_LOGGED_IN: set[tuple[str, str]] = set()
+_CACHE_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def _file_lock(path: Path) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    with open(path, "a+") as handle:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+class BrevBaseHook(BaseHook):
+    """Connection, CLI discovery, capabilities, login and the ``brev`` runners shared by every Brev hook.
+
+    Connection (type ``brev``, default id ``brev_default``): the token in the password field (or extra
+    ``token``); or an API key (extras ``api_key`` and ``org_id``, CLI v0.6.324+); optional extras ``org``,
+    ``cli_path``, ``cloud_cred_id``, ``workspace_group_id``, ``brev_home`` (a HOME for the CLI's ``~/.brev``)
+    and ``name_prefix``. With no connection ``brev_default`` defined, the hook falls back to the
+    ``BREV_API_TOKEN`` environment variable.
+
+    :param brev_conn_id: the Airflow connection id.
+    :param cli_path: path of the ``brev`` executable (default: extra ``cli_path``, then ``BREV_CLI``, then PATH).
+    :param command_timeout: timeout of one short CLI call, in seconds.
+    :param retry_limit: attempts for transient failures (≥ 1).
+    :param retry_delay: initial backoff between attempts, in seconds (exponential, with jitter).
+    :param retry_args: extra tenacity arguments; ``retry`` and ``before_sleep`` are always the hook's own,
+        so only transient errors are retried and every attempt is logged.
+    :param log_cli_output: stream the CLI's output into the task log.
+    :param logger_name: name of the hook's logger.
+    """
+
+    conn_name_attr = "brev_conn_id"
+    default_conn_name = "brev_default"
+    conn_type = "brev"
+    hook_name = "NVIDIA Brev"
+
+    def __init__(
+        self,
+        brev_conn_id: str | None = default_conn_name,
+        *,
+        cli_path: str | None = None,
+        command_timeout: float = DEFAULT_CLI_TIMEOUT,
+        retry_limit: int = 4,
+        retry_delay: float = 1.0,
+        retry_args: dict[str, Any] | None = None,
+        log_cli_output: bool = True,
+        logger_name: str | None = None,
+    ) -> None:
+        super().__init__(logger_name=logger_name)
+        if retry_limit < 1:
+            raise BrevInvalidInputError("retry_limit must be at least 1")
+        self.brev_conn_id = brev_conn_id
+        self._cli_path_arg = cli_path
+        self.command_timeout = command_timeout
+        self.retry_limit = retry_limit
+        self.retry_delay = retry_delay
+        self.retry_args = dict(retry_args or {})
+        self.log_cli_output = log_cli_output
+
+    # ------------------------------------------------------------------ connection form (Airflow < 3.2)
+    @classmethod
+    def get_ui_field_behaviour(cls) -> dict[str, Any]:
+        """Hide host/schema/port/login; the password holds the Brev token."""
+        return {
+            "hidden_fields": ["host", "schema", "port", "login"],
+            "relabeling": {"password": "Brev API token"},
+            "placeholders": {
+                "password": "token from https://brev.nvidia.com/settings/cli (or leave empty and use an API key)",
+                "extra": json.dumps(
+                    {"cli_path": "/usr/local/bin/brev", "cloud_cred_id": "", "workspace_group_id": ""},
+                    indent=1,
+                ),
+            },
+        }
+
+    @classmethod
+    def get_connection_form_widgets(cls) -> dict[str, Any]:
+        """Extra fields for the connection form (FAB/wtforms imported lazily)."""
+        try:
+            from flask_appbuilder.fieldwidgets import BS3PasswordFieldWidget, BS3TextFieldWidget
+            from flask_babel import lazy_gettext
+            from wtforms import PasswordField, StringField
+        except ImportError:  # Airflow 3.2+ reads the declarative form from get_provider_info()
+            return {}
+        return {
+            "api_key": PasswordField(lazy_gettext("API key (bak-...)"), widget=BS3PasswordFieldWidget()),
+            "org_id": StringField(lazy_gettext("Org id (for the API key)"), widget=BS3TextFieldWidget()),
+            "org": StringField(lazy_gettext("Org name"), widget=BS3TextFieldWidget()),
+            "cli_path": StringField(lazy_gettext("brev CLI path"), widget=BS3TextFieldWidget()),
+            "cloud_cred_id": StringField(lazy_gettext("Cloud credential id"), widget=BS3TextFieldWidget()),
+            "workspace_group_id": StringField(lazy_gettext("Workspace group id"), widget=BS3TextFieldWidget()),
+        }
+
+    # ------------------------------------------------------------------ configuration
+    @cached_property
+    def config(self) -> BrevConnectionConfig:
+        """The connection's settings (fetched once; secrets registered with the masker)."""
+        return self._config_from_connection(self._fetch_connection())
+
+    def _fetch_connection(self) -> Any | None:
+        if not self.brev_conn_id:
+            return None
+        try:
+            return self.get_connection(self.brev_conn_id)
+        except AirflowNotFoundException:
+            return None
+
+    async def _afetch_connection(self) -> Any | None:
+        if not self.brev_conn_id:
+            return None
+        getter = getattr(type(self), "aget_connection", None)
+        try:
+            if getter is not None:
+                return await getter(self.brev_conn_id)
+            return await asyncio.to_thread(self.get_connection, self.brev_conn_id)
+        except AirflowNotFoundException:
+            return None
+
+    async def aconfig(self) -> BrevConnectionConfig:
+        """Async variant of :attr:`config` for the triggerer (no sync connection lookup on the event loop)."""
+        if "config" not in self.__dict__:
+            self.__dict__["config"] = self._config_from_connection(await self._afetch_connection())
+        return self.config
+
+    def _config_from_connection(self, conn: Any | None) -> BrevConnectionConfig:
+        if conn is None:
+            env_token = os.environ.get("BREV_API_TOKEN", "").strip()
+            if self.brev_conn_id not in (None, self.default_conn_name) or not env_token:
+                raise BrevConfigurationError(
+                    f"The Airflow connection {self.brev_conn_id!r} is not defined. Create a connection of type "
+                    "'brev' with the Brev API token in the password field (UI, `airflow connections add`, or "
+                    f'AIRFLOW_CONN_{str(self.brev_conn_id).upper()}=\'{{"conn_type": "brev", "password": '
+                    '"<token>"}\'), or, for the default connection only, set BREV_API_TOKEN.'
+                )
+            self.log.info("No connection %r defined: using BREV_API_TOKEN from the environment.", self.brev_conn_id)
+            config = BrevConnectionConfig(conn_id=None, token=env_token)
+        else:
+            extras = conn.extra_dejson if hasattr(conn, "extra_dejson") else {}
+            config = BrevConnectionConfig.from_extras(conn.conn_id, conn.password, extras)
+        mask_secret(config.token)
+        mask_secret(config.api_key)
+        return config.validate()
+
+    @cached_property
+    def cli_path(self) -> str:
+        """The ``brev`` executable: argument, extra ``cli_path``, ``BREV_CLI``, then PATH."""
+        for candidate, origin in (
+            (self._cli_path_arg, "the cli_path argument"),
+            (self.config.cli_path, "the connection extra 'cli_path'"),
+            (os.environ.get("BREV_CLI"), "BREV_CLI"),
+        ):
+            if candidate:
+                resolved = shutil.which(candidate) if os.sep not in candidate else candidate
+                if resolved and os.access(resolved, os.X_OK) and os.path.isfile(resolved):
+                    return resolved
+                raise BrevCLINotFoundError(
+                    f"The brev CLI given by {origin} ({candidate!r}) does not exist or is not executable. "
+                    f"Install it (see {BREV_DOCS_URL}) or fix the path."
+                )
+        found = shutil.which("brev")
+        if not found:
+            raise BrevCLINotFoundError(
+                f"The brev CLI was not found on PATH. Install it from {BREV_DOCS_URL} "
+                "(e.g. `curl -fsSL https://brev.dev/install | bash`) on every Airflow worker and triggerer, "
+                "or set the connection extra 'cli_path' or the BREV_CLI environment variable."
+            )
+        return found
+
+    def _home(self) -> Path:
+        return Path(self.config.brev_home or os.environ.get("HOME") or Path.home())
+
+    def _env(self) -> dict[str, str]:
+        env = dict(os.environ)
+        env.pop("BREV_API_TOKEN", None)  # the CLI does not read it; keep it out of brev's environment
+        if self.config.brev_home:
+            env["HOME"] = self.config.brev_home
+        env.setdefault("NO_COLOR", "1")
+        return env
+
+    # ------------------------------------------------------------------ capabilities
+    @property
+    def capabilities(self) -> BrevCapabilities:
+        """What the installed CLI supports (learned once per process and CLI binary)."""
+        path = self.cli_path
+        try:
+            key = (path, os.stat(path).st_mtime)
+        except OSError:
+            key = (path, 0.0)
+        with _CACHE_LOCK:
+            cached = _CAPABILITIES.get(key)
+        if cached is not None:
+            return cached
+        version_run = run_process([path, "--version"], env=self._env(), timeout=30, capture_stdout=True)
+        version_text = (version_run.stdout + "\n" + version_run.stderr).strip()
+        help_run = run_process([path, "create", "--help"], env=self._env(), timeout=30, capture_stdout=True)
+        caps = BrevCapabilities(
+            version=parse_version(version_text),
+            version_text=version_text.splitlines()[0] if version_text else "unknown",
+            create_flags=parse_help_flags(help_run.stdout + "\n" + help_run.stderr),
+        )
+        self.log.info("brev CLI %s at %s", caps.version_text, path)
+        self.log.debug("brev create flags: %s", ", ".join(sorted(caps.create_flags)))
+        with _CACHE_LOCK:
+            _CAPABILITIES[key] = caps
+        return caps
+
+    async def acapabilities(self) -> BrevCapabilities:
+        """Async variant of :attr:`capabilities` (probed in a thread, once per process)."""
+        await self.aconfig()
+        return await asyncio.to_thread(lambda: self.capabilities)
+
+    # ------------------------------------------------------------------ login
+    def _credentials_match(self) -> bool:
+        path = self._home() / ".brev" / "credentials.json"
+        try:
+            stored = json.loads(path.read_text())
+        except (OSError, ValueError):
+            return False
+        config = self.config
+        if config.api_key:
+            return stored.get("api_key") == config.api_key and stored.get("api_key_org_id") == config.org_id
+        return bool(config.token) and config.token in (
+            stored.get("access_token"),
+            stored.get("refresh_token"),
+        )
+
+    def _credentials_mtime(self) -> float:
+        try:
+            return (self._home() / ".brev" / "credentials.json").stat().st_mtime
+        except OSError:
+            return 0.0
+
+    def _ensure_logged_in(self, *, force: bool = False, failed_since: float | None = None) -> None:
+        """Log in headlessly once per process (or again after the CLI reported "logged out")."""
+        argv = login_args(self.config)
+        if argv is None:
+            return  # no secret configured: rely on a session the worker already has
+        key = (str(self._home()), self.config.secret_fingerprint)
+        if not force and key in _LOGGED_IN:
+            return
+        with _file_lock(self._home() / ".brev" / ".airflow-provider-brev-login.lock"):
+            if not force and self._credentials_match():
+                _LOGGED_IN.add(key)
+                return
+            if force and failed_since is not None and self._credentials_mtime() > failed_since:
+                return  # another task logged in after our call failed: just retry
+            self.log.info("Logging in to Brev (brev login --%s ***).", "api-key" if self.config.api_key else "token")
+            result = run_process([self.cli_path, *argv], env=self._env(), timeout=LOGIN_TIMEOUT)
+            if result.timed_out:
+                raise BrevTimeoutError(f"`brev login` did not finish within {LOGIN_TIMEOUT:.0f} s.", command="login")
+            if result.exit_code != 0:
+                raise login_failure(result.exit_code, result.stdout, result.stderr)
+        _LOGGED_IN.add(key)
+
+    def _login_step(self, step: EnsureLogin) -> None:
+        if step.force:
+            self.log.warning("The brev CLI reports it is logged out (token expired?): logging in again once.")
+        self._ensure_logged_in(force=step.force, failed_since=step.failed_since)
+
+    # ------------------------------------------------------------------ running the CLI
+    def _log_line(self, prefix: str) -> LineCallback | None:
+        if not self.log_cli_output:
+            return None
+        return lambda line: self.log.info("[%s] %s", prefix, line) if line else None
+
+    def _retry_kwargs(self) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {
+            "stop": tenacity.stop_after_attempt(self.retry_limit),
+            "wait": tenacity.wait_exponential_jitter(initial=self.retry_delay, max=30, jitter=self.retry_delay),
+            "reraise": True,
+        }
+        kwargs.update(self.retry_args)
+        kwargs["retry"] = tenacity.retry_if_exception(lambda exc: retry_policy(exc) == "hook")
+        kwargs["before_sleep"] = self._log_retry
+        return kwargs
+
+    def _retrying(self) -> tenacity.Retrying:
+        return tenacity.Retrying(**self._retry_kwargs())
+
+    def _aretrying(self) -> tenacity.AsyncRetrying:
+        return tenacity.AsyncRetrying(**self._retry_kwargs())
+
+    def _log_retry(self, state: tenacity.RetryCallState) -> None:
+        error = state.outcome.exception() if state.outcome else None
+        delay = state.next_action.sleep if state.next_action else 0.0
+        self.log.warning(
+            "Attempt %d/%d failed with a transient Brev error; retrying in %.1f s: %s",
+            state.attempt_number,
+            self.retry_limit,
+            delay,
+            error,
+        )
+
+    def retry_sync(self, func: Callable[[], Any]) -> Any:
+        """Call ``func`` under the hook's retry policy (transient errors only, logged, with back-off)."""
+        for retry_attempt in self._retrying():
+            with retry_attempt:
+                return func()
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def retry_async(self, func: Callable[[], Any]) -> Any:
+        """Async twin of :meth:`retry_sync` (``func`` returns an awaitable)."""
+        async for retry_attempt in self._aretrying():
+            with retry_attempt:
+                return await func()
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _argv(self, args: Sequence[str]) -> list[str]:
+        if args and args[0] == "login":
+            raise BrevInvalidInputError("use the hook's login handling")  # keep the token off other argv
+        return [self.cli_path, *args]
+
+    def _protocol(
+        self,
+        args: Sequence[str],
+        *,
+        timeout: float,
+        authenticated: bool,
+        check: bool,
+        output_view: Callable[[ProcessResult], str] | None,
+    ) -> Invocation:
+        return invocation(
+            args[0],
+            timeout=timeout,
+            authenticated=authenticated,
+            can_login=login_args(self.config) is not None,
+            check=check,
+            stdout_view=output_view,
+        )
+
+    def _callbacks(
+        self, args: Sequence[str], capture: bool, log_output: bool | None, on_stdout: LineCallback | None
+    ) -> tuple[LineCallback | None, LineCallback | None]:
+        log = self.log_cli_output if log_output is None else log_output
+        prefix = f"brev {args[0]}"
+        out = on_stdout if on_stdout is not None else (None if capture or not log else self._log_line(prefix))
+        return out, (self._log_line(prefix) if log else None)
+
+    def run_cli(
+        self,
+        args: Sequence[str],
+        *,
+        timeout: float | None = None,
+        capture: bool = False,
+        authenticated: bool = True,
+        retry: bool = True,
+        log_output: bool | None = None,
+        check: bool = True,
+        on_stdout: LineCallback | None = None,
+        on_stderr: LineCallback | None = None,
+        output_view: Callable[[ProcessResult], str] | None = None,
+    ) -> ProcessResult:
+        """Run a ``brev`` sub-command (sync driver of :func:`~airflow_provider_brev.cli.invocation.invocation`).
+
+        :param args: the arguments after ``brev`` (never ``login``; the hook logs in itself).
+        :param timeout: the call's budget (default ``command_timeout``).
+        :param capture: keep the whole stdout (for ``--json`` output) instead of a tail.
+        :param authenticated: log in first (``search``/``--version`` need no login).
+        :param retry: retry transient failures (tenacity).
+        :param log_output: stream output into the task log (default: the hook's ``log_cli_output``).
+        :param check: raise the classified error on a non-zero exit.
+        :param on_stdout: receive each stdout line (instead of the task log).
+        :param on_stderr: receive each stderr line (instead of the task log).
+        :param output_view: the part of stdout the re-login decision may read (``exec``: not the remote output).
+        """
+        budget = timeout or self.command_timeout
+        out, err = self._callbacks(args, capture, log_output, on_stdout)
+        err = on_stderr if on_stderr is not None else err
+
+        def attempt() -> ProcessResult:
+            return drive(
+                self._protocol(args, timeout=budget, authenticated=authenticated, check=check, output_view=output_view),
+                login=self._login_step,
+                run=lambda: run_process(
+                    self._argv(args),
+                    env=self._env(),
+                    timeout=budget,
+                    capture_stdout=capture,
+                    on_stdout=out,
+                    on_stderr=err,
+                ),
+            )
+
+        return self.retry_sync(attempt) if retry else attempt()
+
+    async def arun_cli(
+        self,
+        args: Sequence[str],
+        *,
+        timeout: float | None = None,
+        capture: bool = False,
+        authenticated: bool = True,
+        retry: bool = True,
+        log_output: bool | None = None,
+        check: bool = True,
+        on_stdout: LineCallback | None = None,
+        on_stderr: LineCallback | None = None,
+        output_view: Callable[[ProcessResult], str] | None = None,
+    ) -> ProcessResult:
+        """Async driver of the same protocol as :meth:`run_cli` (same parameters, same decisions)."""
+        await self.aconfig()
+        budget = timeout or self.command_timeout
+        out, err = self._callbacks(args, capture, log_output, on_stdout)
+        err = on_stderr if on_stderr is not None else err
+
+        async def attempt() -> ProcessResult:
+            protocol = self._protocol(
+                args, timeout=budget, authenticated=authenticated, check=check, output_view=output_view
+            )
+            answer: ProcessResult | None = None
+            try:
+                while True:
+                    step = protocol.send(answer)
+                    if isinstance(step, EnsureLogin):
+                        await asyncio.to_thread(self._login_step, step)
+                        answer = None
+                    else:
+                        answer = await arun_process(
+                            self._argv(args),
+                            env=self._env(),
+                            timeout=budget,
+                            capture_stdout=capture,
+                            on_stdout=out,
+                            on_stderr=err,
+                        )
+            except StopIteration as stop:
+                return stop.value  # type: ignore[no-any-return]
+
+        return await (self.retry_async(attempt) if retry else attempt())  # type: ignore[no-any-return]
+
+
+def _reset_process_caches() -> None:
+    """Forget capabilities and logins learned by this process (tests, CLI upgrades)."""
+    with _CACHE_LOCK:
+        _CAPABILITIES.clear()
+        _LOGGED_IN.clear()

@@ -1,0 +1,388 @@
+"""BrevInstancesHook: instances (list, search, create, delete) and layered readiness, over the base hook.
+
+The middle layer of the Brev hooks: :mod:`airflow_provider_brev.hooks.base` runs the CLI,
+this module manages instances with the pure builders, parsers and the readiness protocol of
+:mod:`airflow_provider_brev.cli`, and :class:`~airflow_provider_brev.hooks.brev.BrevHook` adds commands, files and
+jobs. Every sync/async pair drives the same builder or protocol.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+from airflow_provider_brev.cli.argv import create_args, instance_type_list, ls_args, search_args
+from airflow_provider_brev.cli.names import validate_instance_name
+from airflow_provider_brev.cli.output import (
+    STATUS_DELETING,
+    STATUS_FAILURE,
+    BrevInstance,
+    InstanceTypeOffer,
+    parse_create_wait_failure,
+    parse_gpu_spec,
+    parse_instances,
+    parse_search,
+    select_offers,
+)
+from airflow_provider_brev.cli.readiness import (
+    ListInstance,
+    Readiness,
+    ReadinessCheck,
+    next_poll_interval,
+    readiness_check,
+)
+from airflow_provider_brev.exceptions import (
+    BrevCLIError,
+    BrevDuplicateNameError,
+    BrevInstanceFailedError,
+    BrevInstanceNotFoundError,
+    BrevNoMatchingTypeError,
+    BrevTimeoutError,
+    BrevTransientError,
+)
+from airflow_provider_brev.hooks.base import BrevBaseHook
+from airflow_provider_brev.hooks.listing import shared_listing
+from airflow_provider_brev.hooks.process import ProcessResult
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+__all__ = ["DEFAULT_CREATE_TIMEOUT", "DEFAULT_PROBE_TIMEOUT", "BrevInstancesHook", "tail_view"]
+
+#: Default budget of ``brev create`` (it may try several instance types).
+DEFAULT_CREATE_TIMEOUT = 600.0
+#: Budget of one readiness probe (a first exec refreshes and waits for sshd: allow the cold path).
+DEFAULT_PROBE_TIMEOUT = 120.0
+
+
+def tail_view(lines: int) -> Callable[[ProcessResult], str]:
+    """A stdout view of the last ``lines`` lines (``exec``: the CLI's own words, not the remote output)."""
+    return lambda result: "\n".join(result.stdout_lines[-lines:])
+
+
+class BrevInstancesHook(BrevBaseHook):
+    """Brev instances and their readiness (the parameters are those of :class:`BrevBaseHook`).
+
+    :param brev_conn_id: the Airflow connection id (default ``brev_default``).
+    """
+
+    # ------------------------------------------------------------------ instances
+    def list_instances(self) -> list[BrevInstance]:
+        """Instances visible to this token (``brev ls --json``, any of its shapes)."""
+        return parse_instances(self.run_cli(ls_args(self.config, self.capabilities), capture=True).stdout)
+
+    async def alist_instances(self) -> list[BrevInstance]:
+        """Async twin of :meth:`list_instances` (same arguments, same version check)."""
+        caps = await self.acapabilities()
+        return parse_instances((await self.arun_cli(ls_args(self.config, caps), capture=True)).stdout)
+
+    def get_instance(self, name: str) -> BrevInstance | None:
+        """The instance called ``name`` (or with that id), or ``None``."""
+        return _find(self.list_instances(), name)
+
+    async def aget_instance(self, name: str, *, since: float | None = None) -> BrevInstance | None:
+        """Async twin of :meth:`get_instance`.
+
+        :param since: share the process's listing (:mod:`airflow_provider_brev.hooks.listing`) with other waits,
+            accepting any listing started at or after this ``time.monotonic()`` value.
+        """
+        if since is None:
+            return _find(await self.alist_instances(), name)
+        config = await self.aconfig()
+        key = (self.cli_path, str(self._home()), config.org or "", config.secret_fingerprint)
+        return _find(await shared_listing(key).get(self.alist_instances, since=since), name)
+
+    def search_instance_types(
+        self, *, gpu_name: str | None = None, min_vram: float | None = None, include_cpu: bool = False
+    ) -> list[InstanceTypeOffer]:
+        """Instance types from ``brev search --json`` (no login needed), cheapest first."""
+        args = search_args(gpu_name=gpu_name, min_vram=min_vram, include_cpu=include_cpu)
+        offers = parse_search(self.run_cli(args, capture=True, authenticated=False).stdout)
+        return sorted(offers, key=lambda o: (o.price_per_hour, o.type))
+
+    def resolve_instance_types(
+        self,
+        *,
+        gpu: str | None = None,
+        instance_types: Sequence[str] | str | None = None,
+        min_vram: float | None = None,
+    ) -> list[str]:
+        """Check a request against the catalog before anything is created; return candidate types.
+
+        ``gpu="L40S:1"`` becomes the matching types, cheapest first. Unknown GPUs or instance types raise
+        :class:`BrevNoMatchingTypeError` naming what is available.
+        """
+        gpu, types = instance_type_list(gpu, instance_types)
+        if gpu:
+            spec = parse_gpu_spec(gpu)
+            chosen = select_offers(self.search_instance_types(gpu_name=spec.name), spec, min_vram=min_vram)
+            if not chosen:
+                available = sorted({f"{o.gpu_name}:{o.gpu_count}" for o in self.search_instance_types()})
+                raise BrevNoMatchingTypeError(
+                    f"No Brev instance type offers {spec.count}x {spec.name}"
+                    + (f" with ≥ {min_vram:g} GB per GPU" if min_vram else "")
+                    + f". Available GPU shapes: {', '.join(available) or 'none'} (see `brev search`)."
+                )
+            return [offer.type for offer in chosen]
+        if types:
+            known = {o.type for o in self.search_instance_types()} | {
+                o.type for o in self.search_instance_types(include_cpu=True)
+            }
+            unknown = [t for t in types if t not in known]
+            if unknown:
+                raise BrevNoMatchingTypeError(
+                    f"Unknown Brev instance type(s): {', '.join(unknown)}. See `brev search` for valid types."
+                )
+            return types
+        return []
+
+    def create_instance(
+        self,
+        name: str,
+        *,
+        gpu: str | None = None,
+        instance_types: Sequence[str] | None = None,
+        min_vram: float | None = None,
+        cloud_cred_id: str | None = None,
+        workspace_group_id: str | None = None,
+        wait: bool = False,
+        timeout: float = DEFAULT_CREATE_TIMEOUT,
+    ) -> BrevInstance:
+        """Create instance ``name`` and return it as listed right after ``brev create`` returns.
+
+        ``brev create`` exits 0 even when the instance FAILED or its own wait timed out, so the status is
+        read afterwards and a FAILURE raises :class:`BrevInstanceFailedError`. By default the CLI does not
+        wait (``--detached``): readiness is layered and handled by :meth:`wait_until_ready` / the sensor.
+
+        :param gpu: ``"L40S:1"``. With the released CLI it is resolved through ``brev search`` into a
+            cheapest-first ``--type`` list (Brev then chooses placement); CLIs with ``--gpu`` get it directly.
+        :param instance_types: explicit fallback list of types (``--type a,b,c``).
+        :param min_vram: minimum VRAM per GPU in GB.
+        :param cloud_cred_id: placement id, passed only where the CLI accepts it (default: connection extra).
+        :param workspace_group_id: placement id, likewise.
+        :param wait: let the CLI wait for RUNNING (``--timeout``) instead of ``--detached``.
+        """
+        validate_instance_name(name)
+        caps = self.capabilities
+        types = self.resolve_instance_types(gpu=gpu, instance_types=instance_types, min_vram=min_vram)
+        plan = create_args(
+            name,
+            caps=caps,
+            config=self.config,
+            gpu=(gpu or "").strip() or None,
+            types=types,
+            min_vram=min_vram,
+            cloud_cred_id=cloud_cred_id,
+            workspace_group_id=workspace_group_id,
+            wait=wait,
+            timeout=timeout,
+        )
+        for note in plan.notes:
+            self.log.info("%s", note)
+        for warning in plan.warnings:
+            self.log.warning("%s", warning)
+        self.log.debug("brev %s", " ".join(plan.args))
+        transient_seen: list[bool] = []
+        result = self.retry_sync(lambda: self._create_once(name, plan.args, timeout, transient_seen))
+        failure = parse_create_wait_failure(result.stdout + "\n" + result.stderr, name)
+        instance = self.get_instance(name)
+        if instance is None:
+            raise BrevCLIError(
+                f"`brev create {name}` exited 0 but the instance is not listed by `brev ls`.",
+                cli_message=result.stderr,
+                command="create",
+            )
+        if instance.status == STATUS_FAILURE:
+            raise BrevInstanceFailedError(
+                f"Instance {name!r} was created but is in FAILURE" + (f": {failure}" if failure else "."),
+                cli_message=failure,
+                command="create",
+            )
+        if failure:
+            self.log.warning("brev create reported: %s (status now %s)", failure, instance.status)
+        self.log.info(
+            "Created Brev instance %s (id %s, type %s): %s", name, instance.id, instance.instance_type, instance.status
+        )
+        return instance
+
+    def _create_once(self, name: str, args: list[str], timeout: float, transient_seen: list[bool]) -> ProcessResult:
+        """One ``brev create`` attempt; a duplicate name after a lost answer is our own earlier attempt."""
+        try:
+            return self.run_cli(args, timeout=timeout + 60, retry=False)
+        except BrevTransientError:
+            transient_seen.append(True)
+            raise
+        except BrevDuplicateNameError as err:
+            existing = self.get_instance(name)
+            if transient_seen and existing is not None and existing.status != STATUS_DELETING:
+                # Our earlier attempt's request reached Brev although its answer was lost.
+                self.log.info("Instance %s was created by an earlier attempt of this call.", name)
+                return ProcessResult(exit_code=0)
+            state = f" (currently {existing.status})" if existing else ""
+            raise BrevDuplicateNameError(
+                f"An instance named {name!r} already exists{state}. "
+                + (
+                    "It is being deleted and Brev keeps the name reserved until it is gone: "
+                    "wait for the deletion to finish or use another name."
+                    if existing and existing.status == STATUS_DELETING
+                    else "Use another name, delete it, or adopt it."
+                ),
+                cli_message=err.cli_message,
+                command="create",
+            ) from err
+
+    def delete_instance(
+        self, name: str, *, wait: bool = False, timeout: float = 600.0, poll_interval: float = 1.0
+    ) -> bool:
+        """Delete ``name``; ``False`` when it was already gone (deleting twice is success).
+
+        :param wait: also wait until the instance has disappeared from ``brev ls`` (deletion is asynchronous).
+        """
+        validate_instance_name(name)
+        try:
+            self.run_cli(["delete", name])
+            deleted = True
+            self.log.info("Deletion of Brev instance %s requested.", name)
+        except BrevInstanceNotFoundError:
+            deleted = False
+            self.log.info("Brev instance %s does not exist (already deleted): nothing to do.", name)
+        if wait:
+            self.wait_until_gone(name, timeout=timeout, poll_interval=poll_interval)
+        return deleted
+
+    async def adelete_instance(self, name: str) -> bool:
+        """Async twin of :meth:`delete_instance` (without the wait)."""
+        validate_instance_name(name)
+        try:
+            await self.arun_cli(["delete", name])
+        except BrevInstanceNotFoundError:
+            return False
+        return True
+
+    def wait_until_gone(self, name: str, *, timeout: float = 600.0, poll_interval: float = 1.0) -> None:
+        """Block until ``name`` has disappeared from ``brev ls``."""
+        deadline = time.monotonic() + timeout
+        while True:
+            instance = self.get_instance(name)
+            if instance is None:
+                self.log.info("Brev instance %s is gone.", name)
+                return
+            if time.monotonic() >= deadline:
+                raise BrevTimeoutError(f"Instance {name!r} was still {instance.status} after {timeout:.0f} s.")
+            time.sleep(poll_interval)
+
+    # ------------------------------------------------------------------ readiness
+    def _probe_args(self, name: str, command: str, probe_timeout: float) -> dict[str, Any]:
+        return {
+            "args": ["exec", name, command],
+            "timeout": probe_timeout,
+            "check": False,
+            "retry": False,
+            "log_output": False,
+            "output_view": tail_view(3),
+        }
+
+    def check_readiness(
+        self, name: str, *, require_docker: bool = False, probe_timeout: float = DEFAULT_PROBE_TIMEOUT
+    ) -> Readiness:
+        """One layered readiness check (sync driver of :func:`~airflow_provider_brev.cli.readiness.readiness_check`)."""
+        protocol: ReadinessCheck = readiness_check(name, require_docker=require_docker)
+        answer: Any = None
+        try:
+            while True:
+                step = protocol.send(answer)
+                if isinstance(step, ListInstance):
+                    answer = self.get_instance(name)
+                    continue
+                try:
+                    kwargs = self._probe_args(name, step.command, probe_timeout)
+                    result = self.run_cli(kwargs.pop("args"), **kwargs)
+                    answer = (result.stdout_lines, result.stderr)
+                except BrevTimeoutError:
+                    answer = None
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
+
+    async def acheck_readiness(
+        self,
+        name: str,
+        *,
+        require_docker: bool = False,
+        probe_timeout: float = DEFAULT_PROBE_TIMEOUT,
+        since: float | None = None,
+    ) -> Readiness:
+        """Async driver of the same protocol as :meth:`check_readiness`.
+
+        :param since: share the process's listing with other waits (see :meth:`aget_instance`).
+        """
+        protocol: ReadinessCheck = readiness_check(name, require_docker=require_docker)
+        answer: Any = None
+        try:
+            while True:
+                step = protocol.send(answer)
+                if isinstance(step, ListInstance):
+                    answer = await self.aget_instance(name, since=since)
+                    continue
+                try:
+                    kwargs = self._probe_args(name, step.command, probe_timeout)
+                    result = await self.arun_cli(kwargs.pop("args"), **kwargs)
+                    answer = (result.stdout_lines, result.stderr)
+                except BrevTimeoutError:
+                    answer = None
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
+
+    def is_ready(self, name: str, *, require_docker: bool = False) -> bool:
+        """Whether ``name`` is usable now (RUNNING, shell READY, exec probe answered)."""
+        return self.check_readiness(name, require_docker=require_docker).ready
+
+    def wait_until_ready(
+        self,
+        name: str,
+        timeout: float = 900.0,
+        *,
+        poll_interval: float = 1.0,
+        require_docker: bool = False,
+    ) -> BrevInstance:
+        """Block until ``name`` is ready; fail fast on FAILURE, DELETING or a vanished instance.
+
+        Checks every ``poll_interval`` seconds while the instance is changing stage and at most every 2 s during a
+        long boot (:func:`~airflow_provider_brev.cli.readiness.next_poll_interval`).
+        """
+        started = time.monotonic()
+        deadline = started + timeout
+        last: Readiness | None = None
+        stage_since = started
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise BrevTimeoutError(
+                    f"Instance {name!r} was not ready after {timeout:.0f} s"
+                    + (f" (last state: {last.message})" if last else ".")
+                )
+            readiness = self.check_readiness(
+                name,
+                require_docker=require_docker,
+                probe_timeout=min(DEFAULT_PROBE_TIMEOUT, max(remaining, 1.0)),
+            )
+            if last is None or readiness.stage != last.stage:
+                self.log.info("Readiness of %s: %s", name, readiness.message)
+                stage_since = time.monotonic()
+            last = readiness
+            if readiness.ready:
+                self.log.info("Instance %s is ready after %.0f s.", name, time.monotonic() - started)
+                return BrevInstance(**dict(readiness.instance or {"name": name, "id": "", "status": "RUNNING"}))
+            if readiness.terminal:
+                raise BrevInstanceFailedError(readiness.message)
+            pause = next_poll_interval(poll_interval, time.monotonic() - stage_since)
+            time.sleep(min(pause, max(deadline - time.monotonic(), 0)))
+
+
+def _find(instances: list[BrevInstance], name: str) -> BrevInstance | None:
+    for instance in instances:
+        if instance.name == name:
+            return instance
+    for instance in instances:
+        if instance.id == name:
+            return instance
+    return None
