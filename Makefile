@@ -14,7 +14,7 @@ export UV_LINK_MODE := copy
 .PHONY: help sync lint format typecheck test test-unit demo bench clean
 
 help:
-	@echo "make test   - install the locked environment, run ruff, mypy and pytest"
+	@echo "make test   - install the locked environment, run ruff, import-linter, mypy and pytest"
 	@echo "make demo   - run the flagship DAG end to end against the bundled Brev simulator"
 	@echo "make bench  - run the benchmarks, write benchmarks/results.json"
 
@@ -31,6 +31,7 @@ sync: $(BIN)/python
 lint: sync
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 
 format: sync
 	$(BIN)/ruff format .

@@ -172,7 +172,10 @@ def classify_failure(command: str, exit_code: int, stdout: str, stderr: str) -> 
             "until deletion completes): wait for it to disappear or choose another name.",
             **kwargs,
         )
-    if "name must" in lowered or "name is required" in lowered or "must be at least" in lowered:
+    if any(
+        text in lowered
+        for text in ("name must", "name is required", "name required", "must be at least", "command is required")
+    ):
         return BrevInvalidInputError(f"`brev {command}` rejected its input.", **kwargs)
     if "no gpu instances match" in lowered or "is not a recognized type" in lowered:
         return BrevNoMatchingTypeError(

@@ -313,8 +313,16 @@ class BrevInstancesHook(BrevBaseHook):
     ) -> Readiness:
         """Async driver of the same protocol as :meth:`check_readiness`.
 
-        :param since: share the process's listing with other waits (see :meth:`aget_instance`).
+        The status comes from the process's shared listing (:mod:`airflow_provider_brev.hooks.listing`): any
+        listing started after this hook's previous check (or, for the first check, after the call) serves, so
+        many waits in one triggerer cost about one ``brev ls`` per interval in total.
+
+        :param since: accept listings started at or after this ``time.monotonic()`` value instead.
         """
+        started = time.monotonic()
+        if since is None:
+            since = self.__dict__.get("_previous_check", started)
+        self.__dict__["_previous_check"] = started
         protocol: ReadinessCheck = readiness_check(name, require_docker=require_docker)
         answer: Any = None
         try:
