@@ -1,4 +1,4 @@
-"""Pure shell-building and parsing for S3 <-> Brev transfers (no process is run here).
+"""Pure shell-building for S3 <-> Brev transfers: plan files and scripts (no process is run here).
 
 The worker presigns S3 URLs; the instance only runs ``curl`` with them, so no AWS credential reaches it.
 Presigned URLs are short-lived credentials themselves, so they travel in a *plan file* (mode 0600, shipped
@@ -21,24 +21,24 @@ with ``brev copy``), never on a command line:
   A private temp dir (0700) holds part files and response headers; a trap removes it and the plan on exit,
   hang-up or termination. The script always exits 0 (the released CLI re-runs commands that exit non-zero).
 * :func:`build_list_script` lists the regular files under a remote directory (relative path, size, md5)
-  honouring include/exclude patterns, which :func:`glob_to_regex` translates into one regular expression that
-  means the same to bash's ``[[ =~ ]]`` (POSIX ERE) and to Python's :mod:`re` (used for S3 keys).
+  honouring a :class:`~airflow_provider_brev.cli.transfer_paths.PathFilter`.
 
-Every interpolated value is ``shlex.quote``-d or validated to a safe alphabet.
+The output of these scripts is parsed by :mod:`airflow_provider_brev.cli.transfer_reports`. Every interpolated
+value is ``shlex.quote``-d or validated to a safe alphabet.
 """
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import math
 import re
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from airflow_provider_brev.cli.transfer_checksums import is_md5, md5_hex_to_base64
+from airflow_provider_brev.cli.transfer_paths import PathFilter, remote_path_word, validate_relpath
+
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Sequence
+    from collections.abc import Sequence
 
 OK_MARKER = "BREV_XFER_OK"
 FAIL_MARKER = "BREV_XFER_FAIL"
@@ -62,206 +62,13 @@ OP_PART = "P"  # upload one part of a multipart upload
 PART_SUFFIX = ".airflow-brev-part"
 #: Where the private per-round temp directories live (relative to the remote ``$HOME``).
 XFER_BASE = ".airflow-brev/xfer"
-#: Object metadata key holding the whole-file md5 of multipart uploads (their ETag is not an md5).
-MD5_METADATA_KEY = "airflow-brev-md5"
-
-MIB = 1024 * 1024
-S3_MIN_PART_SIZE = 5 * MIB
-S3_MAX_PART_SIZE = 5 * 1024 * MIB
-S3_MAX_PARTS = 10_000
-S3_MAX_SINGLE_PUT = 5 * 1024 * MIB
 #: Linux limits one execve argument to 128 KiB; the script travels as one argument.
 MAX_SCRIPT_LENGTH = 100 * 1024
 
-_MD5_RE = re.compile(r"^[0-9a-f]{32}$")
-_ETAG_RE = re.compile(r"^[0-9A-Za-z_-]{1,200}$")
+#: A task key in a plan and in the markers: ``<n>`` or, for parts, ``<n>.<part number>``.
+TASK_KEY_RE = re.compile(r"^[0-9]+(\.[0-9]+)?$")
 _XFER_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,79}$")
-_KEY_RE = re.compile(r"^[0-9]+(\.[0-9]+)?$")
 _URL_RE = re.compile(r"^https?://[^\s\"\\'\x00-\x1f\x7f]+$")
-_BAD_PATH_CHARS = ("\n", "\r", "\t", "\x00")
-_ERE_SPECIAL = set(".^$*+?()[]{}|\\")
-_BRACKET_SAFE = re.compile(r"^[A-Za-z0-9 _.,:;/@%=+~#!-]*$")
-
-
-def is_md5(value: object) -> bool:
-    return isinstance(value, str) and bool(_MD5_RE.match(value))
-
-
-# ------------------------------------------------------------------------------------------------ patterns
-
-
-def glob_to_regex(pattern: str) -> str:
-    """Translate a glob into a regex with the same meaning in POSIX ERE (bash ``=~``) and Python ``re``.
-
-    ``*`` matches any characters *including* ``/`` (like :func:`fnmatch.fnmatchcase`, so ``*.pth`` matches at
-    any depth); ``?`` one character; ``[abc]``, ``[a-z]``, ``[!abc]`` a set; a leading ``**/`` also matches
-    zero directories (``**/x.json`` matches ``x.json`` and ``a/b/x.json``). Patterns match the path relative to
-    the S3 prefix or the remote directory. Brackets may contain letters, digits and ``_.,:;/@%=+~#!-`` only.
-    """
-    if not isinstance(pattern, str) or not pattern:
-        raise ValueError("An include/exclude pattern must be a non-empty string.")
-    if any(ch in pattern for ch in _BAD_PATH_CHARS):
-        raise ValueError(f"Pattern {pattern!r} must not contain tabs, newlines or NUL characters.")
-    out: list[str] = []
-    i, n = 0, len(pattern)
-    while i < n:
-        if pattern.startswith("**/", i) and (i == 0 or pattern[i - 1] == "/"):
-            out.append("(.*/)?")
-            i += 3
-            continue
-        ch = pattern[i]
-        if ch == "*":
-            out.append(".*")
-            while i + 1 < n and pattern[i + 1] == "*" and not pattern.startswith("**/", i + 1):
-                i += 1
-        elif ch == "?":
-            out.append(".")
-        elif ch == "[":
-            j = i + 1
-            negate = j < n and pattern[j] == "!"
-            if negate:
-                j += 1
-            start = j
-            if j < n and pattern[j] == "]":
-                j += 1
-            while j < n and pattern[j] != "]":
-                j += 1
-            if j >= n:  # no closing bracket: a literal '['
-                out.append("\\[")
-            else:
-                content = pattern[start:j]
-                lead_bracket = content.startswith("]")
-                body = content[1:] if lead_bracket else content
-                if not body and not lead_bracket:
-                    raise ValueError(f"Pattern {pattern!r} has an empty bracket expression.")
-                if not _BRACKET_SAFE.match(body) or re.search(r"--|~~|&&|\|\|", body):
-                    raise ValueError(
-                        f"Pattern {pattern!r}: a bracket expression may only contain letters, digits and "
-                        "'_.,:;/@%=+~#!-' (no doubled '-' or '~')."
-                    )
-                if body.startswith("^"):
-                    raise ValueError(f"Pattern {pattern!r}: use '[!...]' to negate a bracket expression.")
-                out.append("[" + ("^" if negate else "") + ("]" if lead_bracket else "") + body + "]")
-                i = j
-        elif ch in _ERE_SPECIAL:
-            out.append("\\" + ch)
-        else:
-            out.append(ch)
-        i += 1
-    return "".join(out)
-
-
-def _alternation(patterns: Sequence[str]) -> str:
-    return "|".join(f"({glob_to_regex(p)})" for p in patterns)
-
-
-@dataclass(frozen=True)
-class PathFilter:
-    """Include/exclude globs (see :func:`glob_to_regex`); a path is selected when it matches at least one
-    include pattern (or there are none) and no exclude pattern."""
-
-    include: tuple[str, ...] = ()
-    exclude: tuple[str, ...] = ()
-    include_regex: str = field(init=False, default="")
-    exclude_regex: str = field(init=False, default="")
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "include", tuple(self.include))
-        object.__setattr__(self, "exclude", tuple(self.exclude))
-        object.__setattr__(self, "include_regex", _alternation(self.include) if self.include else "")
-        object.__setattr__(self, "exclude_regex", _alternation(self.exclude) if self.exclude else "")
-
-    @classmethod
-    def create(
-        cls, include: str | Iterable[str] | None = None, exclude: str | Iterable[str] | None = None
-    ) -> PathFilter:
-        return cls(include=normalize_patterns(include, "include"), exclude=normalize_patterns(exclude, "exclude"))
-
-    @property
-    def bash_include(self) -> str:
-        """Anchored ERE for bash (empty = everything)."""
-        return f"^({self.include_regex})$" if self.include_regex else ""
-
-    @property
-    def bash_exclude(self) -> str:
-        return f"^({self.exclude_regex})$" if self.exclude_regex else ""
-
-    def matches(self, relpath: str) -> bool:
-        if self.include_regex and not re.fullmatch(self.include_regex, relpath, re.DOTALL):
-            return False
-        return not (self.exclude_regex and re.fullmatch(self.exclude_regex, relpath, re.DOTALL))
-
-
-def normalize_patterns(value: str | Iterable[str] | None, what: str = "pattern") -> tuple[str, ...]:
-    """``None``/``""`` -> ``()``; a string -> one pattern; an iterable of strings -> those patterns."""
-    if value is None or value == "":
-        return ()
-    items = [value] if isinstance(value, str) else list(value)
-    result = []
-    for item in items:
-        if not isinstance(item, str) or not item:
-            raise ValueError(f"Every {what} pattern must be a non-empty string, got {item!r}.")
-        glob_to_regex(item)  # validate early
-        result.append(item)
-    return tuple(result)
-
-
-# --------------------------------------------------------------------------------------------------- paths
-
-
-def validate_relpath(relpath: str) -> str:
-    """A safe relative path: no leading ``/``, no empty, ``.`` or ``..`` component, no tab/newline/NUL."""
-    if not isinstance(relpath, str) or not relpath:
-        raise ValueError("empty relative path")
-    if any(ch in relpath for ch in _BAD_PATH_CHARS):
-        raise ValueError(f"{relpath!r} contains a tab, newline or NUL character")
-    if "\ufffd" in relpath:
-        raise ValueError(f"{relpath!r} is not valid UTF-8")
-    if relpath.startswith("/"):
-        raise ValueError(f"{relpath!r} is absolute")
-    parts = relpath.split("/")
-    if any(part in ("", ".", "..") for part in parts):
-        raise ValueError(f"{relpath!r} has an empty, '.' or '..' component")
-    return relpath
-
-
-def find_path_conflicts(relpaths: Iterable[str]) -> list[str]:
-    """Paths that are also a parent directory of another path (``a`` and ``a/b`` cannot both be files)."""
-    paths = set(relpaths)
-    parents = set()
-    for path in paths:
-        parts = path.split("/")
-        for i in range(1, len(parts)):
-            parents.add("/".join(parts[:i]))
-    return sorted(paths & parents)
-
-
-def normalize_prefix(prefix: str | None) -> str:
-    """An S3 "directory" prefix: ``""`` (whole bucket) or ending in exactly one ``/``."""
-    if prefix is None:
-        return ""
-    if not isinstance(prefix, str):
-        raise ValueError(f"The S3 prefix must be a string, got {prefix!r}")
-    prefix = prefix.lstrip("/")
-    if any(ch in prefix for ch in ("\n", "\r", "\x00")):
-        raise ValueError(f"Invalid S3 prefix {prefix!r}")
-    return prefix.rstrip("/") + "/" if prefix.strip("/") else ""
-
-
-def remote_path_word(path: str) -> str:
-    """Shell word for a remote path: ``~``/``~/x``/relative paths resolve against ``$HOME``."""
-    if not isinstance(path, str) or not path.strip():
-        raise ValueError("The remote directory must be a non-empty path.")
-    if any(ch in path for ch in ("\n", "\r", "\x00")):
-        raise ValueError(f"The remote directory {path!r} must not contain newlines or NUL characters.")
-    if path == "~":
-        return '"$HOME"'
-    if path.startswith("~/"):
-        rest = path[2:].lstrip("/")
-        return f'"$HOME"/{shlex.quote(rest)}' if rest else '"$HOME"'
-    if path.startswith("/"):
-        return shlex.quote(path)
-    return f'"$HOME"/{shlex.quote(path)}'
 
 
 def plan_path(xfer_id: str) -> str:
@@ -273,37 +80,6 @@ def plan_path(xfer_id: str) -> str:
 def _check_xfer_id(xfer_id: str) -> None:
     if not isinstance(xfer_id, str) or not _XFER_ID_RE.match(xfer_id):
         raise ValueError(f"Invalid transfer id {xfer_id!r}")
-
-
-# ---------------------------------------------------------------------------------------------- checksums
-
-
-def md5_hex_to_base64(md5_hex: str) -> str:
-    """The ``Content-MD5`` header value for an md5 given in hex."""
-    if not is_md5(md5_hex):
-        raise ValueError(f"not an md5: {md5_hex!r}")
-    return base64.b64encode(bytes.fromhex(md5_hex)).decode("ascii")
-
-
-def multipart_etag(part_md5s: Sequence[str]) -> str:
-    """The ETag S3 gives a multipart object: md5 of the concatenated part digests, ``-<number of parts>``."""
-    digest = hashlib.md5(b"".join(bytes.fromhex(m) for m in part_md5s), usedforsecurity=False).hexdigest()
-    return f"{digest}-{len(part_md5s)}"
-
-
-def split_parts(size: int, part_size: int) -> list[tuple[int, int, int]]:
-    """``[(part_number, offset, length), ...]`` covering ``size`` bytes (at least one part)."""
-    if part_size <= 0:
-        raise ValueError("part_size must be positive")
-    count = max(1, math.ceil(size / part_size))
-    return [(n + 1, n * part_size, min(part_size, size - n * part_size)) for n in range(count)]
-
-
-def choose_part_size(size: int, part_size: int) -> int:
-    """``part_size``, grown (to whole MiB) when ``size`` would need more than S3's 10,000 parts."""
-    if size > part_size * S3_MAX_PARTS:
-        part_size = math.ceil(size / S3_MAX_PARTS / MIB) * MIB
-    return part_size
 
 
 # --------------------------------------------------------------------------------------------------- plans
@@ -338,7 +114,7 @@ class TransferTask:
     content_md5: bool = False
 
     def __post_init__(self) -> None:
-        if not _KEY_RE.match(self.key):
+        if not TASK_KEY_RE.match(self.key):
             raise ValueError(f"Invalid task key {self.key!r}")
         if self.op not in (OP_GET, OP_PUT, OP_PART):
             raise ValueError(f"Invalid task op {self.op!r}")
@@ -612,119 +388,3 @@ def build_list_script(remote_dir: str, path_filter: PathFilter | None = None, *,
         ]
     )
     return _finish(header + _LIST_BODY)
-
-
-# ------------------------------------------------------------------------------------------------- parsing
-
-
-@dataclass(frozen=True)
-class TaskResult:
-    """What the script reported for one successful task."""
-
-    size: int
-    md5: str | None
-    etag: str | None
-
-
-@dataclass
-class TransferReport:
-    """Parsed output of :func:`build_transfer_script`.
-
-    ``complete`` is true when the script reached its end; tasks with neither an ``ok`` nor a ``failed``
-    entry were not reported (connection lost, script killed) and must be treated as failed.
-    """
-
-    ok: dict[str, TaskResult] = field(default_factory=dict)
-    failed: dict[str, tuple[str, str]] = field(default_factory=dict)
-    error: str | None = None
-    complete: bool = False
-
-    def outcome(self, key: str) -> tuple[str, str] | None:
-        """``None`` if the task succeeded, else ``(code, detail)``."""
-        if key in self.ok:
-            return None
-        if key in self.failed:
-            return self.failed[key]
-        if self.error:
-            return ("error", self.error)
-        return ("unreported", "no report from the instance (connection lost or script interrupted)")
-
-
-def parse_transfer_output(lines: Iterable[str]) -> TransferReport:
-    report = TransferReport()
-    for raw in lines:
-        line = raw.rstrip("\r")
-        if line.startswith(OK_MARKER + " "):
-            parts = line.split()
-            if len(parts) != 5 or not _KEY_RE.match(parts[1]) or not parts[2].isdigit():
-                continue
-            md5 = parts[3] if is_md5(parts[3]) else None
-            etag = parts[4] if parts[4] != "-" and _ETAG_RE.match(parts[4]) else None
-            report.ok[parts[1]] = TaskResult(size=int(parts[2]), md5=md5, etag=etag)
-            report.failed.pop(parts[1], None)
-        elif line.startswith(FAIL_MARKER + " "):
-            parts = line.split(" ", 3)
-            if len(parts) < 3 or not _KEY_RE.match(parts[1]):
-                continue
-            if parts[1] not in report.ok:
-                report.failed[parts[1]] = (parts[2], redact(parts[3] if len(parts) > 3 else ""))
-        elif line.startswith(ERROR_MARKER + " "):
-            report.error = redact(line[len(ERROR_MARKER) + 1 :].strip())
-        elif line.startswith(DONE_MARKER):
-            report.complete = True
-    return report
-
-
-@dataclass(frozen=True)
-class RemoteFile:
-    relpath: str
-    size: int
-    md5: str | None
-
-
-@dataclass
-class ListReport:
-    """Parsed output of :func:`build_list_script`."""
-
-    files: list[RemoteFile] = field(default_factory=list)
-    unreadable: list[str] = field(default_factory=list)
-    skipped_names: int = 0
-    missing_dir: bool = False
-    complete: bool = False
-
-
-def parse_list_output(lines: Iterable[str]) -> ListReport:
-    report = ListReport()
-    for raw in lines:
-        line = raw[:-1] if raw.endswith("\r") else raw
-        if line.startswith(FILE_MARKER + " "):
-            parts = line.split(" ", 3)
-            if len(parts) != 4 or not parts[1].isdigit():
-                continue
-            report.files.append(
-                RemoteFile(relpath=parts[3], size=int(parts[1]), md5=parts[2] if is_md5(parts[2]) else None)
-            )
-        elif line.startswith(UNREADABLE_MARKER + " "):
-            report.unreadable.append(line[len(UNREADABLE_MARKER) + 1 :])
-        elif line.startswith(LISTED_MARKER):
-            parts = line.split()
-            report.complete = True
-            if len(parts) >= 3 and parts[2].isdigit():
-                report.skipped_names = int(parts[2])
-        elif line.strip() == NODIR_MARKER:
-            report.missing_dir = True
-            report.complete = True
-    report.files.sort(key=lambda f: f.relpath)
-    return report
-
-
-# ------------------------------------------------------------------------------------------------ redaction
-
-_URL_TEXT_RE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://\S+")
-_AMZ_PARAM_RE = re.compile(r"(X-Amz-[A-Za-z-]+|Signature|AWSAccessKeyId|Expires)=[^&\s\"']*", re.IGNORECASE)
-
-
-def redact(text: str) -> str:
-    """Remove URLs and presigned-URL query parameters from a text that goes to a log or an error."""
-    text = _URL_TEXT_RE.sub("<url>", text or "")
-    return _AMZ_PARAM_RE.sub(lambda m: m.group(1) + "=***", text)

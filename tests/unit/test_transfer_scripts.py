@@ -17,32 +17,34 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from airflow_provider_brev.cli.transfer_scripts import (
+from airflow_provider_brev.cli.transfer_checksums import (
     MIB,
+    choose_part_size,
+    md5_hex_to_base64,
+    multipart_etag,
+    split_parts,
+)
+from airflow_provider_brev.cli.transfer_paths import (
+    PathFilter,
+    find_path_conflicts,
+    glob_to_regex,
+    normalize_patterns,
+    normalize_prefix,
+    remote_path_word,
+    validate_relpath,
+)
+from airflow_provider_brev.cli.transfer_reports import parse_list_output, parse_transfer_output, redact
+from airflow_provider_brev.cli.transfer_scripts import (
     OP_GET,
     OP_PART,
     OP_PUT,
     PART_SUFFIX,
-    PathFilter,
     TransferTask,
     build_cleanup_script,
     build_list_script,
     build_plan,
     build_transfer_script,
-    choose_part_size,
-    find_path_conflicts,
-    glob_to_regex,
-    md5_hex_to_base64,
-    multipart_etag,
-    normalize_patterns,
-    normalize_prefix,
-    parse_list_output,
-    parse_transfer_output,
     plan_path,
-    redact,
-    remote_path_word,
-    split_parts,
-    validate_relpath,
 )
 
 if TYPE_CHECKING:

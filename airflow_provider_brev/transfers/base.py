@@ -1,0 +1,193 @@
+"""The base of the S3 <-> Brev transfer operators (:mod:`airflow_provider_brev.transfers.s3`): parameters,
+their validation, and transfer *rounds*.
+
+A round ships one plan file of presigned URLs to the instance (``brev copy`` of a private 0600 temp file), runs
+one transfer script there (:mod:`airflow_provider_brev.cli.transfer_scripts`) and parses its report; the files
+a round leaves failed or unreported go into the next round with fresh URLs, up to ``max_attempts`` rounds. The
+S3 side is :class:`~airflow_provider_brev.hooks.s3_staging.S3StagingHook`, imported when a task runs only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import secrets
+import time
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from airflow_provider_brev.cli.transfer_reports import TransferReport, parse_transfer_output, redact
+from airflow_provider_brev.cli.transfer_rounds import (
+    DEFAULT_URL_EXPIRES_IN,
+    Failure,
+    StagedDownload,
+    StagedUpload,
+    TransferSettings,
+    describe_failures,
+    task_order,
+    transfer_settings,
+)
+from airflow_provider_brev.cli.transfer_scripts import (
+    build_cleanup_script,
+    build_plan,
+    build_transfer_script,
+    plan_path,
+)
+from airflow_provider_brev.exceptions import BrevCLIError, BrevTimeoutError, BrevTransferError, BrevTransientError
+from airflow_provider_brev.operators.base import BrevBaseOperator
+from airflow_provider_brev.utils.mixins import brev_template_fields
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    from airflow_provider_brev.cli.transfer_scripts import TransferTask
+    from airflow_provider_brev.hooks.s3_staging import S3StagingHook
+
+DEFAULT_TRANSFER_TIMEOUT = 3600.0
+
+#: Exec failures after which another round may succeed (anything else is raised at once).
+ROUND_ERRORS = (BrevTransientError, BrevTimeoutError, BrevCLIError)
+
+_Item = TypeVar("_Item", StagedDownload, StagedUpload)
+
+
+class BrevS3TransferBaseOperator(BrevBaseOperator):
+    """Arguments, validation and the round machinery shared by both transfer directions.
+
+    :param instance_name: the instance (templated).
+    :param remote_dir: the directory on the instance (templated; ``~/x`` or relative = under the remote ``$HOME``).
+    :param s3_bucket: bucket (templated).
+    :param s3_prefix: the "directory" prefix (templated; a trailing ``/`` is implied).
+    :param include: glob(s) a relative path must match (templated); ``*`` also matches ``/``.
+    :param exclude: glob(s) that drop a path (templated).
+    :param aws_conn_id: the Amazon connection used to list and presign (its keys never leave the worker).
+    :param max_attempts: rounds; each retries only the files (or parts) still missing, with fresh URLs.
+    :param concurrency: tasks run in parallel on the instance.
+    :param curl_retries: ``curl --retry`` count inside a round.
+    :param url_expires_in: lifetime of each presigned URL in seconds (a transfer must *start* within it).
+    :param transfer_timeout: time budget of one round, in seconds.
+    :param fail_on_empty: fail when nothing matches.
+    """
+
+    template_fields = brev_template_fields(
+        "instance_name", "s3_bucket", "s3_prefix", "remote_dir", "include", "exclude", "aws_conn_id"
+    )
+    ui_color = "#76b900"
+
+    def __init__(
+        self,
+        *,
+        instance_name: str,
+        remote_dir: str,
+        s3_bucket: str,
+        s3_prefix: str | None = None,
+        include: str | Sequence[str] | None = None,
+        exclude: str | Sequence[str] | None = None,
+        aws_conn_id: str | None = "aws_default",
+        max_attempts: int = 3,
+        concurrency: int = 4,
+        curl_retries: int = 3,
+        url_expires_in: int = DEFAULT_URL_EXPIRES_IN,
+        transfer_timeout: float = DEFAULT_TRANSFER_TIMEOUT,
+        fail_on_empty: bool = True,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.instance_name = instance_name
+        self.remote_dir = remote_dir
+        self.s3_bucket = s3_bucket
+        self.s3_prefix = s3_prefix
+        self.include = include
+        self.exclude = exclude
+        self.aws_conn_id = aws_conn_id
+        self.max_attempts = max_attempts
+        self.concurrency = concurrency
+        self.curl_retries = curl_retries
+        self.url_expires_in = url_expires_in
+        self.transfer_timeout = transfer_timeout
+        self.fail_on_empty = fail_on_empty
+        self.staging: S3StagingHook | None = None
+
+    def _settings(self) -> TransferSettings:
+        return transfer_settings(
+            instance_name=self.instance_name,
+            s3_bucket=self.s3_bucket,
+            s3_prefix=self.s3_prefix,
+            remote_dir=self.remote_dir,
+            include=self.include,
+            exclude=self.exclude,
+            max_attempts=self.max_attempts,
+            concurrency=self.concurrency,
+            curl_retries=self.curl_retries,
+            url_expires_in=self.url_expires_in,
+            transfer_timeout=self.transfer_timeout,
+            fail_on_empty=self.fail_on_empty,
+        )
+
+    def _staging_hook(self, settings: TransferSettings) -> S3StagingHook:
+        from airflow_provider_brev.hooks.s3_staging import S3StagingHook  # boto3 and S3Hook: only when run
+
+        self.staging = S3StagingHook(
+            bucket=settings.bucket, aws_conn_id=self.aws_conn_id, url_expires_in=settings.url_expires_in
+        )
+        return self.staging
+
+    def _nothing_to_do(self, settings: TransferSettings, message: str) -> None:
+        message = f"{message} (include={settings.path_filter.include}, exclude={settings.path_filter.exclude})."
+        if settings.fail_on_empty:
+            raise BrevTransferError(message + " Set fail_on_empty=False to allow it.")
+        self.log.warning(message)
+
+    def _run_round(self, s: TransferSettings, tasks: list[TransferTask], attempt: int) -> TransferReport:
+        """Ship one plan and run one transfer script; an exec that failed part-way reports nothing."""
+        xfer_id = f"{int(time.time())}-{secrets.token_hex(6)}"
+        script = build_transfer_script(
+            xfer_id=xfer_id, remote_dir=s.remote_dir, concurrency=s.concurrency, curl_retries=s.curl_retries
+        )
+        self.log.info(
+            "Transfer round %d/%d on %s: %d task(s) (round id %s).",
+            *(attempt, s.max_attempts, s.instance_name, len(tasks), xfer_id),
+        )
+        try:
+            self.hook.write_file_to_instance(s.instance_name, build_plan(tasks), plan_path(xfer_id), mode=0o600)
+            result = self.hook.exec_script(s.instance_name, script, timeout=s.transfer_timeout)
+        except ROUND_ERRORS as err:
+            self.log.warning("Transfer round %s did not complete: %s", xfer_id, redact(str(err)))
+            with contextlib.suppress(Exception):
+                self.hook.exec_script(s.instance_name, build_cleanup_script(xfer_id), timeout=60)
+            return TransferReport(error=f"the round did not complete ({type(err).__name__})")
+        report = parse_transfer_output(result.stdout_lines)
+        if report.error:
+            self.log.warning("Transfer round %s failed on the instance: %s", xfer_id, report.error)
+        elif not report.complete:
+            self.log.warning("Transfer round %s ended without its final report (connection lost?).", xfer_id)
+        return report
+
+    def _rounds(
+        self,
+        s: TransferSettings,
+        pending: dict[str, _Item],
+        tasks: Callable[[dict[str, _Item]], list[TransferTask]],
+        settle: Callable[[str, _Item, TransferReport], Failure | None],
+        done: Callable[[_Item], None],
+    ) -> tuple[int, dict[str, Failure]]:
+        """Run rounds until nothing is pending or ``max_attempts`` rounds ran; ``pending`` keeps what failed.
+        Returns the number of rounds and the last round's failures by relative path."""
+        attempt = 0
+        failures: dict[str, Failure] = {}
+        while pending and attempt < s.max_attempts:
+            attempt += 1
+            report = self._run_round(s, tasks(pending), attempt)
+            failures = {}
+            for key in sorted(pending, key=task_order):
+                problem = settle(key, pending[key], report)
+                if problem is None:
+                    done(pending.pop(key))
+                else:
+                    failures[pending[key].relpath] = problem
+            if failures:
+                self.log.warning(
+                    "Round %d/%d: %d file(s) failed%s: %s",
+                    *(attempt, s.max_attempts, len(failures)),
+                    ", retrying them with fresh URLs" if attempt < s.max_attempts else "",
+                    describe_failures(failures),
+                )
+        return attempt, failures
