@@ -2,7 +2,7 @@
 
 ``brev exec <instance> <command>`` hands one command string to ``ssh``. The released CLI treats *any*
 non-zero ssh exit as a connection failure, refreshes, and runs the command a second time, then exits 1
-without the real code (reference/brev-cli.md §2.7). :func:`build_once_command` wraps a command so that
+without the real code. :func:`build_once_command` wraps a command so that
 
 * it runs at most once per ``run_id`` (``mkdir`` is the atomic guard; a re-run only reports),
 * the wrapper itself always exits 0 (so the CLI never takes the re-run path because of *our* exit code),

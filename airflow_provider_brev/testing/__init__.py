@@ -1,4 +1,4 @@
-"""Offline Brev simulator for tests, benchmarks and demos (stdlib only; imports no Airflow).
+"""Offline Brev simulator for tests, benchmarks and demos (imports no Airflow; the fake TAO parses specs with PyYAML).
 
 * :class:`BrevSimulator` -- installs a fake ``brev`` executable plus its state under a directory.
 * :func:`make_token` -- a JWT the fake ``brev login --token`` accepts.

@@ -141,32 +141,19 @@ def pid_alive(pid: int | None) -> bool:
         return False
 
 
-def human_duration(seconds: float) -> str:
-    """Docker's ``units.HumanDuration``."""
-    s = int(max(0, seconds))
-    if s < 1:
-        return "Less than a second"
-    if s == 1:
-        return "1 second"
-    if s < 60:
-        return f"{s} seconds"
-    m = s // 60
-    if m == 1:
-        return "About a minute"
-    if m < 60:
-        return f"{m} minutes"
-    h = round(s / 3600)
-    if h == 1:
-        return "About an hour"
-    if h < 48:
-        return f"{h} hours"
-    if h < 24 * 7 * 2:
-        return f"{h // 24} days"
-    if h < 24 * 30 * 2:
-        return f"{h // (24 * 7)} weeks"
-    if h < 24 * 365 * 2:
-        return f"{h // (24 * 30)} months"
-    return f"{h // (24 * 365)} years"
+def merge_phases(recs: list[dict], key: str) -> list[dict]:
+    """Merge the ``start``/``end`` lines of one call (same ``key``); ``exit_code`` None without an ``end``."""
+    merged: dict[str, dict] = {}
+    for rec in recs:
+        cur = merged.setdefault(str(rec.get(key)), {})
+        cur.update(rec)
+    out = list(merged.values())
+    for rec in out:
+        if rec.get("phase") != "end":
+            rec["exit_code"] = None
+        rec.pop("phase", None)
+    out.sort(key=lambda r: r.get("ts", 0))
+    return out
 
 
 def now() -> float:

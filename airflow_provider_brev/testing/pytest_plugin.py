@@ -1,7 +1,7 @@
-"""pytest fixtures for the Brev simulator (registered through the ``pytest11`` entry point).
-
-This module is imported by every pytest run of every environment that installs the provider, so it
-imports nothing but pytest at module level; the simulator itself is imported inside the fixtures.
+"""pytest fixtures for the Brev simulator. Opt-in (the provider registers no ``pytest11`` entry point): add
+``pytest_plugins = ["airflow_provider_brev.testing.pytest_plugin"]`` to a ``conftest.py``, or run
+``pytest -p airflow_provider_brev.testing.pytest_plugin``. Only pytest is imported at module level; the
+simulator itself is imported inside the fixtures.
 
 Fixtures:
 

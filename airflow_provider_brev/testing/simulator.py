@@ -6,19 +6,10 @@ Typical use::
     env = {**os.environ, **sim.env()}           # brev on PATH, FAKE_BREV_STATE set
     subprocess.run(["brev", "login", "--token", sim.valid_token], env=env, stdin=subprocess.DEVNULL)
     sim.set_fault("http_5xx", command="ls", times=1, status=502)
-    ...
     assert [c["exit_code"] for c in sim.calls("ls")] == [1, 0]
 
-Inside instance sandboxes a fake ``docker`` (:mod:`.fake_docker`) runs fake TAO entrypoints
-(:mod:`.fake_tao`) as "containers"; tune them with ``sim.set_docker(...)`` / ``sim.set_tao(...)`` and
-inspect ``sim.docker_calls()``, ``sim.tao_runs()`` and ``sim.docker_images(name)``.
-
-For a shell (e.g. ``make demo``)::
-
-    eval "$(python -m airflow_provider_brev.testing.simulator install --root /tmp/brev-sim)"
-
-Everything here is stdlib only and safe to call while fake ``brev`` processes run: every state
-change goes through the same ``flock`` the CLI uses.
+Sandboxes have a fake ``docker`` (:mod:`.fake_docker`) running fake TAO entrypoints (:mod:`.fake_tao`):
+``set_docker``/``set_tao``, ``docker_calls``/``tao_runs``. Command line: :mod:`.simulator_cli`.
 """
 
 from __future__ import annotations
@@ -31,12 +22,16 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_brev.testing import fake_brev as _fb
 from airflow_provider_brev.testing import fake_docker as _fd
 from airflow_provider_brev.testing import fake_tao as _ft
+from airflow_provider_brev.testing.fake_brev import catalog as _cat
+from airflow_provider_brev.testing.fake_brev import store as _st
+from airflow_provider_brev.testing.fake_brev.ssh import write_ssh_config
+from airflow_provider_brev.testing.fake_common import flocked, merge_phases, read_json, read_jsonl, write_json_atomic
+from airflow_provider_brev.testing.sandbox_tools import install_tools, write_exe
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable
+    from collections.abc import Callable
 
 __all__ = [
     "DEFAULT_ACCOUNTS",
@@ -50,10 +45,10 @@ __all__ = [
     "make_token",
 ]
 
-DEFAULT_TIMINGS = _fb.DEFAULT_TIMINGS
-DEFAULT_ACCOUNTS = _fb.DEFAULT_ACCOUNTS
-DEFAULT_CATALOG = _fb.DEFAULT_CATALOG
-PROFILES = _fb.PROFILES
+DEFAULT_TIMINGS = _cat.DEFAULT_TIMINGS
+DEFAULT_ACCOUNTS = _cat.DEFAULT_ACCOUNTS
+DEFAULT_CATALOG = _cat.DEFAULT_CATALOG
+PROFILES = _cat.PROFILES
 #: knobs of the fake ``docker`` (``set_docker``) and of the fake TAO entrypoints (``set_tao``)
 DEFAULT_DOCKER_CONFIG = _fd.DEFAULT_DOCKER_CONFIG
 DEFAULT_TAO_CONFIG = _ft.DEFAULT_TAO_CONFIG
@@ -70,76 +65,12 @@ FAULT_KINDS: dict[str, int | None] = {
     "listing_unavailable": 1,  # the next create cannot fetch the instance-type/workspace-group listing
 }
 
-_TIMING_KEYS = tuple(_fb.DEFAULT_TIMINGS)
-
-_NVIDIA_SMI = r"""
-import json, os, sys, time
-
-def meta():
-    root, ident = os.environ.get("BREV_SIM_ROOT"), os.environ.get("BREV_SIM_INSTANCE")
-    if not root or not ident:
-        return None
-    try:
-        with open(os.path.join(root, "instances", ident, "meta.json")) as fh:
-            return json.load(fh)
-    except OSError:
-        return None
-
-m = meta()
-if not m or not m.get("gpu_count"):
-    sys.stderr.write("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. "
-                     "Make sure that the latest NVIDIA driver is installed and running.\n")
-    sys.exit(9)
-name, count = m["smi_name"], int(m["gpu_count"])
-mem = int(m.get("vram_per_gpu_gb") or 16) * 1024 - 500
-args = sys.argv[1:]
-if "-L" in args or "--list-gpus" in args:
-    for i in range(count):
-        print(f"GPU {i}: {name} (UUID: GPU-{m['id'][:8]}-sim0-{i:04d}-0000-000000000000)")
-    sys.exit(0)
-query = next((a.split("=", 1)[1] for a in args if a.startswith("--query-gpu=")), None)
-if query:
-    noheader = any("noheader" in a for a in args)
-    fields = [f.strip() for f in query.split(",")]
-    values = {"name": name, "memory.total": f"{mem} MiB", "memory.used": "1 MiB", "count": str(count),
-              "driver_version": "550.127.05", "utilization.gpu": "0 %", "temperature.gpu": "31"}
-    if not noheader:
-        print(", ".join(fields))
-    for i in range(count):
-        print(", ".join(str(i) if f == "index" else values.get(f, "[N/A]") for f in fields))
-    sys.exit(0)
-print(time.strftime("%a %b %d %H:%M:%S %Y"))
-print("+-----------------------------------------------------------------------------------------+")
-print("| NVIDIA-SMI 550.127.05             Driver Version: 550.127.05     CUDA Version: 12.4     |")
-print("|-----------------------------------------+------------------------+----------------------+")
-print("| GPU  Name                 Persistence-M | Bus-Id          Disp.A | Volatile Uncorr. ECC |")
-print("| Fan  Temp   Perf          Pwr:Usage/Cap |           Memory-Usage | GPU-Util  Compute M. |")
-print("|=========================================+========================+======================|")
-for i in range(count):
-    print(f"| {i:>3}  {name[:28]:<28}    On  |   00000000:00:{0x1E + i:02X}.0 Off |                    0 |")
-    print(f"| N/A   31C    P8             23W /  350W |  {'1MiB /':>9} {mem:>6}MiB |      0%      Default |")
-    print("+-----------------------------------------+------------------------+----------------------+")
-print("")
-print("+-----------------------------------------------------------------------------------------+")
-print("| Processes:                                                                              |")
-print("|  GPU   GI   CI        PID   Type   Process name                              GPU Memory |")
-print("|=========================================================================================|")
-print("|  No running processes found                                                             |")
-print("+-----------------------------------------------------------------------------------------+")
-"""
+_TIMING_KEYS = tuple(_cat.DEFAULT_TIMINGS)
 
 
 def make_token(exp_in_seconds: float = 3600, sub: str = "user", now: float | None = None) -> str:
     """An unsigned JWT that ``brev login --token`` accepts until ``exp`` (wall clock unless ``now``)."""
-    return _fb.make_token(exp_in_seconds=exp_in_seconds, sub=sub, now=now)
-
-
-def _shebang_script(body: str) -> str:
-    exe = sys.executable
-    if " " in exe or len(exe) > 120:
-        # a shebang cannot carry this interpreter path: go through /bin/sh
-        return f'#!/bin/sh\nexec {shlex.quote(exe)} -IS -c {shlex.quote(body)} "$@"\n'
-    return f"#!{exe} -IS\n{body}\n"
+    return _st.make_token(exp_in_seconds=exp_in_seconds, sub=sub, now=now)
 
 
 class BrevSimulator:
@@ -165,12 +96,13 @@ class BrevSimulator:
         if profile not in PROFILES:
             raise ValueError(f"profile must be one of {PROFILES}, not {profile!r}")
         self.root = Path(root).absolute()
-        #: HOME the pytest fixtures point ``brev`` at (None when not created by a fixture)
-        self.home: Path | None = None
-        acc = json.loads(json.dumps(_fb.DEFAULT_ACCOUNTS))
+        #: the HOME whose ``~/.brev`` the CLI uses: the simulator's own ``<root>/home`` unless a fixture points
+        #: it elsewhere; :meth:`login`, :meth:`connection_json` and :meth:`shell_exports` use it, never ``~``
+        self.home: Path = self.own_home
+        acc = json.loads(json.dumps(_cat.DEFAULT_ACCOUNTS))
         acc.update(accounts or {})
         self._initial_config: dict[str, Any] = {
-            **json.loads(json.dumps(_fb.DEFAULT_CONFIG)),
+            **json.loads(json.dumps(_cat.DEFAULT_CONFIG)),
             "profile": profile,
             "timings": {
                 "deploy_seconds": deploy_seconds,
@@ -183,21 +115,25 @@ class BrevSimulator:
                 "probe_seconds": poll_seconds if probe_seconds is None else probe_seconds,
             },
             "accounts": acc,
-            "catalog": json.loads(json.dumps(catalog if catalog is not None else _fb.DEFAULT_CATALOG)),
+            "catalog": json.loads(json.dumps(catalog if catalog is not None else _cat.DEFAULT_CATALOG)),
         }
-        unknown = set(config) - set(_fb.DEFAULT_CONFIG) - set(_TOOL_SECTIONS)
+        unknown = set(config) - set(_cat.DEFAULT_CONFIG) - set(_TOOL_SECTIONS)
         if unknown:
             raise TypeError(f"unknown simulator config keys: {sorted(unknown)}")
         for section in set(config) & set(_TOOL_SECTIONS):
             config[section] = self._check_knobs(section, config[section])
         self._initial_config.update(config)
         self._token: str | None = None
-        self._store = _fb.StateStore(str(self.root))
+        self._store = _st.StateStore(str(self.root))
 
     # ----------------------------------------------------------------------------------- paths
     @property
     def bin_dir(self) -> Path:
         return self.root / "bin"
+
+    @property
+    def own_home(self) -> Path:
+        return self.root / "home"
 
     @property
     def brev_path(self) -> Path:
@@ -238,73 +174,23 @@ class BrevSimulator:
 
     # --------------------------------------------------------------------------------- install
     def install(self) -> BrevSimulator:
-        """Create the root, config, state, ``bin/brev`` and ``tools/bin`` (idempotent)."""
-        for d in (self.root, self.bin_dir, self.tools_bin, self.root / "instances"):
+        """Create the root, config, state, the simulator's own HOME, ``bin/brev`` and the sandbox tools
+        (idempotent)."""
+        for d in (self.root, self.bin_dir, self.tools_bin, self.root / "instances", self.own_home):
             d.mkdir(parents=True, exist_ok=True)
-        self._store._lock(True)
-        try:
-            _fb.write_json_atomic(str(self.config_path), self._initial_config, indent=1)
+        with flocked(str(self.root / "state.lock")):
+            write_json_atomic(str(self.config_path), self._initial_config, indent=1)
             if not self.state_path.exists():
-                _fb.write_json_atomic(str(self.state_path), _fb.empty_state())
-        finally:
-            self._store._unlock()
-        for p in (self.calls_path, self.runs_path):
+                write_json_atomic(str(self.state_path), _st.empty_state())
+        for p in (self.calls_path, self.runs_path, self.docker_calls_path, self.tao_runs_path):
             p.touch(exist_ok=True)
-        testing_dir = Path(_fb.__file__).resolve().parent
-        body = (
-            "# fake `brev` generated by airflow_provider_brev.testing.simulator; bound to one simulator root\n"
-            "import sys\n"
-            f"sys.path.append({str(testing_dir)!r})\n"
-            "import fake_brev\n"
-            f"sys.exit(fake_brev.main(sys.argv[1:], root={str(self.root)!r}))"
-        )
-        self._write_exe(self.brev_path, _shebang_script(body))
-        self.add_tool("nvidia-smi", _shebang_script(_NVIDIA_SMI.strip("\n")))
-        # fake docker (instance PATH) and the fake TAO entrypoints (PATH of fake containers only)
-        self.add_tool(
-            "docker",
-            _shebang_script(self._tool_body(testing_dir, "fake_docker", f"sys.argv[1:], root={str(self.root)!r}")),
-        )
-        self.container_bin.mkdir(parents=True, exist_ok=True)
-        for entry in _ft.NETWORK_ACTIONS:
-            self._write_exe(
-                self.container_bin / entry,
-                _shebang_script(self._tool_body(testing_dir, "fake_tao", f"{entry!r}, sys.argv[1:]")),
-            )
-        smi = shlex.quote(str(self.tools_bin / "nvidia-smi"))
-        self._write_exe(
-            self.container_bin / "nvidia-smi",
-            '#!/bin/sh\nif [ "${BREV_SIM_CONTAINER_GPUS:-0}" = 0 ]; then\n'
-            '  echo "/bin/sh: 1: nvidia-smi: not found" >&2; exit 127\nfi\n'
-            f'exec {smi} "$@"\n',
-        )
-        self.docker_calls_path.touch(exist_ok=True)
-        self.tao_runs_path.touch(exist_ok=True)
+        install_tools(self.root, self.bin_dir, self.tools_bin, self.container_bin, list(_ft.NETWORK_ACTIONS))
         return self
-
-    @staticmethod
-    def _tool_body(testing_dir: Path, module: str, call_args: str) -> str:
-        return (
-            f"# fake tool generated by airflow_provider_brev.testing.simulator ({module})\n"
-            "import sys\n"
-            f"sys.path.append({str(testing_dir)!r})\n"
-            f"import {module}\n"
-            f"sys.exit({module}.main({call_args}))"
-        )
-
-    @staticmethod
-    def _write_exe(path: Path, content: str) -> None:
-        tmp = path.with_name(f".{path.name}.tmp.{os.getpid()}")
-        tmp.write_text(content, encoding="utf-8")
-        tmp.chmod(0o755)
-        os.replace(tmp, path)
 
     def add_tool(self, name: str, content: str) -> Path:
         """Install an executable into ``<root>/tools/bin`` (on every sandbox's PATH)."""
         self.tools_bin.mkdir(parents=True, exist_ok=True)
-        path = self.tools_bin / name
-        self._write_exe(path, content)
-        return path
+        return write_exe(self.tools_bin / name, content)
 
     def env(self) -> dict[str, str]:
         """Environment to apply: ``brev`` first on PATH and ``FAKE_BREV_STATE`` set."""
@@ -315,23 +201,23 @@ class BrevSimulator:
         }
 
     def shell_exports(self) -> str:
+        """``export`` lines for a shell: ``brev`` on PATH, and HOME set to the simulator's own home so that
+        ``brev login`` in that shell never touches the real ``~/.brev``."""
         return (
             f'export PATH={shlex.quote(str(self.bin_dir))}:"$PATH"\n'
             f"export FAKE_BREV_STATE={shlex.quote(str(self.root))}\n"
+            f"export HOME={shlex.quote(str(self.home))}\n"
         )
 
     # ---------------------------------------------------------------------------------- config
     def config(self) -> dict[str, Any]:
-        return _fb.load_config(str(self.root))
+        return _st.load_config(str(self.root))
 
     def _update_config(self, fn: Callable[[dict[str, Any]], None]) -> None:
-        self._store._lock(True)
-        try:
-            cfg = _fb._read_json(str(self.config_path), None) or json.loads(json.dumps(self._initial_config))
+        with flocked(str(self.root / "state.lock")):
+            cfg = read_json(str(self.config_path), None) or json.loads(json.dumps(self._initial_config))
             fn(cfg)
-            _fb.write_json_atomic(str(self.config_path), cfg, indent=1)
-        finally:
-            self._store._unlock()
+            write_json_atomic(str(self.config_path), cfg, indent=1)
 
     @property
     def profile(self) -> str:
@@ -345,7 +231,7 @@ class BrevSimulator:
     def set_config(self, **knobs: Any) -> None:
         """Set config knobs: ls_json_shape ("object"|"list"), auth_error_style ("prompt"|"401"),
         healthy, start_wait_max_seconds, probe_limit, sandbox_env, version, revoked_tokens, ..."""
-        unknown = set(knobs) - set(_fb.DEFAULT_CONFIG) - set(_TOOL_SECTIONS)
+        unknown = set(knobs) - set(_cat.DEFAULT_CONFIG) - set(_TOOL_SECTIONS)
         if unknown:
             raise TypeError(f"unknown simulator config keys: {sorted(unknown)}")
         for section in set(knobs) & set(_TOOL_SECTIONS):
@@ -379,24 +265,10 @@ class BrevSimulator:
         ``cuda_assert``, ``infra_error``, ``killed``, ``unreachable_kpi``, ``kpis``, ``fail_pull``..."""
         self._merge_section("tao", knobs)
 
-    @staticmethod
-    def _merge_phases(recs: list[dict[str, Any]], key: str) -> list[dict[str, Any]]:
-        merged: dict[str, dict[str, Any]] = {}
-        for rec in recs:
-            cur = merged.setdefault(str(rec.get(key)), {})
-            cur.update(rec)
-        out = list(merged.values())
-        for rec in out:
-            if rec.get("phase") != "end":
-                rec["exit_code"] = None
-            rec.pop("phase", None)
-        out.sort(key=lambda r: r.get("ts", 0))
-        return out
-
     def docker_calls(self, instance: str | None = None, subcommand: str | None = None) -> list[dict[str, Any]]:
         """Fake ``docker`` invocations, oldest first (``-e K=V`` values and passwords redacted;
         ``exit_code`` is None while a ``docker run`` is still attached or when its client was killed)."""
-        recs = self._merge_phases(self._read_jsonl(self.docker_calls_path), "call_id")
+        recs = merge_phases(read_jsonl(str(self.docker_calls_path)), "call_id")
         if instance is not None:
             recs = [r for r in recs if instance in (r.get("instance"), r.get("instance_id"))]
         if subcommand is not None:
@@ -405,7 +277,7 @@ class BrevSimulator:
 
     def tao_runs(self, instance: str | None = None) -> list[dict[str, Any]]:
         """Fake TAO entrypoint runs, oldest first (``exit_code`` None while running or when killed)."""
-        recs = self._merge_phases(self._read_jsonl(self.tao_runs_path), "run_id")
+        recs = merge_phases(read_jsonl(str(self.tao_runs_path)), "run_id")
         if instance is not None:
             recs = [r for r in recs if instance in (r.get("instance"), r.get("instance_id"))]
         return recs
@@ -414,7 +286,7 @@ class BrevSimulator:
         """Images the fake docker daemon of instance ``name`` holds: canonical ref -> record
         (``pull_count``, ``downloads``, ``first_pulled``...)."""
         path = self.sandbox(name).parent / "docker" / "images.json"
-        data = _fb._read_json(str(path), {}) or {}
+        data = read_json(str(path), {}) or {}
         return dict(data)
 
     def set_timings(self, **timings: float) -> None:
@@ -442,7 +314,7 @@ class BrevSimulator:
         orgs: list[dict[str, str]] | None = None,
     ) -> None:
         def apply(c: dict[str, Any]) -> None:
-            acc = c.setdefault("accounts", json.loads(json.dumps(_fb.DEFAULT_ACCOUNTS)))
+            acc = c.setdefault("accounts", json.loads(json.dumps(_cat.DEFAULT_ACCOUNTS)))
             if cloud_credentials is not None:
                 acc["cloud_credentials"] = cloud_credentials
             if workspace_groups is not None:
@@ -469,13 +341,13 @@ class BrevSimulator:
     # ------------------------------------------------------------------------------------ auth
     def make_token(self, exp_in_seconds: float = 3600, sub: str = "user") -> str:
         """A JWT valid for ``exp_in_seconds`` of simulated time."""
-        return _fb.make_token(exp_in_seconds=exp_in_seconds, sub=sub, now=self.now())
+        return _st.make_token(exp_in_seconds=exp_in_seconds, sub=sub, now=self.now())
 
     @property
     def valid_token(self) -> str:
         """A token valid for (at least) the next ~hour of simulated time; cached."""
         tok = self._token
-        payload = _fb.jwt_payload(tok) if tok else None
+        payload = _st.jwt_payload(tok) if tok else None
         revoked = set(self.config().get("revoked_tokens") or [])
         if payload is None or float(payload.get("exp", 0)) - self.now() < 600 or tok in revoked:
             tok = self.make_token(3600)
@@ -505,15 +377,15 @@ class BrevSimulator:
 
     def login(self, home: Path | str | None = None, token: str | None = None) -> str:
         """Write credentials for ``home`` as ``brev login --token`` would (no subprocess); returns the token."""
-        home = Path(home or self.home or os.environ["HOME"])
+        home = Path(home or self.home)
         token = token or self.valid_token
         brev_dir = home / ".brev"
         brev_dir.mkdir(parents=True, exist_ok=True)
-        _fb.write_json_atomic(
+        write_json_atomic(
             str(brev_dir / "credentials.json"), {"access_token": token, "refresh_token": "auto-login"}, indent=1
         )
         org = self.config()["accounts"]["org"]
-        _fb.write_json_atomic(
+        write_json_atomic(
             str(brev_dir / "active_org.json"), {"id": org["id"], "name": org["name"], "userNetworkId": ""}
         )
         with self._store.txn() as st:
@@ -551,24 +423,9 @@ class BrevSimulator:
         return list(self._store.read().get("faults", []))
 
     # ----------------------------------------------------------------------------- inspection
-    @staticmethod
-    def _read_jsonl(path: Path) -> list[dict[str, Any]]:
-        out: list[dict[str, Any]] = []
-        try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            return out
-        for line in text.splitlines():
-            if line.strip():
-                try:
-                    out.append(json.loads(line))
-                except ValueError:
-                    continue
-        return out
-
     def calls(self, command: str | None = None) -> list[dict[str, Any]]:
         """Recorded invocations, oldest first; ``command`` filters on the subcommand (aliases resolved)."""
-        recs = self._read_jsonl(self.calls_path)
+        recs = read_jsonl(str(self.calls_path))
         recs.sort(key=lambda r: r.get("ts", 0))
         if command is None:
             return recs
@@ -581,7 +438,7 @@ class BrevSimulator:
 
     def runs(self, instance: str | None = None) -> list[dict[str, Any]]:
         """Commands actually started in a sandbox (by ``brev exec``), oldest first."""
-        recs = self._read_jsonl(self.runs_path)
+        recs = read_jsonl(str(self.runs_path))
         if instance is None:
             return recs
         return [r for r in recs if instance in (r.get("instance"), r.get("instance_id"))]
@@ -591,7 +448,7 @@ class BrevSimulator:
         st = self._store.read()
         cfg = self.config()
         now = time.time() + float(cfg.get("now_offset") or 0.0)
-        views = [_fb.public_view(i, now, cfg) for i in st["instances"]]
+        views = [_st.public_view(i, now, cfg) for i in st["instances"]]
         views = [v for v in views if not v["gone"]]
         views.sort(key=lambda v: v.get("created_at") or 0)
         return views
@@ -647,11 +504,11 @@ class BrevSimulator:
         acc = cfg["accounts"]
         status = status.upper()
         with self._store.txn(now=now) as st:
-            if any(i["name"] == name and not _fb.derive(i, now)["gone"] for i in st["instances"]):
+            if any(i["name"] == name and not _st.derive(i, now)["gone"] for i in st["instances"]):
                 raise ValueError(f"an instance named {name!r} already exists")
             wg = workspace_group_id or (acc.get("workspace_groups") or [{"id": ""}])[0]["id"]
             cc = (acc.get("cloud_credentials") or [{"id": ""}])[0]["id"]
-            inst = _fb.new_instance_record(
+            inst = _st.new_instance_record(
                 cfg,
                 st,
                 name,
@@ -694,9 +551,9 @@ class BrevSimulator:
             if health:
                 inst["health_override"] = health
             st["instances"].append(inst)
-        _fb.prepare_sandbox(str(self.root), inst, cfg)
+        _st.prepare_sandbox(str(self.root), inst, cfg)
         if ssh_config_home is not None:
-            _fb.write_ssh_config(str(Path(ssh_config_home) / ".brev"), [inst], append=True)
+            write_ssh_config(str(Path(ssh_config_home) / ".brev"), [inst], append=True)
         view = self.instance(name)
         assert view is not None
         return view
@@ -712,23 +569,24 @@ class BrevSimulator:
     def sandbox_pids(self, name: str | None = None) -> list[int]:
         """PIDs still running in one instance's sandbox (or in any sandbox of this root)."""
         if name is None:
-            return _fb.sandbox_pids("BREV_SIM_ROOT", str(self.root))
+            return _st.sandbox_pids("BREV_SIM_ROOT", str(self.root))
         cur = self.instance(name)
         ident = cur["id"] if cur else self.sandbox(name).parent.name
-        return _fb.sandbox_pids("BREV_SIM_INSTANCE", ident)
+        return _st.sandbox_pids("BREV_SIM_INSTANCE", ident)
 
     def kill_all(self) -> int:
         """Kill every process started in any sandbox of this simulator; returns how many were killed."""
-        return _fb.kill_sandbox_processes("BREV_SIM_ROOT", str(self.root))
+        return _st.kill_sandbox_processes("BREV_SIM_ROOT", str(self.root))
 
     # ----------------------------------------------------------------------------- airflow
     def connection_json(self, token: str | None = None, **extra: Any) -> str:
-        """An Airflow connection (JSON form) for ``AIRFLOW_CONN_BREV_DEFAULT`` pointing at this fake CLI."""
+        """An Airflow connection (JSON form) for ``AIRFLOW_CONN_BREV_DEFAULT`` pointing at this fake CLI, with
+        ``brev_home`` set to :attr:`home` (the CLI keeps its ``~/.brev`` there, not in the real HOME)."""
         return json.dumps(
             {
                 "conn_type": "brev",
                 "password": token if token is not None else self.valid_token,
-                "extra": {"cli_path": str(self.brev_path), **extra},
+                "extra": {"cli_path": str(self.brev_path), "brev_home": str(self.home), **extra},
             }
         )
 
@@ -736,39 +594,7 @@ class BrevSimulator:
         return f"BrevSimulator(root={str(self.root)!r}, profile={self.profile!r})"
 
 
-# ---------------------------------------------------------------------------------------- CLI
-def _cli(argv: Iterable[str] | None = None) -> int:
-    import argparse
-
-    parser = argparse.ArgumentParser(prog="python -m airflow_provider_brev.testing.simulator")
-    sub = parser.add_subparsers(dest="cmd", required=True)
-    p_install = sub.add_parser("install", help="install a simulator root and print `export` lines")
-    p_install.add_argument("--root", required=True)
-    p_install.add_argument("--profile", choices=PROFILES, default="released")
-    for key in ("deploy", "build", "ssh", "delete", "poll"):
-        p_install.add_argument(f"--{key}-seconds", type=float, default=None)
-    p_token = sub.add_parser("token", help="print a JWT the simulator accepts")
-    p_token.add_argument("--root", required=True)
-    p_token.add_argument("--exp", type=float, default=3600)
-    p_ls = sub.add_parser("instances", help="print the current instances as JSON")
-    p_ls.add_argument("--root", required=True)
-    args = parser.parse_args(list(argv) if argv is not None else None)
-    if args.cmd == "install":
-        timings = {
-            f"{k}_seconds": getattr(args, f"{k}_seconds")
-            for k in ("deploy", "build", "ssh", "delete", "poll")
-            if getattr(args, f"{k}_seconds") is not None
-        }
-        sim = BrevSimulator(args.root, profile=args.profile, **timings).install()
-        sys.stdout.write(sim.shell_exports())
-        return 0
-    sim = BrevSimulator(args.root)
-    if args.cmd == "token":
-        sys.stdout.write(sim.make_token(args.exp) + "\n")
-        return 0
-    sys.stdout.write(json.dumps(sim.instances(), indent=2) + "\n")
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(_cli())
+    from airflow_provider_brev.testing.simulator_cli import main
+
+    sys.exit(main())

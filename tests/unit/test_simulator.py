@@ -630,7 +630,7 @@ def test_make_token_and_connection_json(brev_sim: BrevSimulator) -> None:
     assert tok.count(".") == 2
     conn = json.loads(brev_sim.connection_json(region="x"))
     assert conn["conn_type"] == "brev"
-    assert conn["extra"] == {"cli_path": str(brev_sim.brev_path), "region": "x"}
+    assert conn["extra"] == {"cli_path": str(brev_sim.brev_path), "brev_home": str(brev_sim.home), "region": "x"}
     assert conn["password"] == brev_sim.valid_token
     assert os.access(brev_sim.brev_path, os.X_OK)
     assert os.environ["FAKE_BREV_STATE"] == str(brev_sim.root)

@@ -1,0 +1,280 @@
+"""``brev exec``: runs commands in the instance sandbox, the released CLI's re-run on non-zero exit, dropped
+connections."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import time
+
+from airflow_provider_brev.testing.fake_brev.cmd_lifecycle import _poll_until_running, _start_instance
+from airflow_provider_brev.testing.fake_brev.context import (
+    Ctx,
+    authenticate,
+    find_instance,
+    get_instance_by_id,
+    maybe_5xx,
+)
+from airflow_provider_brev.testing.fake_brev.flags import CliError, _write_fd, http_error_text, multierror, traced
+from airflow_provider_brev.testing.fake_brev.ssh import (
+    run_refresh,
+    sandbox_env,
+    ssh_check,
+    ssh_command_string,
+    wait_for_ssh,
+)
+from airflow_provider_brev.testing.fake_brev.store import derive, peek_fault, sandbox_dir, take_fault
+from airflow_provider_brev.testing.fake_common import append_jsonl
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+
+def run_remote(ctx: Ctx, inst: dict, alias: str, command: str, host: bool) -> int:
+    """Run ``bash -c command`` in the sandbox, streaming output; returns what ssh would exit with."""
+    import select
+    import subprocess
+
+    append_jsonl(
+        os.path.join(ctx.root, "runs.jsonl"),
+        {
+            "instance": inst["name"],
+            "instance_id": inst["id"],
+            "command": command,
+            "ts": time.time(),
+            "host": host,
+            "brev_pid": os.getpid(),
+        },
+    )
+    st = ctx.store.read()
+    drop = peek_fault(st, "connection_drop", instance=inst["name"], match=command)
+    base = sandbox_dir(ctx.root, inst["id"])
+    home = os.path.join(base, "home")
+    os.makedirs(home, exist_ok=True)
+    proc = subprocess.Popen(
+        ["bash", "-c", command],
+        cwd=home,
+        env=sandbox_env(ctx, inst, host),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+        close_fds=True,
+    )
+    assert proc.stdout is not None
+    assert proc.stderr is not None
+    fds = {proc.stdout.fileno(): 1, proc.stderr.fileno(): 2}
+    poller = select.poll()
+    for fd in fds:
+        poller.register(fd, select.POLLIN | select.POLLHUP | select.POLLERR)
+    started = time.monotonic()
+    nbytes = 0
+    dropped = False
+    try:
+        while fds:
+            timeout_ms = None
+            if drop is not None:
+                timeout_ms = 50
+            try:
+                events = poller.poll(timeout_ms)
+            except InterruptedError:
+                continue
+            for fd, _ev in events:
+                try:
+                    data = os.read(fd, 65536)
+                except OSError:
+                    data = b""
+                if not data:
+                    poller.unregister(fd)
+                    del fds[fd]
+                    continue
+                nbytes += len(data)
+                if fds[fd] == 1:
+                    if not ctx.stdout_broken:
+                        try:
+                            _write_fd(1, data)
+                        except OSError:
+                            ctx.stdout_broken = True
+                else:
+                    with contextlib.suppress(OSError):
+                        _write_fd(2, data)
+            if drop is not None and _drop_due(drop, started, nbytes):
+                if _consume_drop(ctx, inst["name"], command):
+                    dropped = True
+                    break
+                drop = None
+            if ctx.stdout_broken:
+                break
+    finally:
+        if dropped or ctx.stdout_broken:
+            _kill_group(proc)
+        for stream in (proc.stdout, proc.stderr):
+            with contextlib.suppress(OSError):
+                stream.close()
+    rc = proc.wait()
+    if dropped:
+        ctx.err(f"Connection to {alias} closed by remote host.\n")
+        return 255
+    if rc < 0:
+        cur = get_instance_by_id(ctx, inst["id"])
+        if cur is None or derive(cur, ctx.now())["status"] != "RUNNING":
+            ctx.err(f"Connection to {alias} closed by remote host.\n")
+            return 255
+        return 128 - rc
+    return rc
+
+
+def _drop_due(drop: dict, started: float, nbytes: int) -> bool:
+    if drop.get("after_bytes") is not None and nbytes >= int(drop["after_bytes"]):
+        return True
+    after = drop.get("after_seconds")
+    if after is None and drop.get("after_bytes") is None:
+        after = 0.0
+    return after is not None and time.monotonic() - started >= float(after)
+
+
+def _consume_drop(ctx: Ctx, name: str, command: str) -> bool:
+    with ctx.store.txn() as st:
+        return take_fault(st, "connection_drop", instance=name, match=command) is not None
+
+
+def _kill_group(proc: Any) -> None:
+    """A dropped connection: SIGHUP the remote command's process group, then SIGKILL its shell.
+
+    Processes that ignore SIGHUP (``nohup``) or left the group (``setsid``) keep running, as on a
+    real instance; anything still attached to the session's pipes gets SIGPIPE on its next write.
+    """
+    try:
+        os.killpg(os.getpgid(proc.pid), signal.SIGHUP)
+    except OSError:
+        return
+    deadline = time.monotonic() + 0.2
+    while time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.01)
+    if proc.poll() is None:
+        with contextlib.suppress(OSError):
+            proc.kill()
+
+
+def ssh_run(ctx: Ctx, alias: str, command: str, host: bool, connect_timeout: int) -> int:
+    """One ``ssh <alias> '<command>'``: ssh's own error line + 255, or the remote exit code."""
+    ctx.record.setdefault("ssh_invocations", []).append(ssh_command_string(alias, command, connect_timeout))
+    if "ssh_argv" not in ctx.record:
+        ctx.record["ssh_argv"] = ctx.record["ssh_invocations"][0]
+    inst, line = ssh_check(ctx, alias)
+    if inst is None:
+        ctx.err(line + "\n")
+        return 255
+    return run_remote(ctx, inst, alias, command, host)
+
+
+class _ExecFailure(Exception):
+    def __init__(self, message: str, code: int = 1) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+
+
+def _exit_err(rc: int) -> _ExecFailure:
+    return _ExecFailure(traced(f"exit status {rc}", "cmd/exec.runSSHWithTimeout", "cmd/exec/exec.go", 303), rc)
+
+
+def exec_one(ctx: Ctx, name: str, command: str, host: bool) -> None:
+    """exec.runExecCommand (v0.6.320+ fast path, then the slow path)."""
+    alias = name + "-host" if host else name
+    rc = ssh_run(ctx, alias, command, host, 5)
+    if rc == 0:
+        return
+    if ctx.documented and rc != 255:
+        raise _exit_err(rc)
+    ctx.err("Connection failed, checking instance status...\n")
+    ssh_err = traced(f"exit status {rc}", "cmd/exec.runSSHWithTimeout", "cmd/exec/exec.go", 303)
+    try:
+        user = authenticate(ctx)
+        f = maybe_5xx(ctx, "exec")
+        if f is not None:
+            raise CliError(http_error_text(int(f.get("status", 502)), f"api/organizations/{ctx.org['id']}/workspaces"))
+        st = ctx.store.read()
+        inst = find_instance(ctx, st, user, name)
+    except CliError:
+        raise _ExecFailure(
+            f'ssh connection failed and could not look up instance "{name}": {ssh_err}\n'
+            f"Please check your instances with: brev ls"
+        ) from None
+    status = derive(inst, ctx.now())["status"]
+    if status == "STOPPED":
+        try:
+            inst = _start_instance(ctx, user, name)
+        except CliError as exc:
+            raise _ExecFailure(exc.message) from None
+        ctx.out(f"Instance {inst['name']} is starting. \n\n")
+        limit = min(600.0, float(ctx.cfg.get("start_wait_max_seconds") or 30.0))
+        if not _poll_until_running(ctx, inst["id"], limit):
+            raise _ExecFailure("timed out waiting for instance to reach RUNNING state after 10m0s")
+        run_refresh(ctx, user)
+        alias = inst["name"] + "-host" if host else inst["name"]
+        line = wait_for_ssh(ctx, alias)
+        if line is not None:
+            raise _ExecFailure(traced("\n" + line, "cmd/util.WaitForSSHToBeAvailable", "cmd/util/ssh.go", 76))
+    else:
+        if status != "RUNNING":
+            raise _ExecFailure(f'instance "{name}" is in state "{status}" \u2014 please check with: brev ls')
+        try:
+            run_refresh(ctx, user)
+        except CliError as exc:
+            raise _ExecFailure(exc.message) from None
+        alias = inst["name"] + "-host" if host else inst["name"]
+        line = wait_for_ssh(ctx, alias)
+        if line is not None:
+            inner = traced("\n" + line, "cmd/util.WaitForSSHToBeAvailable", "cmd/util/ssh.go", 76)
+            raise _ExecFailure(f'could not connect to instance "{name}": {inner}\nPlease check with: brev ls')
+    rc = ssh_run(ctx, alias, command, host, 10)
+    if rc != 0:
+        raise _exit_err(rc)
+
+
+def cmd_exec(ctx: Ctx, v: dict, pos: list[str]) -> int:
+    if not pos:
+        raise CliError("requires at least 1 arg(s), only received 0")
+    command = pos[-1]
+    names = pos[:-1] + ctx.names_from_stdin()
+    if not names:
+        raise CliError("instance name required: provide as argument or pipe from another command")
+    if command.startswith("@"):
+        path = command[1:]
+        try:
+            with open(path, encoding="utf-8") as fh:
+                command = fh.read()
+        except OSError as exc:
+            raise CliError(f"open {path}: {(exc.strerror or 'error').lower()}") from None
+    if not command:
+        raise CliError("command is required")
+    multi = len(names) > 1
+    errors: list[str] = []
+    for n in names:
+        if multi:
+            ctx.err(f"\n=== {n} ===\n")
+        try:
+            exec_one(ctx, n, command, v["host"])
+        except _ExecFailure as exc:
+            if multi:
+                ctx.err(f"Error on {n}: {exc.message}\n")
+                errors.append(exc.message)
+                continue
+            msg = exc.message
+            if msg.startswith("[error]"):
+                msg = msg.split("\n: ", 1)[1] if "\n: " in msg else msg
+            code = exc.code if (ctx.documented and exc.code not in (0, 1)) else 1
+            raise CliError(msg, code) from None
+        if ctx.stdout_piped:
+            ctx.out(n + "\n")
+    if errors:
+        raise CliError(multierror(errors))
+    return 0
+
+
+# --------------------------------------------------------------------------------------------------
+# copy
+# --------------------------------------------------------------------------------------------------
