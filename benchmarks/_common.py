@@ -96,6 +96,19 @@ def is_probe(argv: list[str]) -> bool:
     return list(argv) in [list(p) for p in PROBE_ARGVS]
 
 
+def calls_between(sim: BrevSimulator, start: float, end: float) -> list[dict[str, Any]]:
+    """``brev`` invocations the simulator recorded as started in ``[start, end]`` (wall clock), probes included."""
+    return [c for c in sim.calls() if start <= float(c.get("ts", 0)) <= end]
+
+
+def count_by_subcommand(calls: Iterable[dict[str, Any]]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for call in calls:
+        key = subcommand(call["argv"])
+        counts[key] = counts.get(key, 0) + 1
+    return dict(sorted(counts.items()))
+
+
 def median(values: Iterable[float]) -> float | None:
     vals = [float(v) for v in values]
     return statistics.median(vals) if vals else None

@@ -4,7 +4,7 @@ Each benchmark runs in its own fresh interpreter (``bench_*.py``) against the bu
 result JSON lands in ``benchmarks/.work/`` and is merged here with the budgets from ``design.md``. Progress
 goes to stderr; the provider's own log lines of each child go to ``benchmarks/.work/<name>.log``.
 
-    .venv/bin/python benchmarks/run.py            # everything (about 6 minutes on 2 cores)
+    .venv/bin/python benchmarks/run.py            # everything (about 9 minutes on 2 cores)
     .venv/bin/python benchmarks/run.py --only idle,concurrent --quick   # development: partial, not saved
 """
 
@@ -34,6 +34,10 @@ BUDGETS = {
     "concurrent_failures": 0,
     "concurrent_leaked_instances": 0,
     "concurrent_duplicate_launches": 0,
+    "concurrent_waits_brev_processes_per_s": 2.0,
+    "concurrent_waits_max_detection_lag_s": 2.0,
+    "concurrent_waits_failed": 0,
+    "boot_calls_per_boot_second": 1.0,  # strictly less
 }
 
 BENCHMARKS: dict[str, dict[str, Any]] = {
@@ -49,6 +53,18 @@ BENCHMARKS: dict[str, dict[str, Any]] = {
         "script": "bench_concurrent.py",
         "args": ["--lifecycles", "50", "--workers", "20"],
         "quick": ["--lifecycles", "10", "--workers", "5"],
+        "timeout": 300,
+    },
+    "concurrent_waits": {
+        "script": "bench_concurrent_waits.py",
+        "args": ["--waits", "50", "--boot-min", "20", "--boot-max", "90"],
+        "quick": ["--waits", "10", "--boot-min", "5", "--boot-max", "20"],
+        "timeout": 300,
+    },
+    "boot_calls": {
+        "script": "bench_boot_calls.py",
+        "args": ["--boot-seconds", "300", "--check-seconds", "20"],
+        "quick": ["--boot-seconds", "60"],
         "timeout": 300,
     },
 }
@@ -131,6 +147,8 @@ def assemble(details: dict[str, dict[str, Any]], started: float, quick: bool, ho
     idle = details.get("idle", {})
     logs = details.get("log_stream", {})
     conc = details.get("concurrent", {})
+    waits = details.get("concurrent_waits", {})
+    boot = details.get("boot_calls", {})
     results: dict[str, Any] = {
         "generated_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "quick_mode": quick,
@@ -204,10 +222,44 @@ def assemble(details: dict[str, dict[str, Any]], started: float, quick: bool, ho
                 "failure_messages",
             )
         },
+        # 6. many readiness waits in one triggerer event loop
+        "concurrent_waits": {
+            k: waits.get(k)
+            for k in (
+                "waits",
+                "brev_processes_per_s",
+                "brev_processes_busiest_second",
+                "brev_processes_by_subcommand",
+                "max_detection_lag_s",
+                "median_detection_lag_s",
+                "max_listing_gap_s",
+                "max_loop_lag_s",
+                "failed_waits",
+                "leaked_instances",
+                "window_s",
+            )
+        },
+        # 7. CLI calls of one lifecycle with a 5-minute boot (sync wait, virtual clock)
+        "boot_calls": {
+            k: boot.get(k)
+            for k in (
+                "boot_s",
+                "boot_wait_calls",
+                "boot_wait_calls_by_subcommand",
+                "calls_per_boot_second",
+                "lifecycle_calls",
+                "lifecycle_calls_by_subcommand",
+                "detection_lag_s",
+                "wall_s",
+                "check",
+            )
+        },
         "timings": {
             "idle": idle.get("timings"),
             "idle_intervals": idle.get("intervals"),
             "concurrent": conc.get("timings"),
+            "concurrent_waits": waits.get("timings"),
+            "boot_calls": boot.get("timings"),
             "log_stream": "simulator defaults; instance seeded ready",
         },
         "errors": {k: v["error"] for k, v in details.items() if "error" in v},
@@ -273,10 +325,51 @@ def assemble(details: dict[str, dict[str, Any]], started: float, quick: bool, ho
         ),
         ("50 concurrent: brev logins", conc.get("logins"), "—", None),
         ("50 concurrent: wall time (s)", conc.get("wall_time_s"), "—", None),
+        *wait_checks(waits),
+        *boot_checks(boot),
     ]
     results["budget_checks"] = [{"metric": m, "value": v, "budget": b, "met": ok} for m, v, b, ok in checks]
     results["all_budgets_met"] = all(c["met"] is True for c in results["budget_checks"] if c["budget"] != "—")
     return results
+
+
+def wait_checks(waits: dict[str, Any]) -> list[tuple[str, Any, str, bool | None]]:
+    """Rows of ``bench_concurrent_waits.py``: many deferred readiness waits in one event loop."""
+    label = f"{waits.get('waits', 50)} readiness waits in one triggerer loop"
+    rate, lag, failed = waits.get("brev_processes_per_s"), waits.get("max_detection_lag_s"), waits.get("failed_waits")
+    return [
+        (
+            f"{label}: brev processes per second",
+            rate,
+            "≤ 2",
+            _met(rate, BUDGETS["concurrent_waits_brev_processes_per_s"]),
+        ),
+        (
+            f"{label}: max detection lag, ready → event (s)",
+            lag,
+            "≤ 2",
+            _met(lag, BUDGETS["concurrent_waits_max_detection_lag_s"]),
+        ),
+        (f"{label}: median detection lag (s)", waits.get("median_detection_lag_s"), "—", None),
+        (f"{label}: failed waits", failed, "0", _met(failed, BUDGETS["concurrent_waits_failed"])),
+    ]
+
+
+def boot_checks(boot: dict[str, Any]) -> list[tuple[str, Any, str, bool | None]]:
+    """Rows of ``bench_boot_calls.py``: one lifecycle with a long boot, sync wait."""
+    label = f"{boot.get('boot_s') or 300:g} s boot, sync wait"
+    per_second = boot.get("calls_per_boot_second")
+    return [
+        (f"{label}: brev calls while waiting", boot.get("boot_wait_calls"), "—", None),
+        (
+            f"{label}: brev calls per second of boot",
+            per_second,
+            "< 1",
+            _met(per_second, BUDGETS["boot_calls_per_boot_second"], True),
+        ),
+        (f"{label}: CLI calls per lifecycle (excl. probes)", boot.get("lifecycle_calls"), "—", None),
+        (f"{label}: detection lag, ready → wait returned (s)", boot.get("detection_lag_s"), "—", None),
+    ]
 
 
 def _fmt(value: Any) -> str:

@@ -339,9 +339,12 @@ class BrevSimulator:
         self._update_config(apply)
 
     # ------------------------------------------------------------------------------------ auth
-    def make_token(self, exp_in_seconds: float = 3600, sub: str = "user") -> str:
-        """A JWT valid for ``exp_in_seconds`` of simulated time."""
-        return _st.make_token(exp_in_seconds=exp_in_seconds, sub=sub, now=self.now())
+    def make_token(self, exp_in_seconds: float = 3600, sub: str = "user", issuer: str | None = None) -> str:
+        """A JWT valid for ``exp_in_seconds`` of simulated time (an unknown ``issuer`` makes every ``brev`` call of
+        a session holding it print the breadcrumb ``no oauth found for token``)."""
+        return _st.make_token(
+            exp_in_seconds=exp_in_seconds, sub=sub, now=self.now(), issuer=issuer or _st.KNOWN_ISSUERS[0]
+        )
 
     @property
     def valid_token(self) -> str:

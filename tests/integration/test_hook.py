@@ -275,3 +275,21 @@ def test_stdin_is_never_inherited(brev_sim, hook):
         os.close(r)
         os.close(w)
     assert all(not c.get("stdin_read") for c in brev_sim.calls())
+
+
+def test_delete_of_gone_instance_is_false_in_a_session_that_prints_breadcrumbs(brev_sim_both, monkeypatch):
+    """A session whose stored token is not a JWT prints `no oauth found for token` on every call: noise, not
+    "logged out". Deleting a just-deleted and a never-created instance must return False (not BrevAuthError)."""
+    sim = brev_sim_both
+    sim.login(token=sim.make_token(issuer="https://sso.example.com"))  # a JWT no authenticator knows
+    monkeypatch.setenv("AIRFLOW_CONN_BREV_DEFAULT", sim.connection_json(token=""))
+    hook = BrevHook(retry_delay=0.05)
+    hook.create_instance("crumb-1", gpu="L40S:1")
+    listing = subprocess.run(
+        [str(sim.brev_path), "ls", "--json"], env=hook._env(), stdin=subprocess.DEVNULL, capture_output=True, text=True
+    )
+    assert listing.stdout.startswith("no oauth found for token\n")  # this session prints the breadcrumb every call
+    assert hook.delete_instance("crumb-1", wait=True) is True
+    assert hook.delete_instance("crumb-1") is False  # just deleted
+    assert hook.delete_instance("never-created-1") is False
+    assert not sim.calls("login")  # nothing was taken for "logged out"

@@ -16,6 +16,7 @@ from airflow_provider_brev.testing.fake_brev.flags import (
     http_error_text,
 )
 from airflow_provider_brev.testing.fake_brev.store import (
+    KNOWN_ISSUERS,
     StateStore,
     derive,
     jwt_payload,
@@ -169,12 +170,13 @@ def _token_valid_locally(token: str, now: float) -> bool:
 
 
 def startup_auth_noise(ctx: Ctx) -> None:
-    """`auth.StandardLogin` at start-up prints this when the stored access token is not a JWT."""
+    """`auth.StandardLogin` at start-up prints this when the stored access token is not a JWT from a known issuer."""
     creds = ctx.load_creds()
     if not creds or (creds.get("api_key") or "").strip():
         return
     access = creds.get("access_token") or ""
-    if access and jwt_payload(access) is None:
+    payload = jwt_payload(access) if access else {}
+    if access and (payload is None or payload.get("iss") not in KNOWN_ISSUERS):
         ctx.out("no oauth found for token\n")
 
 

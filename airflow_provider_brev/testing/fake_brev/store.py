@@ -33,6 +33,10 @@ def _b64url_decode(part: str) -> bytes:
     return base64.urlsafe_b64decode(part + "=" * (-len(part) % 4))
 
 
+#: Issuers the CLI has an authenticator for (KAS, Auth0); any other JWT makes it print "no oauth found for token".
+KNOWN_ISSUERS = ("https://login.nvidia.com", "https://brevdev.us.auth0.com/")
+
+
 def jwt_payload(token: str) -> dict | None:
     """The payload of an (unsigned-checked) JWT, or None when it does not look like one."""
     if not token or token.count(".") != 2:
@@ -44,8 +48,10 @@ def jwt_payload(token: str) -> dict | None:
     return payload if isinstance(payload, dict) else None
 
 
-def make_token(exp_in_seconds: float = 3600, sub: str = "user", now: float | None = None) -> str:
-    """An unsigned JWT the simulator accepts for ``brev login --token`` until it expires."""
+def make_token(
+    exp_in_seconds: float = 3600, sub: str = "user", now: float | None = None, issuer: str = KNOWN_ISSUERS[0]
+) -> str:
+    """An unsigned JWT the simulator accepts for ``brev login --token`` until it expires (``iss`` = ``issuer``)."""
     import base64
 
     def enc(obj: dict) -> str:
@@ -56,7 +62,7 @@ def make_token(exp_in_seconds: float = 3600, sub: str = "user", now: float | Non
     nonce = os.urandom(6).hex()
     payload = {
         "sub": sub,
-        "iss": "https://login.nvidia.com",
+        "iss": issuer,
         "iat": int(t),
         "exp": int(t + exp_in_seconds),
         "jti": nonce,
