@@ -1,25 +1,61 @@
-"""Following a detached remote job's log and state: one pure state machine for the worker and the trigger.
+"""Following a detached remote job: one sans-I/O state machine for the worker and the triggerer.
 
-The operator (sync) and :class:`~airflow_provider_brev.triggers.brev.BrevRemoteJobTrigger` (async) only differ
-in how they call ``poll_job``; what a poll means -- which lines are new, whether the whole log has been
-drained, what the outcome is -- is decided here, once.
+Every decision of following a job is made here, once, without any I/O (the style of ``h11``): the caller asks
+:meth:`JobFollower.next_action` what to do at time ``now`` -- :class:`PollJob`, :class:`KillJob`, :class:`Wait`,
+or stop with :class:`JobDone` / :class:`GiveUp` -- performs it, and feeds the answer back
+(:meth:`JobFollower.receive_poll`, :meth:`JobFollower.receive_kill`, :meth:`JobFollower.receive_error`). The
+machine decides:
+
+* which log lines are new and when the whole log has been drained (a poll reports the state *before* reading
+  the log, so ``finished`` plus a drained offset means nothing was dropped);
+* whether to poll again at once (more log is waiting), wait ``poll_interval``, or back off after a failed call;
+* whether the failure budget (``max_poll_failures`` *consecutive* transient failures) is spent;
+* whether the absolute deadline passed (then the job is killed once and followed until it ends);
+* what the outcome is, and which error a non-successful outcome means (:func:`outcome_error`).
+
+It also holds the pure part of *attach-or-launch*: the deterministic job ids of every try of a task instance
+(:func:`try_job_ids`) and what an earlier try's job means for this one (:func:`earlier_job_verdict`).
+
+The drivers, sync for the worker and async for the triggerer, live in
+:mod:`airflow_provider_brev.utils.job_runner`; they only do I/O.
 """
 
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import dataclass
 from typing import Any
 
-from airflow_provider_brev.cli.remote_job import FINISHED, LogLineAssembler, PollResult
+from airflow_provider_brev.cli.remote_job import (
+    DEFAULT_MAX_BYTES,
+    FINISHED,
+    LOST,
+    RUNNING,
+    LogLineAssembler,
+    PollResult,
+    generate_job_id,
+)
+from airflow_provider_brev.exceptions import BrevError, BrevJobLostError, BrevTimeoutError, retry_policy
 
 #: Outcome states beyond the job's own (``finished``/``lost``/``missing``).
 TIMED_OUT = "timeout"
+#: Longest back-off between failed polls, in seconds.
+MAX_BACKOFF = 60.0
+
+#: A log record for the caller to emit: ``(logging level, message)``.
+Note = tuple[int, str]
 
 
 @dataclass
 class JobOutcome:
-    """How a followed job ended (JSON-serialisable through :meth:`to_dict`)."""
+    """How a followed job ended (JSON-serialisable through :meth:`to_dict`).
+
+    :param state: ``finished``, ``lost``, ``missing`` or :data:`TIMED_OUT`.
+    :param exit_code: the job's exit code (only when it finished).
+    :param last_line: the last non-empty log line.
+    :param offset: bytes of log shown.
+    """
 
     state: str
     exit_code: int | None
@@ -29,37 +65,201 @@ class JobOutcome:
     def to_dict(self) -> dict[str, Any]:
         return {"state": self.state, "exit_code": self.exit_code, "last_line": self.last_line, "offset": self.offset}
 
+    @property
+    def collected(self) -> bool:
+        """The job will not run again and its result has been read: its directory may be removed."""
+        return self.state in (FINISHED, TIMED_OUT)
+
+
+def outcome_error(outcome: JobOutcome, instance_name: str, job_id: str) -> BrevError | None:
+    """The error a job outcome means, or ``None`` when it finished with an exit code (judged by the caller)."""
+    if outcome.state == TIMED_OUT:
+        return BrevTimeoutError(
+            f"The command on {instance_name!r} did not finish within its timeout and was killed (job {job_id})."
+        )
+    if outcome.state != FINISHED or outcome.exit_code is None:
+        return BrevJobLostError(
+            f"Job {job_id} on {instance_name!r} is {outcome.state}: its process died without an exit code "
+            "(instance rebooted, OOM killer, or instance replaced). A retry relaunches it."
+        )
+    return None
+
+
+# ------------------------------------------------------------------------------------------------ actions
+
+
+@dataclass(frozen=True)
+class PollJob:
+    """Poll the job: its state and the log from ``offset`` (at most ``max_bytes``)."""
+
+    offset: int
+    max_bytes: int
+
+
+@dataclass(frozen=True)
+class KillJob:
+    """Kill the job (its deadline passed); then keep following it until it has ended."""
+
+
+@dataclass(frozen=True)
+class Wait:
+    """Sleep ``seconds`` before asking again."""
+
+    seconds: float
+
+
+@dataclass(frozen=True)
+class JobDone:
+    """The job ended and its whole log was read."""
+
+    outcome: JobOutcome
+
+
+@dataclass(frozen=True)
+class GiveUp:
+    """Stop following: raise ``error`` (the failure budget is spent, or the error is not transient)."""
+
+    error: BaseException
+
+
+Action = PollJob | KillJob | Wait | JobDone | GiveUp
+
+
+@dataclass(frozen=True)
+class FollowPolicy:
+    """How to follow a job.
+
+    :param poll_interval: seconds between polls while the job prints nothing new; the back-off after the n-th
+        consecutive failed call is ``n * poll_interval`` (at most :data:`MAX_BACKOFF`).
+    :param max_bytes: maximum log bytes fetched per poll.
+    :param max_poll_failures: consecutive failed calls tolerated; one more gives up.
+    :param deadline: absolute deadline (epoch seconds) or ``None``; past it the job is killed.
+    :param progress_regex: a regex with two groups ``(done, total)``; matching lines are also reported as a
+        percentage.
+    """
+
+    poll_interval: float = 5.0
+    max_bytes: int = DEFAULT_MAX_BYTES
+    max_poll_failures: int = 30
+    deadline: float | None = None
+    progress_regex: str | None = None
+
+
+# -------------------------------------------------------------------------------------------------- machine
+
 
 class JobFollower:
-    """Turn successive :class:`PollResult` s into new log lines and, at the end, a :class:`JobOutcome`.
+    """The state machine of following one job (see the module docstring for the protocol).
 
+    :param policy: intervals, budget, deadline.
+    :param instance_name: the instance (for log lines: ``[<instance>] <line>``).
+    :param job_id: the job's id (for messages).
     :param offset: byte offset already shown (resume point after a deferral or a re-attach).
     :param last_line: the last non-empty line shown so far.
     """
 
-    def __init__(self, offset: int = 0, last_line: str = "", progress_regex: str | None = None) -> None:
+    def __init__(
+        self, policy: FollowPolicy, *, instance_name: str, job_id: str, offset: int = 0, last_line: str = ""
+    ) -> None:
+        self.policy = policy
+        self.instance_name = instance_name
+        self.job_id = job_id
         self.offset = offset
         self.last_line = last_line
         self.timed_out = False
-        self._progress_re = re.compile(progress_regex) if progress_regex else None
+        self.failures = 0
+        self._progress_re = re.compile(policy.progress_regex) if policy.progress_regex else None
         self._last_percent: int | None = None
-        self._poll: PollResult | None = None
         self._assembler = LogLineAssembler()
+        self._notes: list[Note] = []
+        self._wait: float | None = None
+        self._in_flight: PollJob | KillJob | None = None
+        self._final: JobDone | GiveUp | None = None
 
-    def apply(self, poll: PollResult) -> list[str]:
-        """Record a poll; return the complete lines it adds (the final partial line once the log is drained)."""
-        self._poll = poll
+    # -- asking ------------------------------------------------------------------------------------
+    def next_action(self, now: float) -> Action:
+        """What to do at time ``now`` (epoch seconds)."""
+        if self._final is not None:
+            return self._final
+        if self._in_flight is not None:
+            raise RuntimeError(f"{self._in_flight!r} is still waiting for its answer")
+        deadline = self.policy.deadline
+        if self._wait is not None:
+            seconds, self._wait = self._wait, None
+            if deadline is not None and not self.timed_out:
+                seconds = min(seconds, max(0.0, deadline - now))
+            return Wait(seconds)
+        if deadline is not None and not self.timed_out and now >= deadline:
+            self.timed_out = True
+            self._note(logging.WARNING, f"Deadline passed: killing job {self.job_id} on {self.instance_name}.")
+            self._in_flight = KillJob()
+        else:
+            self._in_flight = PollJob(self.offset, self.policy.max_bytes)
+        return self._in_flight
+
+    def take_notes(self) -> list[Note]:
+        """The log records decided since the last call, in order."""
+        notes, self._notes = self._notes, []
+        return notes
+
+    # -- answering ---------------------------------------------------------------------------------
+    def receive_poll(self, poll: PollResult) -> None:
+        """The answer to :class:`PollJob`."""
+        self._answered(PollJob)
+        self.failures = 0
         lines = self._assembler.feed(poll.chunk)
         self.offset = poll.next_offset
         if poll.complete:
             lines += self._assembler.flush()
-        for line in reversed(lines):
+        for line in lines:
+            self._note(logging.INFO, f"[{self.instance_name}] {line}")
             if line.strip():
                 self.last_line = line
-                break
-        return lines
+            if progress := self._progress(line):
+                self._note(logging.INFO, f"Job {self.job_id} {progress}")
+        if poll.complete:
+            state = TIMED_OUT if self.timed_out else poll.state
+            exit_code = poll.exit_code if poll.state == FINISHED else None
+            self._final = JobDone(JobOutcome(state, exit_code, self.last_line, self.offset))
+        elif self.offset >= poll.log_size:  # nothing more waiting: poll again after the interval
+            self._wait = float(self.policy.poll_interval)
 
-    def progress(self, line: str) -> str | None:
+    def receive_kill(self, result: str) -> None:
+        """The answer to :class:`KillJob` (what the kill command reported)."""
+        self._answered(KillJob)
+        self.failures = 0
+        self._note(logging.INFO, f"Job {self.job_id}: {result}.")
+
+    def receive_error(self, error: BaseException) -> None:
+        """The call for the last action failed with ``error``."""
+        failed = self._in_flight
+        self._in_flight = None
+        if isinstance(failed, KillJob):
+            self.timed_out = False  # the kill is tried again at the next step
+        if retry_policy(error) != "hook":
+            self._final = GiveUp(error)
+            return
+        self.failures += 1
+        if self.failures > int(self.policy.max_poll_failures):
+            self._final = GiveUp(error)
+            return
+        what = "Kill" if isinstance(failed, KillJob) else "Poll"
+        self._note(
+            logging.WARNING,
+            f"{what} {self.failures} of job {self.job_id} failed ({error}); the job keeps running, retrying.",
+        )
+        self._wait = min(float(self.policy.poll_interval) * self.failures, MAX_BACKOFF)
+
+    # -- internals ---------------------------------------------------------------------------------
+    def _answered(self, kind: type[PollJob] | type[KillJob]) -> None:
+        if not isinstance(self._in_flight, kind):
+            raise RuntimeError(f"Got the answer to {kind.__name__} while waiting for {self._in_flight!r}")
+        self._in_flight = None
+
+    def _note(self, level: int, message: str) -> None:
+        self._notes.append((level, message))
+
+    def _progress(self, line: str) -> str | None:
         """A "progress: N% (a/b)" message when ``line`` advances the progress regex's ``(done, total)``."""
         if self._progress_re is None:
             return None
@@ -78,24 +278,35 @@ class JobFollower:
         self._last_percent = percent
         return f"progress: {percent}% ({done}/{total})"
 
-    @property
-    def complete(self) -> bool:
-        """The job has ended and every byte of its log has been read."""
-        return self._poll is not None and self._poll.complete
 
-    @property
-    def behind(self) -> bool:
-        """More log is already waiting: poll again without sleeping."""
-        return self._poll is not None and self.offset < self._poll.log_size
+# ------------------------------------------------------------------------------------------ attach-or-launch
 
-    @property
-    def running(self) -> bool:
-        return self._poll is not None and not self._poll.done
+#: What an earlier try's job means for this try (:func:`earlier_job_verdict`).
+REATTACH = "reattach"
+COLLECT = "collect"
+RELAUNCH = "relaunch"
+IGNORE = "ignore"
 
-    def outcome(self) -> JobOutcome:
-        poll = self._poll
-        if poll is None:
-            raise RuntimeError("no poll yet")
-        state = TIMED_OUT if self.timed_out else poll.state
-        exit_code = poll.exit_code if poll.state == FINISHED else None
-        return JobOutcome(state=state, exit_code=exit_code, last_line=self.last_line, offset=self.offset)
+
+def try_job_ids(*, dag_id: str, task_id: str, run_id: str, try_number: int, map_index: int = -1) -> list[str]:
+    """Job ids of this try first, then of every earlier try, newest first."""
+    return [
+        generate_job_id(dag_id=dag_id, task_id=task_id, run_id=run_id, try_number=number, map_index=map_index)
+        for number in range(int(try_number), 0, -1)
+    ]
+
+
+def earlier_job_verdict(poll: PollResult) -> str:
+    """What to do about an earlier try's job, given a poll of it.
+
+    :data:`REATTACH` while it runs (never launch twice); :data:`COLLECT` when it finished successfully after its
+    worker was lost; :data:`RELAUNCH` when it failed or was lost (clean it up, launch this try's job);
+    :data:`IGNORE` when it never existed.
+    """
+    if poll.state == RUNNING:
+        return REATTACH
+    if poll.state == FINISHED and poll.exit_code == 0:
+        return COLLECT
+    if poll.state in (FINISHED, LOST):
+        return RELAUNCH
+    return IGNORE

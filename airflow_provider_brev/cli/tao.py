@@ -7,6 +7,9 @@
   the last ``status.json`` record, checkpoints written since this launch, small result files, the
   gap-analysis ``unreachable_kpi.txt``, and known fault signatures from the job log.
 * :func:`classify_fault` -- program faults (out of memory, CUDA assert, bad spec) that retrying cannot fix.
+* :func:`verify_tao_run` -- whether a finished run counts as success: exit code 0 **and** a final ``SUCCESS``
+  record in ``status.json`` (and, where required, a checkpoint written by this run); otherwise which failure it
+  is (:class:`TaoVerdict`), which the TAO operators turn into their typed errors.
 
 Every interpolated value is ``shlex.quote``-d.
 """
@@ -302,3 +305,80 @@ def spec_references_hugging_face(spec: Any) -> bool:
         lowered = spec.lower()
         return lowered.startswith(("hf://", "hf_model://", "hf_dataset://")) or "huggingface.co" in lowered
     return False
+
+
+# ------------------------------------------------------------------------------------------------ verdict
+
+#: :attr:`TaoVerdict.kind` values.
+VERIFIED = "verified"
+UNREACHABLE_KPI = "unreachable_kpi"
+PROGRAM_FAULT = "program_fault"
+COMMAND_FAILED = "command_failed"
+NOT_VERIFIED = "not_verified"
+
+
+@dataclass(frozen=True)
+class TaoVerdict:
+    """What a finished TAO run amounts to.
+
+    :param kind: :data:`VERIFIED` (success), :data:`UNREACHABLE_KPI` and :data:`PROGRAM_FAULT` (retrying cannot
+        help), :data:`COMMAND_FAILED` (non-zero exit for an infrastructure or unknown reason: may retry),
+        :data:`NOT_VERIFIED` (exit code 0 but TAO's own records do not confirm success).
+    :param message: what happened and what to do, for the task log and the error.
+    """
+
+    kind: str
+    message: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.kind == VERIFIED
+
+
+def verify_tao_run(
+    report: TaoReport,
+    *,
+    exit_code: int,
+    task: str,
+    action: str,
+    results_dir: str,
+    require_new_checkpoint: bool,
+) -> TaoVerdict:
+    """Judge a finished TAO run from its exit code and the report of what it left (:func:`parse_report`).
+
+    Order matters: gap analysis's ``unreachable_kpi.txt`` wins over everything; a non-zero exit is a program
+    fault when the log shows one (:func:`classify_fault`), else a plain command failure; an exit code 0 still
+    needs a last ``status.json`` record ``SUCCESS`` and, with ``require_new_checkpoint``, a checkpoint newer than
+    the launch (TAO can report PASS without training).
+    """
+    what = f"TAO {task} {action}"
+    if report.unreachable_kpi is not None:
+        return TaoVerdict(
+            UNREACHABLE_KPI,
+            f"{what}: no threshold meets the recall target (unreachable_kpi.txt: "
+            f"{report.unreachable_kpi.strip()[:300]}). Retrain or relabel; retrying cannot help, so no retry.",
+        )
+    if exit_code != 0:
+        fault = classify_fault(report.fault_lines)
+        if fault is None:
+            return TaoVerdict(COMMAND_FAILED, f"{what} failed with exit code {exit_code}.")
+        kind, hint, line = fault
+        return TaoVerdict(
+            PROGRAM_FAULT,
+            f"{what} failed with exit code {exit_code}: {kind} ({line[:300]}). Not retried: {hint}.",
+        )
+    status = (report.last_status or {}).get("status")
+    if status != "SUCCESS":
+        return TaoVerdict(
+            NOT_VERIFIED,
+            f"{what} exited 0 but the last status.json record is {status or 'missing'} "
+            f"(in {results_dir.rstrip('/')}/{action}/status.json): not counted as success.",
+        )
+    if require_new_checkpoint and not report.new_checkpoints:
+        return TaoVerdict(
+            NOT_VERIFIED,
+            f"{what} exited 0 and status.json says SUCCESS, but no new checkpoint was written (TAO's silent PASS: "
+            "e.g. resume_training_checkpoint_path on a model that already used up its epochs). For warm starts use "
+            "train.pretrained_model_path.",
+        )
+    return TaoVerdict(VERIFIED, f"{what} succeeded.")

@@ -1,4 +1,6 @@
-"""Operators for the lifecycle of NVIDIA Brev instances and for running commands on them."""
+"""Operators for the lifecycle of NVIDIA Brev instances; :class:`BrevExecOperator` is re-exported from
+:mod:`airflow_provider_brev.operators.exec` so ``from airflow_provider_brev.operators.brev import BrevExecOperator``
+keeps working."""
 
 from __future__ import annotations
 
@@ -7,52 +9,34 @@ import time
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_brev._compat import AirflowSkipException, default_deferrable, mask_secret
-from airflow_provider_brev.cli.job_follower import TIMED_OUT, JobFollower, JobOutcome
+from airflow_provider_brev._compat import default_deferrable
 from airflow_provider_brev.cli.names import validate_instance_name
-from airflow_provider_brev.cli.readiness import STAGE_MISSING
-from airflow_provider_brev.cli.remote_job import (
-    DEFAULT_MAX_BYTES,
-    FINISHED,
-    LOST,
-    RUNNING,
-    RemoteJob,
-    generate_job_id,
-)
 from airflow_provider_brev.exceptions import (
-    BrevCommandError,
-    BrevConnectionLostError,
     BrevError,
     BrevInstanceFailedError,
-    BrevInstanceNotFoundError,
-    BrevInstanceNotReadyError,
     BrevInvalidInputError,
-    BrevJobLostError,
     BrevTimeoutError,
-    BrevTransientError,
 )
 from airflow_provider_brev.operators.base import BrevBaseOperator
+from airflow_provider_brev.operators.exec import (  # re-exported: the exec operator lives in its own module
+    ON_KILL_TIMEOUT,
+    XCOM_INSTANCE_NAME,
+    XCOM_JOB,
+    BrevExecOperator,
+)
 from airflow_provider_brev.sensors.brev import DEFAULT_READY_TIMEOUT
-from airflow_provider_brev.utils.events import EVENT_ERROR, EVENT_SUCCESS, EVENT_TIMEOUT, validate_event
+from airflow_provider_brev.utils.events import EVENT_SUCCESS, EVENT_TIMEOUT, validate_event
 from airflow_provider_brev.utils.mixins import brev_template_fields
 from airflow_provider_brev.utils.provisioning import (
     DEFAULT_MAX_LIFETIME,
     InstanceProvisioner,
     InstanceRequest,
-    ProvisionedInstance,
-    instance_types_list,
 )
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
 
-XCOM_INSTANCE_NAME = "instance_name"
 XCOM_INSTANCE = "instance"
-XCOM_JOB = "brev_job"
-STATE_STORE_JOB_KEY = "brev_job"
-#: Airflow 3 gives ``on_kill`` about 5 s before SIGKILL: a delete request must fit.
-ON_KILL_TIMEOUT = 4.0
-ON_KILL_ACTIONS = ("kill", "keep")
 
 
 class BrevCreateInstanceOperator(BrevBaseOperator):
@@ -255,460 +239,11 @@ class BrevDeleteInstanceOperator(BrevBaseOperator):
         return {"instance_name": name, "deleted": deleted}
 
 
-class BrevExecOperator(BrevBaseOperator):
-    """Run a command on a Brev instance exactly once, stream its output into the task log, survive the worker.
-
-    By default (``detach=True``) the command runs as a **detached remote job** with a durable handle: a per-try
-    job id and directory on the instance, a launch guard so the same try can never start it twice, the exit
-    code written atomically, and the log read incrementally by byte offset (one ``brev exec`` per poll, status
-    and log together). Remote output appears in the task log as it is produced, prefixed with the instance
-    name, and the whole remaining log is drained at the end.
-
-    **Resume instead of relaunch.** The handle goes to XCom (key ``brev_job``) before any wait and, on Airflow
-    3.3+, to the task state store. A retry after the worker died re-attaches to the previous try's job if it
-    still runs, or collects its result if it finished successfully; a job that failed or was lost is relaunched
-    with a new job id.
-
-    **Secrets.** ``secret_env`` values never appear on any command line (the real CLI hands exec's command
-    string to ``ssh``, visible in ``ps``), log, XCom or trigger payload: they travel in a 0600 file copied with
-    ``brev copy`` that the job sources and deletes.
-
-    **Ephemeral mode.** With no ``instance_name`` but a ``gpu`` (or ``instance_types``), the operator creates
-    an instance (the same idempotent rules as :class:`BrevCreateInstanceOperator`), waits until it is ready,
-    runs the job and deletes the instance in a ``finally`` -- on success, failure and timeout.
-
-    ``detach=False`` runs a short command in the foreground, still exactly once and with its real exit code.
-
-    :param command: the shell command (templated; a path ending in ``.sh``/``.bash`` is read as a template).
-    :param instance_name: the instance (templated; e.g. ``create.output``). Omit it for ephemeral mode.
-    :param env: plain environment variables (they are on the remote command line; not for secrets).
-    :param secret_env: secret environment variables (templated; never on a command line or in a log).
-    :param cwd: remote working directory.
-    :param timeout: seconds (or timedelta) for the whole command: an absolute deadline that also holds across
-        deferrals; on expiry the remote job is killed and the task fails.
-    :param deferrable: follow the job from the triggerer, holding no worker slot (default:
-        ``[operators] default_deferrable``).
-    :param detach: run as a detached job (default) or in the foreground.
-    :param skip_on_exit_code: exit code(s) that mark the task skipped instead of failed.
-    :param poll_interval: seconds between polls while the job prints nothing new.
-    :param on_kill_action: ``kill`` the remote job when the task is killed (default) or ``keep`` it running so a
-        retry can re-attach.
-    :param gpu: ephemeral mode: GPU request such as ``"L40S:1"``.
-    :param instance_types: ephemeral mode: explicit instance types.
-    :param min_vram: ephemeral mode: minimum VRAM per GPU in GB.
-    :param ready_timeout: ephemeral mode: seconds to wait for the new instance to be ready.
-    :param require_docker: ephemeral mode: readiness also requires ``docker info``.
-    :param max_lifetime: ephemeral mode: expiry written into the instance name for the janitor.
-    :param log_chunk_bytes: maximum log bytes fetched per poll.
-    :param max_poll_failures: consecutive failed polls (connection drops) tolerated before failing.
-    :param progress_regex: a regex with two groups ``(done, total)``; matching output lines are also logged as a
-        percentage (the TAO operators use it for epochs).
-    :param brev_conn_id: the Airflow connection id of type ``brev``.
-    """
-
-    template_fields = brev_template_fields(
-        "instance_name", "command", "env", "secret_env", "cwd", "gpu", "instance_types", "min_vram"
-    )
-    template_ext = (".sh", ".bash")
-    template_fields_renderers = {"command": "bash", "env": "json"}
-
-    def __init__(
-        self,
-        *,
-        command: str,
-        instance_name: str | None = None,
-        env: dict[str, str] | None = None,
-        secret_env: dict[str, str] | None = None,
-        cwd: str | None = None,
-        timeout: float | timedelta | None = None,
-        deferrable: bool | None = None,
-        detach: bool = True,
-        skip_on_exit_code: int | list[int] | None = None,
-        poll_interval: float = 5.0,
-        on_kill_action: str = "kill",
-        gpu: str | None = None,
-        instance_types: list[str] | str | None = None,
-        min_vram: float | None = None,
-        ready_timeout: float = DEFAULT_READY_TIMEOUT,
-        require_docker: bool = False,
-        max_lifetime: timedelta | float = DEFAULT_MAX_LIFETIME,
-        log_chunk_bytes: int = DEFAULT_MAX_BYTES,
-        max_poll_failures: int = 30,
-        progress_regex: str | None = None,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(**kwargs)
-        self.progress_regex = progress_regex
-        self.command = command
-        self.instance_name = instance_name
-        self.env = env
-        self.secret_env = secret_env
-        self.cwd = cwd
-        self.timeout = timeout
-        self.deferrable = default_deferrable() if deferrable is None else deferrable
-        self.detach = detach
-        self.skip_on_exit_code = skip_on_exit_code
-        self.poll_interval = poll_interval
-        self.on_kill_action = on_kill_action
-        self.gpu = gpu
-        self.instance_types = instance_types
-        self.min_vram = min_vram
-        self.ready_timeout = ready_timeout
-        self.require_docker = require_docker
-        self.max_lifetime = max_lifetime
-        self.log_chunk_bytes = log_chunk_bytes
-        self.max_poll_failures = max_poll_failures
-        self._handle: dict[str, Any] | None = None
-        self._ephemeral_name: str | None = None
-        self._ti: Any = None
-
-    # -- input -----------------------------------------------------------------------------------
-    @property
-    def ephemeral(self) -> bool:
-        return not self.instance_name
-
-    def _validate(self) -> None:
-        """Reject bad input before anything is created or launched."""
-        if not isinstance(self.command, str) or not self.command.strip():
-            raise BrevInvalidInputError("The command is empty: pass the shell command to run on the instance.")
-        wants_instance = bool(self.gpu or instance_types_list(self.instance_types))
-        if self.instance_name and wants_instance:
-            raise BrevInvalidInputError(
-                "Pass either instance_name (run on an existing instance) or gpu/instance_types (ephemeral "
-                "instance for this task), not both."
-            )
-        if not self.instance_name and not wants_instance:
-            raise BrevInvalidInputError(
-                "No instance: pass instance_name (e.g. create.output), or gpu / instance_types for an ephemeral "
-                "instance created and deleted by this task."
-            )
-        if self.on_kill_action not in ON_KILL_ACTIONS:
-            raise BrevInvalidInputError(
-                f"on_kill_action must be one of {ON_KILL_ACTIONS}, got {self.on_kill_action!r}."
-            )
-        if self._timeout_seconds() is not None and self._timeout_seconds() <= 0:  # type: ignore[operator]
-            raise BrevInvalidInputError("timeout must be positive.")
-        for name, mapping in (("env", self.env), ("secret_env", self.secret_env)):
-            if mapping is not None and not isinstance(mapping, dict):
-                raise BrevInvalidInputError(f"{name} must be a dict of environment variables.")
-
-    def _timeout_seconds(self) -> float | None:
-        if self.timeout is None:
-            return None
-        if isinstance(self.timeout, timedelta):
-            return self.timeout.total_seconds()
-        return float(self.timeout)
-
-    def _skip_codes(self) -> set[int]:
-        codes = self.skip_on_exit_code
-        if codes is None:
-            return set()
-        return {int(codes)} if isinstance(codes, int) else {int(c) for c in codes}
-
-    def _plain_env(self) -> dict[str, str] | None:
-        return {str(k): str(v) for k, v in self.env.items()} if self.env else None
-
-    def _secret_env(self) -> dict[str, str] | None:
-        return {str(k): str(v) for k, v in self.secret_env.items()} if self.secret_env else None
-
-    # -- instance --------------------------------------------------------------------------------
-    def _ephemeral_provisioner(self) -> InstanceProvisioner:
-        request = InstanceRequest(
-            gpu=self.gpu or None,
-            instance_types=self.instance_types,
-            min_vram=self.min_vram,
-            max_lifetime=self.max_lifetime,
-        )
-        return InstanceProvisioner(self.hook, self.log, request, poll_interval=1.0)
-
-    def _check_target(self, name: str) -> None:
-        """The instance must exist and be ready before anything is launched."""
-        readiness = self.hook.check_readiness(name)
-        if readiness.ready:
-            return
-        if readiness.stage == STAGE_MISSING:
-            raise BrevInstanceNotFoundError(
-                f"Instance {name!r} does not exist: create it first (BrevCreateInstanceOperator) or check the name."
-            )
-        raise BrevInstanceNotReadyError(
-            f"Instance {name!r} is not ready ({readiness.message}); wait for it with BrevReadySensor first."
-        )
-
-    def _delete_ephemeral(self, name: str | None) -> None:
-        if not name:
-            return
-        self.log.info("Deleting ephemeral instance %s.", name)
-        try:
-            self.hook.delete_instance(name)
-        except Exception:
-            self.log.exception("Could not delete ephemeral instance %s; the janitor will once it expires.", name)
-
-    # -- execution -------------------------------------------------------------------------------
-    def execute(self, context: Context) -> Any:
-        self._validate()
-        self._ti = context["ti"]
-        for value in (self._secret_env() or {}).values():
-            mask_secret(value)
-        seconds = self._timeout_seconds()
-        deadline = None if seconds is None else time.time() + seconds
-        deferring = False
-        name: str | None = None
-        try:
-            if self.ephemeral:
-                provisioner = self._ephemeral_provisioner()
-                provisioned: ProvisionedInstance = provisioner.ensure(context, wait_timeout=float(self.ready_timeout))
-                name = self._ephemeral_name = provisioned.name
-                self._ti.xcom_push(key=XCOM_INSTANCE_NAME, value=name)
-                provisioner.wait_ready(
-                    provisioned,
-                    timeout=float(self.ready_timeout),
-                    require_docker=self.require_docker,
-                    delete_on_failure=False,  # the finally below deletes it
-                )
-            else:
-                name = validate_instance_name(self.instance_name)
-                self._check_target(name)
-            self._prepare_instance(context, name)
-            if not self.detach:
-                return self._run_foreground(name, deadline)
-            job = self._attach_or_launch(context, name)
-            self._handle = {
-                "instance_name": name,
-                "job": job.to_dict(),
-                "deadline": deadline,
-                "ephemeral": self.ephemeral,
-            }
-            self._ti.xcom_push(key=XCOM_JOB, value=self._handle)
-            self._store(context, self._handle)
-            if self.deferrable:
-                from airflow_provider_brev.triggers.brev import BrevRemoteJobTrigger  # triggerer-side code: lazy
-
-                deferring = True
-                self.defer(
-                    trigger=BrevRemoteJobTrigger(
-                        instance_name=name,
-                        job=job.to_dict(),
-                        brev_conn_id=self.brev_conn_id,
-                        deadline=deadline,
-                        poll_interval=float(self.poll_interval),
-                        log_chunk_bytes=int(self.log_chunk_bytes),
-                        on_kill_action=self.on_kill_action,
-                        ephemeral=self.ephemeral,
-                        max_poll_failures=int(self.max_poll_failures),
-                        progress_regex=self.progress_regex,
-                    ),
-                    method_name="execute_complete",
-                )
-            outcome = self._follow(name, job, deadline)
-            return self._complete(context, name, job, outcome)
-        finally:
-            if self.ephemeral and not deferring:
-                self._delete_ephemeral(name)
-
-    def execute_complete(self, context: Context, event: dict[str, Any] | None = None) -> Any:
-        event = validate_event(event, "instance_name", "job")
-        name = event["instance_name"]
-        try:
-            if event["status"] == EVENT_ERROR:
-                raise BrevError(f"Following the remote job failed: {event['message']}")
-            outcome = JobOutcome(
-                state=event.get("state", event["status"]),
-                exit_code=event.get("exit_code"),
-                last_line=event.get("last_line", ""),
-                offset=int(event.get("offset", 0)),
-            )
-            return self._complete(context, name, RemoteJob.from_dict(event["job"]), outcome)
-        finally:
-            if event.get("ephemeral"):
-                self._delete_ephemeral(name)
-
-    def _run_foreground(self, name: str, deadline: float | None) -> Any:
-        remaining = None if deadline is None else max(deadline - time.time(), 1.0)
-        result = self.hook.run_command(
-            name,
-            self.command,
-            timeout=remaining,
-            env=self._plain_env(),
-            cwd=self.cwd,
-            secret_env=self._secret_env(),
-        )
-        return self._result(name, None, result.exit_code, result.last_line)
-
-    # -- detached jobs ---------------------------------------------------------------------------
-    def _store(self, context: Context, handle: dict[str, Any] | None) -> None:
-        """Record the handle in the Airflow 3.3+ task state store (shared by every try of this task)."""
-        store = context.get("task_state_store")  # type: ignore[call-overload]
-        if store is None:
-            return
-        try:
-            if handle is None:
-                store.delete(STATE_STORE_JOB_KEY)
-            else:
-                store.set(STATE_STORE_JOB_KEY, handle)
-        except Exception:
-            self.log.warning("Could not write the job handle to the task state store.", exc_info=True)
-
-    def _earlier_jobs(self, context: Context, name: str) -> list[RemoteJob]:
-        """Jobs that earlier tries of this task may have left running on ``name``."""
-        ti = context["ti"]
-        jobs: list[RemoteJob] = []
-        store = context.get("task_state_store")  # type: ignore[call-overload]
-        if store is not None:
-            try:
-                stored = store.get(STATE_STORE_JOB_KEY)
-            except Exception:
-                stored = None
-            stored_job = stored.get("job") if isinstance(stored, dict) else None
-            if isinstance(stored, dict) and stored.get("instance_name") == name and isinstance(stored_job, dict):
-                jobs.append(RemoteJob.from_dict(stored_job))
-        map_index = getattr(ti, "map_index", -1)
-        for try_number in range(int(ti.try_number) - 1, 0, -1):
-            job_id = generate_job_id(
-                dag_id=ti.dag_id,
-                task_id=ti.task_id,
-                run_id=ti.run_id,
-                try_number=try_number,
-                map_index=map_index if isinstance(map_index, int) else -1,
-            )
-            if all(job.job_id != job_id for job in jobs):
-                jobs.append(RemoteJob(job_id))
-        return jobs
-
-    def _attach_or_launch(self, context: Context, name: str) -> RemoteJob:
-        ti = context["ti"]
-        map_index = getattr(ti, "map_index", -1)
-        current = RemoteJob(
-            generate_job_id(
-                dag_id=ti.dag_id,
-                task_id=ti.task_id,
-                run_id=ti.run_id,
-                try_number=int(ti.try_number),
-                map_index=map_index if isinstance(map_index, int) else -1,
-            )
-        )
-        for job in self._earlier_jobs(context, name):
-            if job.job_id == current.job_id:
-                continue
-            poll = self.hook.poll_job(name, job, offset=0, max_bytes=1)
-            if poll.state == RUNNING:
-                self.log.info(
-                    "Re-attaching to job %s of an earlier try, still running: not launching again.", job.job_id
-                )
-                return job
-            if poll.state == FINISHED and poll.exit_code == 0:
-                self.log.info(
-                    "Job %s of an earlier try finished successfully after its worker was lost: collecting its result.",
-                    job.job_id,
-                )
-                return job
-            if poll.state in (FINISHED, LOST):
-                self.log.info(
-                    "Job %s of an earlier try ended (%s, exit code %s): relaunching as %s.",
-                    job.job_id,
-                    poll.state,
-                    poll.exit_code,
-                    current.job_id,
-                )
-                with contextlib.suppress(BrevError):
-                    self.hook.cleanup_job(name, job)
-        launch = self.hook.launch_job(
-            name, current, self.command, env=self._plain_env(), cwd=self.cwd, secret_env=self._secret_env()
-        )
-        if launch.launched:
-            self.log.info("Launched job %s on %s (pid %s).", current.job_id, name, launch.pid)
-        else:
-            self.log.info("Job %s already exists on %s (this try launched it before): attaching.", current.job_id, name)
-        return current
-
-    def _follow(self, name: str, job: RemoteJob, deadline: float | None) -> JobOutcome:
-        """Poll until the job ended and its whole log was shown (sync mode)."""
-        follower = JobFollower(progress_regex=self.progress_regex)
-        failures = 0
-        while True:
-            if deadline is not None and not follower.timed_out and time.time() >= deadline:
-                follower.timed_out = True
-                self.log.warning("Timeout: killing job %s on %s.", job.job_id, name)
-                self.hook.kill_job(name, job)
-            try:
-                poll = self.hook.poll_job(name, job, offset=follower.offset, max_bytes=int(self.log_chunk_bytes))
-            except (BrevConnectionLostError, BrevTransientError) as err:
-                failures += 1
-                if failures > int(self.max_poll_failures):
-                    raise
-                self.log.warning(
-                    "Poll %d of job %s failed (%s); the job keeps running, retrying.", failures, job.job_id, err
-                )
-                time.sleep(min(float(self.poll_interval) * failures, 60.0))
-                continue
-            failures = 0
-            for line in follower.apply(poll):
-                self.log.info("[%s] %s", name, line)
-                if progress := follower.progress(line):
-                    self.log.info("Job %s %s", job.job_id, progress)
-            if follower.complete:
-                return follower.outcome()
-            if not follower.behind:
-                time.sleep(float(self.poll_interval))
-
-    def _complete(self, context: Context, name: str, job: RemoteJob, outcome: JobOutcome) -> Any:
-        """Turn a finished job into the task's result; forget the handle (and the remote job dir) once collected."""
-        try:
-            if outcome.state == TIMED_OUT:
-                raise BrevTimeoutError(
-                    f"The command on {name!r} did not finish within its timeout and was killed (job {job.job_id})."
-                )
-            if outcome.state != FINISHED or outcome.exit_code is None:
-                raise BrevJobLostError(
-                    f"Job {job.job_id} on {name!r} is {outcome.state}: its process died without an exit code "
-                    "(instance rebooted, OOM killer, or instance replaced). A retry relaunches it."
-                )
-            return self._result(name, job, outcome.exit_code, outcome.last_line)
-        finally:
-            if outcome.state in (FINISHED, TIMED_OUT):
-                with contextlib.suppress(BrevError):
-                    self.hook.cleanup_job(name, job)
-                self._store(context, None)
-
-    def _prepare_instance(self, context: Context, name: str) -> None:
-        """Hook for subclasses: runs once the instance is ready, before the command is launched."""
-
-    def _result(self, name: str, job: RemoteJob | None, exit_code: int, last_line: str) -> dict[str, Any]:
-        if exit_code in self._skip_codes():
-            raise AirflowSkipException(f"The command exited with {exit_code}, listed in skip_on_exit_code.")
-        if exit_code != 0:
-            raise BrevCommandError(
-                f"The command on {name!r} failed with exit code {exit_code}" + (f": {last_line}" if last_line else "."),
-                exit_code=exit_code,
-            )
-        return {
-            "exit_code": exit_code,
-            "last_line": last_line,
-            "instance_name": name,
-            "job_id": job.job_id if job else None,
-        }
-
-    def on_kill(self) -> None:
-        """Kill the remote job (default) or keep it; delete an ephemeral instance. Fast: Airflow allows ~5 s."""
-        handle = self._handle or self._handle_from_xcom()
-        name = (handle or {}).get("instance_name") or self._ephemeral_name
-        if self.ephemeral and name:
-            self.log.warning("Task killed: deleting its ephemeral instance %s.", name)
-            with contextlib.suppress(Exception):
-                self.hook.run_cli(["delete", name], timeout=ON_KILL_TIMEOUT, retry=False)
-            return
-        if not handle or self.on_kill_action != "kill":
-            return
-        job = RemoteJob.from_dict(handle["job"])
-        self.log.warning("Task killed: killing job %s on %s.", job.job_id, name)
-        with contextlib.suppress(Exception):
-            self.hook.kill_job(str(name), job, grace_seconds=1, timeout=ON_KILL_TIMEOUT)
-
-    def _handle_from_xcom(self) -> dict[str, Any] | None:
-        """After deferral the operator is rehydrated without attributes: the handle is in XCom."""
-        if self._ti is None:
-            return None
-        try:
-            value = self._ti.xcom_pull(task_ids=self._ti.task_id, key=XCOM_JOB)
-        except Exception:
-            return None
-        return value if isinstance(value, dict) else None
+__all__ = [
+    "XCOM_INSTANCE",
+    "XCOM_INSTANCE_NAME",
+    "XCOM_JOB",
+    "BrevCreateInstanceOperator",
+    "BrevDeleteInstanceOperator",
+    "BrevExecOperator",
+]

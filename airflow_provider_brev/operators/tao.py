@@ -23,13 +23,16 @@ from typing import TYPE_CHECKING, Any
 
 from airflow_provider_brev._compat import mask_secret
 from airflow_provider_brev.cli.tao import (
+    NOT_VERIFIED,
+    PROGRAM_FAULT,
+    UNREACHABLE_KPI,
     build_report_command,
     build_tao_command,
-    classify_fault,
     image_registry,
     parse_report,
     remote_path,
     validate_image,
+    verify_tao_run,
 )
 from airflow_provider_brev.exceptions import (  # re-exported
     BrevError,
@@ -39,7 +42,7 @@ from airflow_provider_brev.exceptions import (  # re-exported
     TaoVerificationError,
 )
 from airflow_provider_brev.operators.base import BrevBaseOperator
-from airflow_provider_brev.operators.brev import BrevExecOperator
+from airflow_provider_brev.operators.exec import BrevExecOperator
 from airflow_provider_brev.utils.mixins import brev_template_fields
 from airflow_provider_brev.utils.preflight import (
     BrevPreflightError,
@@ -55,6 +58,12 @@ if TYPE_CHECKING:
     from airflow.sdk import Context
 
     from airflow_provider_brev.cli.remote_job import RemoteJob
+
+#: The typed error of each failing verdict that carries no exit code (a program fault carries one).
+_VERDICT_ERRORS: dict[str, type[TaoVerificationError | TaoUnreachableKpiError]] = {
+    NOT_VERIFIED: TaoVerificationError,
+    UNREACHABLE_KPI: TaoUnreachableKpiError,
+}
 
 #: Epoch lines as TAO prints them ("Epoch 3/10").
 EPOCH_PROGRESS_REGEX = r"[Ee]poch[ :]+(\d+)\s*/\s*(\d+)"
@@ -289,6 +298,7 @@ class TaoOperator(BrevExecOperator):
 
     # -- after the container exited ---------------------------------------------------------------
     def _result(self, name: str, job: RemoteJob | None, exit_code: int, last_line: str) -> dict[str, Any]:
+        """Collect what TAO left on the instance and judge it with :func:`verify_tao_run`."""
         result = self.hook.exec_script(
             name,
             build_report_command(
@@ -296,36 +306,21 @@ class TaoOperator(BrevExecOperator):
             ),
         )
         report = parse_report(result.stdout_lines)
-        what = f"TAO {self.task} {self.action}"
-        if report.unreachable_kpi is not None:
-            raise TaoUnreachableKpiError(
-                f"{what}: no threshold meets the recall target (unreachable_kpi.txt: "
-                f"{report.unreachable_kpi.strip()[:300]}). Retrain or relabel; retrying cannot help, so no retry."
-            )
-        if exit_code != 0:
-            fault = classify_fault(report.fault_lines)
-            if fault:
-                kind, hint, line = fault
-                raise TaoProgramFaultError(
-                    f"{what} failed with exit code {exit_code}: {kind} ({line[:300]}). Not retried: {hint}.",
-                    exit_code=exit_code,
-                )
-            return super()._result(name, job, exit_code, last_line)  # infrastructure or unknown: may retry
-        status = (report.last_status or {}).get("status")
-        if status != "SUCCESS":
-            raise TaoVerificationError(
-                f"{what} exited 0 but the last status.json record is {status or 'missing'} "
-                f"(in {self.results_dir}/{self.action}/status.json): not counted as success."
-            )
-        if self.require_new_checkpoint and not report.new_checkpoints:
-            raise TaoVerificationError(
-                f"{what} exited 0 and status.json says SUCCESS, but no new checkpoint was written (TAO's silent PASS: "
-                "e.g. resume_training_checkpoint_path on a model that already used up its epochs). For warm starts use "
-                "train.pretrained_model_path."
-            )
-        base = super()._result(name, job, exit_code, last_line)
+        verdict = verify_tao_run(
+            report,
+            exit_code=exit_code,
+            task=self.task,
+            action=self.action,
+            results_dir=self.results_dir,
+            require_new_checkpoint=self.require_new_checkpoint,
+        )
+        if verdict.kind == PROGRAM_FAULT:
+            raise TaoProgramFaultError(verdict.message, exit_code=exit_code)
+        if verdict.kind in _VERDICT_ERRORS:
+            raise _VERDICT_ERRORS[verdict.kind](verdict.message)
+        base = super()._result(name, job, exit_code, last_line)  # COMMAND_FAILED raises here (and may retry)
         kpis = report.kpis()
-        self.log.info("%s succeeded; KPIs: %s", what, kpis)
+        self.log.info("%s KPIs: %s", verdict.message, kpis)
         return {
             **base,
             "kpis": kpis,

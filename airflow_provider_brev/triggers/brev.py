@@ -19,10 +19,11 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
-from airflow_provider_brev.cli.job_follower import JobFollower
+from airflow_provider_brev.cli.job_follower import FollowPolicy
 from airflow_provider_brev.cli.remote_job import RemoteJob
-from airflow_provider_brev.exceptions import BrevConnectionLostError, BrevError, BrevTransientError
+from airflow_provider_brev.exceptions import BrevError
 from airflow_provider_brev.hooks.brev import DEFAULT_PROBE_TIMEOUT, BrevHook
+from airflow_provider_brev.utils.job_runner import JobRunner
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -160,6 +161,16 @@ class BrevInstanceReadyTrigger(BrevBaseTrigger):
             self.log.exception("Could not delete instance %s on kill; the teardown/janitor will.", self.instance_name)
 
 
+#: The remote-job trigger's arguments that make up its :class:`FollowPolicy` (argument name -> policy field).
+_POLICY_FIELDS = {
+    "deadline": "deadline",
+    "poll_interval": "poll_interval",
+    "log_chunk_bytes": "max_bytes",
+    "max_poll_failures": "max_poll_failures",
+    "progress_regex": "progress_regex",
+}
+
+
 class BrevRemoteJobTrigger(BrevBaseTrigger):
     """Follow a detached remote job until it ends: stream its log into the task log, then yield one event.
 
@@ -227,45 +238,32 @@ class BrevRemoteJobTrigger(BrevBaseTrigger):
         self.max_poll_failures = int(max_poll_failures)
         self.last_line = last_line
 
+    @classmethod
+    def for_policy(cls, *, policy: FollowPolicy, **kwargs: Any) -> BrevRemoteJobTrigger:
+        """A trigger following a job with ``policy`` (the same settings the worker-side runner uses)."""
+        return cls(**{name: getattr(policy, field) for name, field in _POLICY_FIELDS.items()}, **kwargs)
+
+    @property
+    def policy(self) -> FollowPolicy:
+        """How this trigger follows its job (:class:`~airflow_provider_brev.cli.job_follower.FollowPolicy`)."""
+        return FollowPolicy(**{field: getattr(self, name) for name, field in _POLICY_FIELDS.items()})
+
     async def run(self) -> AsyncIterator[TriggerEvent]:
-        hook = self._hook()
         job = RemoteJob.from_dict(self.job)
-        follower = JobFollower(self.offset, self.last_line, self.progress_regex)
-        failures = 0
+        runner = JobRunner(
+            self._hook(), self.instance_name, job, self.policy, self.log, offset=self.offset, last_line=self.last_line
+        )
         self.log.info("Following job %s on %s from the triggerer.", job.job_id, self.instance_name)
         try:
-            while True:
-                if self.deadline is not None and not follower.timed_out and time.time() >= self.deadline:
-                    follower.timed_out = True
-                    self.log.warning("Deadline passed: killing job %s on %s.", job.job_id, self.instance_name)
-                    await hook.akill_job(self.instance_name, job)
-                try:
-                    poll = await hook.apoll_job(
-                        self.instance_name, job, offset=follower.offset, max_bytes=self.log_chunk_bytes
-                    )
-                except (BrevConnectionLostError, BrevTransientError) as err:
-                    failures += 1
-                    if failures > self.max_poll_failures:
-                        raise
-                    self.log.warning("Poll %d of job %s failed (%s); retrying.", failures, job.job_id, err)
-                    await asyncio.sleep(min(self.poll_interval * failures, 60))
-                    continue
-                failures = 0
-                for line in follower.apply(poll):
-                    self.log.info("[%s] %s", self.instance_name, line)
-                    if progress := follower.progress(line):
-                        self.log.info("Job %s %s", job.job_id, progress)
-                if follower.complete:
-                    outcome = follower.outcome()
-                    yield self._event(outcome.state, f"Job {job.job_id} ended: {outcome.state}", **outcome.to_dict())
-                    return
-                if not follower.behind:
-                    await asyncio.sleep(self.poll_interval)
+            outcome = await runner.afollow()
         except BrevError as err:
-            yield self._event(EVENT_ERROR, str(err), error_type=type(err).__name__, offset=follower.offset)
+            yield self._event(EVENT_ERROR, str(err), error_type=type(err).__name__, offset=runner.offset)
+            return
         except Exception as err:
             self.log.exception("Unexpected error while following job %s", job.job_id)
             yield self._event(EVENT_ERROR, f"{type(err).__name__}: {err}", error_type=type(err).__name__)
+            return
+        yield self._event(outcome.state, f"Job {job.job_id} ended: {outcome.state}", **outcome.to_dict())
 
     async def on_kill(self) -> None:
         """Airflow 3.3+: a user marked the deferred task failed/success or cleared it."""

@@ -9,6 +9,12 @@ import subprocess
 import pytest
 
 from airflow_provider_brev.cli.tao import (
+    COMMAND_FAILED,
+    NOT_VERIFIED,
+    PROGRAM_FAULT,
+    UNREACHABLE_KPI,
+    VERIFIED,
+    TaoReport,
     build_report_command,
     build_tao_command,
     classify_fault,
@@ -16,6 +22,7 @@ from airflow_provider_brev.cli.tao import (
     parse_report,
     spec_references_hugging_face,
     validate_image,
+    verify_tao_run,
 )
 
 IMAGE = "nvcr.io/nvidia/tao/tao-toolkit:6.26.3-pyt"
@@ -90,3 +97,50 @@ def test_hugging_face_detection():
     assert spec_references_hugging_face({"model": {"backbone": "hf_model://nvidia/C-RADIOv2-B"}})
     assert spec_references_hugging_face(["https://huggingface.co/x"])
     assert not spec_references_hugging_face({"a": "/results/x.pth", "b": 3})
+
+
+def report(status=None, *, started=100.0, checkpoints=(), unreachable=None, faults=()):
+    """A :class:`TaoReport` as :func:`parse_report` builds it."""
+    return TaoReport(
+        last_status=None if status is None else {"status": status},
+        started_at=started,
+        checkpoints=list(checkpoints),
+        files={} if unreachable is None else {"unreachable_kpi.txt": unreachable},
+        fault_lines=list(faults),
+    )
+
+
+NEW_CKPT = [(150.0, 10, "model_epoch_001.pth")]
+OLD_CKPT = [(50.0, 10, "model_epoch_001.pth")]
+OOM = "torch.cuda.OutOfMemoryError: CUDA out of memory."
+
+
+@pytest.mark.parametrize(
+    ("exit_code", "tao_report", "require_ckpt", "kind", "in_message"),
+    [
+        (0, report("SUCCESS", checkpoints=NEW_CKPT), True, VERIFIED, "succeeded"),
+        (0, report("SUCCESS"), False, VERIFIED, "succeeded"),
+        (0, report("SUCCESS", checkpoints=OLD_CKPT), True, NOT_VERIFIED, "no new checkpoint"),
+        (0, report("SUCCESS"), True, NOT_VERIFIED, "no new checkpoint"),
+        (0, report("RUNNING", checkpoints=NEW_CKPT), True, NOT_VERIFIED, "last status.json record is RUNNING"),
+        (0, report(None, checkpoints=NEW_CKPT), True, NOT_VERIFIED, "record is missing (in runs/train/status.json)"),
+        (1, report("FAILURE", faults=[OOM]), True, PROGRAM_FAULT, "out of memory"),
+        (1, report(None, faults=["omegaconf.errors.ConfigKeyError: Key 'x' not in"]), False, PROGRAM_FAULT, "spec"),
+        (137, report("STARTED"), True, COMMAND_FAILED, "exit code 137"),
+        (0, report("SUCCESS", unreachable="recall 0.99 unreachable"), False, UNREACHABLE_KPI, "unreachable"),
+        (2, report(None, unreachable="x", faults=[OOM]), False, UNREACHABLE_KPI, "no retry"),
+    ],
+)
+def test_verify_tao_run(exit_code, tao_report, require_ckpt, kind, in_message):
+    verdict = verify_tao_run(
+        tao_report,
+        exit_code=exit_code,
+        task="visual_changenet",
+        action="train",
+        results_dir="runs/",
+        require_new_checkpoint=require_ckpt,
+    )
+    assert verdict.kind == kind
+    assert verdict.ok == (kind == VERIFIED)
+    assert in_message in verdict.message
+    assert verdict.message.startswith("TAO visual_changenet train")

@@ -1,0 +1,229 @@
+"""The one job runner: attach-or-launch a detached remote job and follow it, on a worker or in the triggerer.
+
+Every decision lives in the pure :class:`~airflow_provider_brev.cli.job_follower.JobFollower`; this module only
+does I/O around it:
+
+* :meth:`JobRunner.follow` (sync, the operators on a worker) and :meth:`JobRunner.afollow` (async,
+  :class:`~airflow_provider_brev.triggers.brev.BrevRemoteJobTrigger`) ask the machine for the next action, run it
+  (``poll_job`` / ``apoll_job``, ``kill_job`` / ``akill_job``, sleep), feed the answer back and emit the log
+  records it decided -- so the worker and the triggerer cannot drift apart;
+* :func:`attach_or_launch` finds a job an earlier try left running (deterministic per-try job ids, plus a
+  handle from the task state store), re-attaches to it or collects it, and otherwise launches this try's job
+  (the launch guard on the instance makes a second launch of the same id start nothing).
+
+Used by :class:`~airflow_provider_brev.operators.exec.BrevExecOperator`, the TAO operators
+(:mod:`airflow_provider_brev.operators.tao`) and the remote-job trigger.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from typing import TYPE_CHECKING, Any, Protocol
+
+from airflow_provider_brev.cli.job_follower import (
+    COLLECT,
+    REATTACH,
+    RELAUNCH,
+    FollowPolicy,
+    GiveUp,
+    JobDone,
+    JobFollower,
+    JobOutcome,
+    KillJob,
+    PollJob,
+    Wait,
+    earlier_job_verdict,
+)
+from airflow_provider_brev.exceptions import BrevError
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable, Sequence
+
+    from airflow_provider_brev.cli.remote_job import LaunchResult, PollResult, RemoteJob
+
+
+class JobLog(Protocol):
+    """The logger calls the runner makes (a stdlib ``logging.Logger`` or Airflow's structlog logger)."""
+
+    def info(self, event: Any, *args: Any, **kw: Any) -> Any: ...
+
+    def log(self, level: int, event: Any, *args: Any, **kw: Any) -> Any: ...
+
+
+class JobHook(Protocol):
+    """The hook methods the runner uses (:class:`~airflow_provider_brev.hooks.brev.BrevHook` has them)."""
+
+    def poll_job(self, name: str, job: RemoteJob, *, offset: int, max_bytes: int = ...) -> PollResult: ...
+
+    async def apoll_job(self, name: str, job: RemoteJob, *, offset: int, max_bytes: int = ...) -> PollResult: ...
+
+    def kill_job(self, name: str, job: RemoteJob, *, grace_seconds: float = ..., timeout: float = ...) -> str: ...
+
+    async def akill_job(
+        self, name: str, job: RemoteJob, *, grace_seconds: float = ..., timeout: float = ...
+    ) -> str: ...
+
+
+class JobLauncher(JobHook, Protocol):
+    """What :func:`attach_or_launch` and :meth:`JobRunner.cleanup` also need."""
+
+    def launch_job(
+        self,
+        name: str,
+        job: RemoteJob,
+        command: str,
+        *,
+        env: dict[str, str] | None = ...,
+        cwd: str | None = ...,
+        secret_env: dict[str, str] | None = ...,
+    ) -> LaunchResult: ...
+
+    def cleanup_job(self, name: str, job: RemoteJob) -> str: ...
+
+
+class JobRunner:
+    """Follow one detached job with the shared :class:`JobFollower` decisions.
+
+    :param hook: the Brev hook (or anything with its job methods).
+    :param instance_name: the instance the job runs on.
+    :param job: the job's handle.
+    :param policy: poll interval, chunk size, failure budget, deadline, progress regex.
+    :param log: where the job's lines and the runner's messages go (the task's or the trigger's logger).
+    :param offset: byte offset already shown (resume point).
+    :param last_line: the last non-empty line shown so far.
+    :param clock: the wall clock (epoch seconds), for the deadline.
+    """
+
+    def __init__(
+        self,
+        hook: JobHook,
+        instance_name: str,
+        job: RemoteJob,
+        policy: FollowPolicy,
+        log: JobLog,
+        *,
+        offset: int = 0,
+        last_line: str = "",
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.hook = hook
+        self.instance_name = instance_name
+        self.job = job
+        self.log = log
+        self.clock = clock
+        self.machine = JobFollower(
+            policy, instance_name=instance_name, job_id=job.job_id, offset=offset, last_line=last_line
+        )
+
+    @property
+    def offset(self) -> int:
+        """Bytes of log shown so far (where a resumed follower starts)."""
+        return self.machine.offset
+
+    def _next(self) -> PollJob | KillJob | Wait | JobDone:
+        """The machine's next action, with the log records it decided emitted; raises on :class:`GiveUp`."""
+        action = self.machine.next_action(self.clock())
+        for level, message in self.machine.take_notes():
+            self.log.log(level, "%s", message)
+        if isinstance(action, GiveUp):
+            raise action.error
+        return action
+
+    def _answer(self, answer: PollResult | str) -> None:
+        """Feed the machine what the call returned (a kill reports a word, a poll a :class:`PollResult`)."""
+        if isinstance(answer, str):
+            self.machine.receive_kill(answer)
+        else:
+            self.machine.receive_poll(answer)
+
+    def _call(self, action: PollJob | KillJob) -> PollResult | str:
+        if isinstance(action, KillJob):
+            return self.hook.kill_job(self.instance_name, self.job)
+        return self.hook.poll_job(self.instance_name, self.job, offset=action.offset, max_bytes=action.max_bytes)
+
+    async def _acall(self, action: PollJob | KillJob) -> PollResult | str:
+        if isinstance(action, KillJob):
+            return await self.hook.akill_job(self.instance_name, self.job)
+        return await self.hook.apoll_job(self.instance_name, self.job, offset=action.offset, max_bytes=action.max_bytes)
+
+    def follow(self, sleep: Callable[[float], Any] = time.sleep) -> JobOutcome:
+        """Follow the job until it ended and its whole log was emitted (sync driver)."""
+        while not isinstance(action := self._next(), JobDone):
+            if isinstance(action, Wait):
+                sleep(action.seconds)
+                continue
+            try:
+                self._answer(self._call(action))
+            except BrevError as err:
+                self.machine.receive_error(err)
+        return action.outcome
+
+    async def afollow(self, sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep) -> JobOutcome:
+        """Async twin of :meth:`follow` (the triggerer's driver): the same decisions, awaited I/O."""
+        while not isinstance(action := self._next(), JobDone):
+            if isinstance(action, Wait):
+                await sleep(action.seconds)
+                continue
+            try:
+                self._answer(await self._acall(action))
+            except BrevError as err:
+                self.machine.receive_error(err)
+        return action.outcome
+
+
+def cleanup_job(hook: JobLauncher, instance_name: str, job: RemoteJob) -> None:
+    """Remove a collected job's directory on the instance, best-effort."""
+    with contextlib.suppress(BrevError):
+        hook.cleanup_job(instance_name, job)
+
+
+def attach_or_launch(
+    hook: JobLauncher,
+    log: JobLog,
+    instance_name: str,
+    current: RemoteJob,
+    earlier: Sequence[RemoteJob],
+    command: str,
+    *,
+    env: dict[str, str] | None = None,
+    cwd: str | None = None,
+    secret_env: dict[str, str] | None = None,
+) -> RemoteJob:
+    """The job this try follows: an earlier try's job still running or finished well, else this try's own.
+
+    :param current: this try's job (deterministic id: a crashed worker's re-run of the same try re-attaches
+        through the launch guard).
+    :param earlier: jobs earlier tries may have left on the instance, most likely first.
+    :param secret_env: secret values: delivered in a 0600 file by the hook, never on a command line.
+    """
+    for job in earlier:
+        if job.job_id == current.job_id:
+            continue
+        poll = hook.poll_job(instance_name, job, offset=0, max_bytes=1)
+        verdict = earlier_job_verdict(poll)
+        if verdict == REATTACH:
+            log.info("Re-attaching to job %s of an earlier try, still running: not launching again.", job.job_id)
+            return job
+        if verdict == COLLECT:
+            log.info(
+                "Job %s of an earlier try finished successfully after its worker was lost: collecting its result.",
+                job.job_id,
+            )
+            return job
+        if verdict == RELAUNCH:
+            log.info(
+                "Job %s of an earlier try ended (%s, exit code %s): relaunching as %s.",
+                job.job_id,
+                poll.state,
+                poll.exit_code,
+                current.job_id,
+            )
+            cleanup_job(hook, instance_name, job)
+    launch = hook.launch_job(instance_name, current, command, env=env, cwd=cwd, secret_env=secret_env)
+    if launch.launched:
+        log.info("Launched job %s on %s (pid %s).", current.job_id, instance_name, launch.pid)
+    else:
+        log.info("Job %s already exists on %s (this try launched it before): attaching.", current.job_id, instance_name)
+    return current
