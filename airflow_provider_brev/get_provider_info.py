@@ -24,7 +24,12 @@ def get_provider_info() -> dict:
         "hooks": [
             {
                 "integration-name": "NVIDIA Brev",
-                "python-modules": ["airflow_provider_brev.hooks.brev"],
+                "python-modules": [
+                    "airflow_provider_brev.hooks.base",
+                    "airflow_provider_brev.hooks.instances",
+                    "airflow_provider_brev.hooks.brev",
+                    "airflow_provider_brev.hooks.s3_staging",
+                ],
             }
         ],
         "operators": [
@@ -32,6 +37,7 @@ def get_provider_info() -> dict:
                 "integration-name": "NVIDIA Brev",
                 "python-modules": [
                     "airflow_provider_brev.operators.brev",
+                    "airflow_provider_brev.operators.exec",
                     "airflow_provider_brev.operators.janitor",
                     "airflow_provider_brev.operators.tao",
                 ],

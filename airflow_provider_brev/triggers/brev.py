@@ -127,6 +127,7 @@ class BrevInstanceReadyTrigger(BrevBaseTrigger):
                         + (f" (last state: {last_stage})." if last_stage else "."),
                     )
                     return
+                check_started = time.monotonic()
                 readiness = await hook.acheck_readiness(
                     self.instance_name,
                     require_docker=self.require_docker,
@@ -143,7 +144,9 @@ class BrevInstanceReadyTrigger(BrevBaseTrigger):
                         EVENT_FAILED, readiness.message, stage=readiness.stage, instance=readiness.instance
                     )
                     return
-                await asyncio.sleep(max(0.0, min(self.poll_interval, self.deadline - time.time())))
+                # fixed rate, not fixed delay: a check that waited for the shared listing does not add its wait
+                pause = self.poll_interval - (time.monotonic() - check_started)
+                await asyncio.sleep(max(0.0, min(pause, self.deadline - time.time())))
         except BrevError as err:
             yield self._event(EVENT_ERROR, str(err), error_type=type(err).__name__)
         except Exception as err:  # never crash the triggerer; the task fails with the message
