@@ -56,6 +56,7 @@ __all__ = [
     "TaoProgramFaultError",
     "TaoUnreachableKpiError",
     "TaoVerificationError",
+    "error_from_event",
     "retry_policy",
 ]
 
@@ -216,3 +217,21 @@ class BrevTransferError(BrevError):
 
 class BrevTransferConflictError(BrevTransferError, AirflowFailException):
     """The destination already holds different objects and ``overwrite`` is off (a retry cannot help)."""
+
+
+def error_from_event(message: str, error_type: str | None) -> BrevError:
+    """Rebuild the typed error a trigger reported (its ``error_type`` is a class name of this module).
+
+    The type crosses the deferral by name, so the retry rule (:func:`retry_policy`) decides on the worker exactly
+    as it would have in the triggerer; unknown names become a plain :class:`BrevError`.
+
+    :param message: the error's message.
+    :param error_type: the class name the trigger sent.
+    """
+    cls = globals().get(error_type or "") if error_type in __all__ else None
+    if isinstance(cls, type) and issubclass(cls, BrevError):
+        try:
+            return cls(message)
+        except TypeError:  # a class with extra required arguments (e.g. BrevCommandError)
+            pass
+    return BrevError(message)

@@ -63,7 +63,8 @@ def work_command(marker_dir: Path, name: str) -> str:
 
 
 def provider_lifecycle(name: str, command: str) -> dict[str, Any]:
-    from airflow_provider_brev.hooks.brev import BrevHook, _reset_process_caches
+    from airflow_provider_brev.hooks.base import _reset_process_caches
+    from airflow_provider_brev.hooks.brev import BrevHook
 
     _reset_process_caches()  # one lifecycle per task process, as on an Airflow worker
     started = time.time()

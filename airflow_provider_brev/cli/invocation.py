@@ -9,14 +9,14 @@ libraries). :func:`drive` runs the protocol with plain callables (used by the sy
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator
+from collections.abc import Awaitable, Callable, Generator
 from dataclasses import dataclass
 
 from airflow_provider_brev.cli.classify import classify_failure, should_relogin
 from airflow_provider_brev.cli.lines import ProcessResult
 from airflow_provider_brev.exceptions import BrevTimeoutError
 
-__all__ = ["EnsureLogin", "Invocation", "RunCli", "Step", "drive", "invocation"]
+__all__ = ["EnsureLogin", "Invocation", "OutputView", "RunCli", "Step", "adrive", "drive", "exec_view", "invocation"]
 
 
 @dataclass(frozen=True)
@@ -38,6 +38,20 @@ class RunCli:
 
 
 Step = EnsureLogin | RunCli
+#: Which part of a result (stdout, stderr) the re-login decision and the classifier may read.
+OutputView = Callable[[ProcessResult], tuple[str, str]]
+
+
+def exec_view(stdout_lines: int = 5, stderr_lines: int = 10) -> OutputView:
+    """The view of a ``brev exec`` result: the output's tail, where the CLI's own words are, not the remote
+    command's output (a remote command printing "unknown flag" must not become an input error).
+
+    :param stdout_lines: how many last stdout lines to read.
+    :param stderr_lines: how many last stderr lines to read (the CLI's error block is printed last).
+    """
+    return lambda r: ("\n".join(r.stdout_lines[-stdout_lines:]), "\n".join(r.stderr_lines[-stderr_lines:]))
+
+
 #: The protocol's type: yields steps, receives ``None`` (after a login) or a :class:`ProcessResult`.
 Invocation = Generator[Step, "ProcessResult | None", ProcessResult]
 
@@ -49,7 +63,7 @@ def invocation(
     authenticated: bool,
     can_login: bool,
     check: bool = True,
-    stdout_view: Callable[[ProcessResult], str] | None = None,
+    view: OutputView | None = None,
 ) -> Invocation:
     """The protocol of one ``brev <command> ...`` call.
 
@@ -58,8 +72,8 @@ def invocation(
     :param authenticated: the call needs a session (log in first; re-login once on the logged-out path).
     :param can_login: the connection holds a secret to log in with.
     :param check: raise the classified error on a non-zero exit (otherwise return the result as it is).
-    :param stdout_view: which part of stdout the re-login decision and the classifier may read (``exec``: not
-        the remote command's own output); default: all of it.
+    :param view: which part of the output the re-login decision and the classifier may read (``exec``: not the
+        remote command's own output, :func:`exec_view`); default: all of it.
     """
     if authenticated:
         yield EnsureLogin()
@@ -70,20 +84,20 @@ def invocation(
         if result.timed_out:
             limit = f"{timeout:.0f} s" if timeout is not None else "its time budget"
             raise BrevTimeoutError(f"`brev {command}` did not finish within {limit}.", command=command)
-        stdout = stdout_view(result) if stdout_view is not None else result.stdout
+        stdout, stderr = view(result) if view is not None else (result.stdout, result.stderr)
         if should_relogin(
             authenticated=authenticated,
             can_login=can_login,
             first_round=first_round,
             exit_code=result.exit_code,
             stdout=stdout,
-            stderr=result.stderr,
+            stderr=stderr,
         ):
             first_round = False
             yield EnsureLogin(force=True, failed_since=result.started_at)
             continue
         if check and result.exit_code != 0:
-            raise classify_failure(command, result.exit_code, stdout, result.stderr)
+            raise classify_failure(command, result.exit_code, stdout, stderr)
         return result
 
 
@@ -103,5 +117,25 @@ def drive(
                 answer = None
             else:
                 answer = run()
+    except StopIteration as stop:
+        return stop.value  # type: ignore[no-any-return]
+
+
+async def adrive(
+    protocol: Invocation,
+    *,
+    login: Callable[[EnsureLogin], Awaitable[None]],
+    run: Callable[[], Awaitable[ProcessResult]],
+) -> ProcessResult:
+    """Run ``protocol`` asynchronously: the async twin of :func:`drive` (same protocol, awaited steps)."""
+    answer: ProcessResult | None = None
+    try:
+        while True:
+            step = protocol.send(answer)
+            if isinstance(step, EnsureLogin):
+                await login(step)
+                answer = None
+            else:
+                answer = await run()
     except StopIteration as stop:
         return stop.value  # type: ignore[no-any-return]

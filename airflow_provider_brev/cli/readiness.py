@@ -17,7 +17,7 @@ import secrets
 import shlex
 from collections.abc import Generator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from airflow_provider_brev.cli.output import (
     STATUS_DELETING,
@@ -27,6 +27,7 @@ from airflow_provider_brev.cli.output import (
     STATUS_STOPPING,
     BrevInstance,
 )
+from airflow_provider_brev.exceptions import BrevTimeoutError, retry_policy
 
 STAGE_MISSING = "missing"
 STAGE_FAILED = "failed"
@@ -204,3 +205,102 @@ def next_poll_interval(base: float, seconds_in_stage: float) -> float:
     if seconds_in_stage < FAST_POLL_SECONDS or base >= MAX_POLL_INTERVAL:
         return base
     return MAX_POLL_INTERVAL
+
+
+# --- one wait: cadence, deadline and failure budget, shared by the hook's sync wait and the trigger ------------
+
+#: Failed checks in a row (transient errors, timeouts) a wait tolerates before it gives up.
+MAX_CHECK_FAILURES = 5
+
+
+@dataclass(frozen=True)
+class WaitStep:
+    """What a readiness wait does next.
+
+    :param action: ``check`` (sleep ``sleep`` seconds, then check again), ``ready``, ``failed`` (terminal state),
+        ``timeout`` (deadline passed) or ``error`` (checks kept failing).
+    :param message: what to tell the user.
+    :param sleep: seconds to sleep before the next check (``check`` only).
+    :param log_stage: the check reached a new stage: log ``message``.
+    :param readiness: the last readiness seen, if any.
+    """
+
+    action: Literal["check", "ready", "failed", "timeout", "error"]
+    message: str = ""
+    sleep: float = 0.0
+    log_stage: bool = False
+    readiness: Readiness | None = None
+
+
+class ReadinessWait:
+    """The pure state of one wait until an instance is ready (sans-I/O; clock values come from the driver).
+
+    The driver asks :meth:`before_check` (deadline), runs one layered check, then feeds :meth:`on_readiness` or
+    :meth:`on_error` and sleeps as told. Transient errors and timeouts of single checks (a slow or failing
+    ``brev ls``) do not end the wait until :data:`MAX_CHECK_FAILURES` in a row; anything else ends it at once.
+    Cadence is fixed-rate from each check's start, backing off in long stages (:func:`next_poll_interval`).
+
+    :param name: the instance.
+    :param deadline: when to give up, in the driver's clock.
+    :param poll_interval: the base seconds between checks.
+    :param now: the driver's clock at the start of the wait.
+    :param max_failures: failed checks in a row tolerated.
+    """
+
+    def __init__(
+        self, name: str, *, deadline: float, poll_interval: float, now: float, max_failures: int = MAX_CHECK_FAILURES
+    ) -> None:
+        self.name = name
+        self.deadline = deadline
+        self.poll_interval = poll_interval
+        self.max_failures = max_failures
+        self.started = now
+        self.stage_since = now
+        self.check_started = now
+        self.failures = 0
+        self.last: Readiness | None = None
+
+    def remaining(self, now: float) -> float:
+        """Seconds left before the deadline."""
+        return self.deadline - now
+
+    def before_check(self, now: float) -> WaitStep | None:
+        """``timeout`` when the deadline has passed, else ``None`` (go on and check)."""
+        self.check_started = now
+        if now < self.deadline:
+            return None
+        last = f" (last state: {self.last.message})" if self.last else "."
+        budget = self.deadline - self.started
+        message = f"Instance {self.name!r} was not ready after {budget:.0f} s{last}"
+        return WaitStep("timeout", message, readiness=self.last)
+
+    def _next(self, now: float) -> float:
+        pause = next_poll_interval(self.poll_interval, now - self.stage_since) - (now - self.check_started)
+        return max(0.0, min(pause, self.deadline - now))
+
+    def on_readiness(self, readiness: Readiness, now: float) -> WaitStep:
+        """The verdict after a successful check."""
+        self.failures = 0
+        changed = self.last is None or readiness.stage != self.last.stage
+        if changed:
+            self.stage_since = now
+        self.last = readiness
+        if readiness.ready:
+            return WaitStep("ready", readiness.message, log_stage=changed, readiness=readiness)
+        if readiness.terminal:
+            return WaitStep("failed", readiness.message, log_stage=changed, readiness=readiness)
+        return WaitStep("check", readiness.message, sleep=self._next(now), log_stage=changed, readiness=readiness)
+
+    def on_error(self, error: BaseException, now: float) -> WaitStep:
+        """The verdict after a check raised ``error``: keep waiting on transient trouble, within the budget."""
+        transient = retry_policy(error) == "hook" or isinstance(error, BrevTimeoutError)
+        self.failures += 1
+        if transient and self.failures < self.max_failures:
+            return WaitStep(
+                "check",
+                f"Readiness check {self.failures}/{self.max_failures} of {self.name} failed ({error}); waiting on.",
+                sleep=self._next(now),
+                log_stage=True,
+                readiness=self.last,
+            )
+        return WaitStep("error", str(error), readiness=self.last)

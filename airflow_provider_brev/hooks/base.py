@@ -25,6 +25,7 @@ import json
 import os
 import shutil
 import threading
+import time
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -34,7 +35,7 @@ import tenacity
 from airflow_provider_brev._compat import AirflowNotFoundException, BaseHook, mask_secret
 from airflow_provider_brev.cli.classify import login_failure
 from airflow_provider_brev.cli.config import BrevCapabilities, BrevConnectionConfig, login_args
-from airflow_provider_brev.cli.invocation import EnsureLogin, Invocation, drive, invocation
+from airflow_provider_brev.cli.invocation import EnsureLogin, Invocation, OutputView, adrive, drive, invocation
 from airflow_provider_brev.cli.output import parse_help_flags, parse_version
 from airflow_provider_brev.exceptions import (
     BREV_DOCS_URL,
@@ -60,6 +61,7 @@ LOGIN_TIMEOUT = 60.0
 _CAPABILITIES: dict[tuple[str, float], BrevCapabilities] = {}
 _LOGGED_IN: set[tuple[str, str]] = set()
 _CACHE_LOCK = threading.Lock()
+_PROBE_LOCKS: dict[str, threading.Lock] = {}
 
 
 @contextlib.contextmanager
@@ -252,8 +254,15 @@ class BrevBaseHook(BaseHook):
             key = (path, 0.0)
         with _CACHE_LOCK:
             cached = _CAPABILITIES.get(key)
+            probe_lock = _PROBE_LOCKS.setdefault(path, threading.Lock())
         if cached is not None:
             return cached
+        with probe_lock:  # one probe per CLI binary, however many threads ask at once
+            with _CACHE_LOCK:
+                cached = _CAPABILITIES.get(key)
+            return cached if cached is not None else self._probe_capabilities(path, key)
+
+    def _probe_capabilities(self, path: str, key: tuple[str, float]) -> BrevCapabilities:
         version_run = run_process([path, "--version"], env=self._env(), timeout=30, capture_stdout=True)
         version_text = (version_run.stdout + "\n" + version_run.stderr).strip()
         help_run = run_process([path, "create", "--help"], env=self._env(), timeout=30, capture_stdout=True)
@@ -288,10 +297,14 @@ class BrevBaseHook(BaseHook):
             stored.get("refresh_token"),
         )
 
-    def _credentials_mtime(self) -> float:
+    def _login_stamp(self) -> Path:
+        return self._home() / ".brev" / ".airflow-provider-brev-login.stamp"
+
+    def _last_login(self) -> float:
+        """When a task of this provider last logged in with this HOME (the CLI itself never writes this file)."""
         try:
-            return (self._home() / ".brev" / "credentials.json").stat().st_mtime
-        except OSError:
+            return float(self._login_stamp().read_text().strip() or 0)
+        except (OSError, ValueError):
             return 0.0
 
     def _ensure_logged_in(self, *, force: bool = False, failed_since: float | None = None) -> None:
@@ -300,13 +313,15 @@ class BrevBaseHook(BaseHook):
         if argv is None:
             return  # no secret configured: rely on a session the worker already has
         key = (str(self._home()), self.config.secret_fingerprint)
-        if not force and key in _LOGGED_IN:
-            return
+        with _CACHE_LOCK:
+            if not force and key in _LOGGED_IN:
+                return
         with _file_lock(self._home() / ".brev" / ".airflow-provider-brev-login.lock"):
             if not force and self._credentials_match():
-                _LOGGED_IN.add(key)
+                with _CACHE_LOCK:
+                    _LOGGED_IN.add(key)
                 return
-            if force and failed_since is not None and self._credentials_mtime() > failed_since:
+            if force and failed_since is not None and self._last_login() > failed_since:
                 return  # another task logged in after our call failed: just retry
             self.log.info("Logging in to Brev (brev login --%s ***).", "api-key" if self.config.api_key else "token")
             result = run_process([self.cli_path, *argv], env=self._env(), timeout=LOGIN_TIMEOUT)
@@ -314,7 +329,9 @@ class BrevBaseHook(BaseHook):
                 raise BrevTimeoutError(f"`brev login` did not finish within {LOGIN_TIMEOUT:.0f} s.", command="login")
             if result.exit_code != 0:
                 raise login_failure(result.exit_code, result.stdout, result.stderr)
-        _LOGGED_IN.add(key)
+            self._login_stamp().write_text(f"{time.time():.6f}")
+        with _CACHE_LOCK:
+            _LOGGED_IN.add(key)
 
     def _login_step(self, step: EnsureLogin) -> None:
         if step.force:
@@ -381,7 +398,7 @@ class BrevBaseHook(BaseHook):
         timeout: float,
         authenticated: bool,
         check: bool,
-        output_view: Callable[[ProcessResult], str] | None,
+        output_view: OutputView | None,
     ) -> Invocation:
         return invocation(
             args[0],
@@ -389,7 +406,7 @@ class BrevBaseHook(BaseHook):
             authenticated=authenticated,
             can_login=login_args(self.config) is not None,
             check=check,
-            stdout_view=output_view,
+            view=output_view,
         )
 
     def _callbacks(
@@ -412,7 +429,7 @@ class BrevBaseHook(BaseHook):
         check: bool = True,
         on_stdout: LineCallback | None = None,
         on_stderr: LineCallback | None = None,
-        output_view: Callable[[ProcessResult], str] | None = None,
+        output_view: OutputView | None = None,
     ) -> ProcessResult:
         """Run a ``brev`` sub-command (sync driver of :func:`~airflow_provider_brev.cli.invocation.invocation`).
 
@@ -425,7 +442,8 @@ class BrevBaseHook(BaseHook):
         :param check: raise the classified error on a non-zero exit.
         :param on_stdout: receive each stdout line (instead of the task log).
         :param on_stderr: receive each stderr line (instead of the task log).
-        :param output_view: the part of stdout the re-login decision may read (``exec``: not the remote output).
+        :param output_view: the part of the output the re-login decision and the classifier read (``exec``: not the
+            remote output, see :func:`~airflow_provider_brev.cli.invocation.exec_view`).
         """
         budget = timeout or self.command_timeout
         out, err = self._callbacks(args, capture, log_output, on_stdout)
@@ -459,7 +477,7 @@ class BrevBaseHook(BaseHook):
         check: bool = True,
         on_stdout: LineCallback | None = None,
         on_stderr: LineCallback | None = None,
-        output_view: Callable[[ProcessResult], str] | None = None,
+        output_view: OutputView | None = None,
     ) -> ProcessResult:
         """Async driver of the same protocol as :meth:`run_cli` (same parameters, same decisions)."""
         await self.aconfig()
@@ -468,27 +486,18 @@ class BrevBaseHook(BaseHook):
         err = on_stderr if on_stderr is not None else err
 
         async def attempt() -> ProcessResult:
-            protocol = self._protocol(
-                args, timeout=budget, authenticated=authenticated, check=check, output_view=output_view
+            return await adrive(
+                self._protocol(args, timeout=budget, authenticated=authenticated, check=check, output_view=output_view),
+                login=lambda step: asyncio.to_thread(self._login_step, step),
+                run=lambda: arun_process(
+                    self._argv(args),
+                    env=self._env(),
+                    timeout=budget,
+                    capture_stdout=capture,
+                    on_stdout=out,
+                    on_stderr=err,
+                ),
             )
-            answer: ProcessResult | None = None
-            try:
-                while True:
-                    step = protocol.send(answer)
-                    if isinstance(step, EnsureLogin):
-                        await asyncio.to_thread(self._login_step, step)
-                        answer = None
-                    else:
-                        answer = await arun_process(
-                            self._argv(args),
-                            env=self._env(),
-                            timeout=budget,
-                            capture_stdout=capture,
-                            on_stdout=out,
-                            on_stderr=err,
-                        )
-            except StopIteration as stop:
-                return stop.value  # type: ignore[no-any-return]
 
         return await (self.retry_async(attempt) if retry else attempt())  # type: ignore[no-any-return]
 

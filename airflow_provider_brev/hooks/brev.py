@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from airflow_provider_brev._compat import mask_secret
 from airflow_provider_brev.cli.classify import classify_failure
 from airflow_provider_brev.cli.config import BrevCapabilities, BrevConnectionConfig
+from airflow_provider_brev.cli.invocation import exec_view
 from airflow_provider_brev.cli.names import validate_instance_name
 from airflow_provider_brev.cli.output import (
     BrevInstance,
@@ -55,12 +56,11 @@ from airflow_provider_brev.exceptions import (
     BrevInvalidInputError,
     BrevTimeoutError,
 )
-from airflow_provider_brev.hooks.base import DEFAULT_CLI_TIMEOUT, _reset_process_caches
+from airflow_provider_brev.hooks.base import DEFAULT_CLI_TIMEOUT
 from airflow_provider_brev.hooks.instances import (
     DEFAULT_CREATE_TIMEOUT,
     DEFAULT_PROBE_TIMEOUT,
     BrevInstancesHook,
-    tail_view,
 )
 
 if TYPE_CHECKING:
@@ -77,7 +77,6 @@ __all__ = [
     "BrevHook",
     "BrevInstance",
     "CommandResult",
-    "_reset_process_caches",
 ]
 
 #: Default budget of a foreground ``run_command``: the first exec on a new instance takes the slow path.
@@ -164,6 +163,8 @@ class BrevHook(BrevInstancesHook):
             if on_line is not None:
                 on_line(line)
 
+        view = exec_view(3)
+
         def run_once() -> CommandResult:
             pending: deque[str] = deque()
 
@@ -186,7 +187,7 @@ class BrevHook(BrevInstancesHook):
                 check=False,
                 on_stdout=on_stdout,
                 on_stderr=on_stderr,
-                output_view=lambda r: "" if parse_once_marker(r.stderr_lines, marker) is not None else tail_view(3)(r),
+                output_view=lambda r: ("", "") if parse_once_marker(r.stderr_lines, marker) is not None else view(r),
             )
             for line in strip_once_stdout(list(pending), name):
                 emit(line)
@@ -201,7 +202,7 @@ class BrevHook(BrevInstancesHook):
                     cli_message=result.stderr,
                     command="exec",
                 )
-            raise classify_failure("exec", result.exit_code, tail_view(5)(result), result.stderr)
+            raise classify_failure("exec", result.exit_code, *view(result))
 
         return self.retry_sync(run_once)  # type: ignore[no-any-return]
 
@@ -248,7 +249,7 @@ class BrevHook(BrevInstancesHook):
             capture=True,
             retry=False,
             log_output=False,
-            output_view=tail_view(5),
+            output_view=exec_view(),
         )
 
     async def aexec_script(self, name: str, script: str, *, timeout: float = DEFAULT_PROBE_TIMEOUT) -> ProcessResult:
@@ -260,7 +261,7 @@ class BrevHook(BrevInstancesHook):
             capture=True,
             retry=False,
             log_output=False,
-            output_view=tail_view(5),
+            output_view=exec_view(),
         )
 
     @staticmethod

@@ -12,6 +12,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_brev.cli.argv import create_args, instance_type_list, ls_args, search_args
+from airflow_provider_brev.cli.invocation import exec_view
 from airflow_provider_brev.cli.names import validate_instance_name
 from airflow_provider_brev.cli.output import (
     STATUS_DELETING,
@@ -28,12 +29,13 @@ from airflow_provider_brev.cli.readiness import (
     ListInstance,
     Readiness,
     ReadinessCheck,
-    next_poll_interval,
+    ReadinessWait,
     readiness_check,
 )
 from airflow_provider_brev.exceptions import (
     BrevCLIError,
     BrevDuplicateNameError,
+    BrevError,
     BrevInstanceFailedError,
     BrevInstanceNotFoundError,
     BrevNoMatchingTypeError,
@@ -45,19 +47,14 @@ from airflow_provider_brev.hooks.listing import shared_listing
 from airflow_provider_brev.hooks.process import ProcessResult
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Sequence
 
-__all__ = ["DEFAULT_CREATE_TIMEOUT", "DEFAULT_PROBE_TIMEOUT", "BrevInstancesHook", "tail_view"]
+__all__ = ["DEFAULT_CREATE_TIMEOUT", "DEFAULT_PROBE_TIMEOUT", "BrevInstancesHook"]
 
 #: Default budget of ``brev create`` (it may try several instance types).
 DEFAULT_CREATE_TIMEOUT = 600.0
 #: Budget of one readiness probe (a first exec refreshes and waits for sshd: allow the cold path).
 DEFAULT_PROBE_TIMEOUT = 120.0
-
-
-def tail_view(lines: int) -> Callable[[ProcessResult], str]:
-    """A stdout view of the last ``lines`` lines (``exec``: the CLI's own words, not the remote output)."""
-    return lambda result: "\n".join(result.stdout_lines[-lines:])
 
 
 class BrevInstancesHook(BrevBaseHook):
@@ -90,7 +87,9 @@ class BrevInstancesHook(BrevBaseHook):
             return _find(await self.alist_instances(), name)
         config = await self.aconfig()
         key = (self.cli_path, str(self._home()), config.org or "", config.secret_fingerprint)
-        return _find(await shared_listing(key).get(self.alist_instances, since=since), name)
+        instances, started = await shared_listing(key).get(self.alist_instances, since=since)
+        self.__dict__["_listing_seen"] = started
+        return _find(instances, name)
 
     def search_instance_types(
         self, *, gpu_name: str | None = None, min_vram: float | None = None, include_cpu: bool = False
@@ -279,7 +278,7 @@ class BrevInstancesHook(BrevBaseHook):
             "check": False,
             "retry": False,
             "log_output": False,
-            "output_view": tail_view(3),
+            "output_view": exec_view(3),
         }
 
     def check_readiness(
@@ -320,8 +319,9 @@ class BrevInstancesHook(BrevBaseHook):
         :param since: accept listings started at or after this ``time.monotonic()`` value instead.
         """
         started = time.monotonic()
-        if since is None:
-            since = self.__dict__.get("_previous_check", started)
+        if since is None:  # newer than what this wait saw, and started after its previous check
+            seen = self.__dict__.get("_listing_seen")
+            since = max(self.__dict__.get("_previous_check", started), seen + 1e-6 if seen is not None else started)
         self.__dict__["_previous_check"] = started
         protocol: ReadinessCheck = readiness_check(name, require_docker=require_docker)
         answer: Any = None
@@ -354,36 +354,36 @@ class BrevInstancesHook(BrevBaseHook):
     ) -> BrevInstance:
         """Block until ``name`` is ready; fail fast on FAILURE, DELETING or a vanished instance.
 
-        Checks every ``poll_interval`` seconds while the instance is changing stage and at most every 2 s during a
-        long boot (:func:`~airflow_provider_brev.cli.readiness.next_poll_interval`).
+        Sync driver of :class:`~airflow_provider_brev.cli.readiness.ReadinessWait` (the trigger drives the same
+        state machine): checks every ``poll_interval`` seconds while the instance changes stage and at most every
+        2 s during a long boot; a few transient check failures in a row do not end the wait.
         """
-        started = time.monotonic()
-        deadline = started + timeout
-        last: Readiness | None = None
-        stage_since = started
+        wait = ReadinessWait(
+            name, deadline=time.monotonic() + timeout, poll_interval=poll_interval, now=time.monotonic()
+        )
         while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise BrevTimeoutError(
-                    f"Instance {name!r} was not ready after {timeout:.0f} s"
-                    + (f" (last state: {last.message})" if last else ".")
-                )
-            readiness = self.check_readiness(
-                name,
-                require_docker=require_docker,
-                probe_timeout=min(DEFAULT_PROBE_TIMEOUT, max(remaining, 1.0)),
-            )
-            if last is None or readiness.stage != last.stage:
-                self.log.info("Readiness of %s: %s", name, readiness.message)
-                stage_since = time.monotonic()
-            last = readiness
-            if readiness.ready:
-                self.log.info("Instance %s is ready after %.0f s.", name, time.monotonic() - started)
-                return BrevInstance(**dict(readiness.instance or {"name": name, "id": "", "status": "RUNNING"}))
-            if readiness.terminal:
-                raise BrevInstanceFailedError(readiness.message)
-            pause = next_poll_interval(poll_interval, time.monotonic() - stage_since)
-            time.sleep(min(pause, max(deadline - time.monotonic(), 0)))
+            step = wait.before_check(time.monotonic())
+            if step is None:
+                probe_timeout = min(DEFAULT_PROBE_TIMEOUT, max(wait.remaining(time.monotonic()), 1.0))
+                try:
+                    readiness = self.check_readiness(name, require_docker=require_docker, probe_timeout=probe_timeout)
+                except BrevError as err:
+                    step = wait.on_error(err, time.monotonic())
+                    if step.action == "error":
+                        raise
+                else:
+                    step = wait.on_readiness(readiness, time.monotonic())
+            if step.log_stage:
+                self.log.info("Readiness of %s: %s", name, step.message)
+            if step.action == "ready":
+                self.log.info("Instance %s is ready after %.0f s.", name, time.monotonic() - wait.started)
+                assert step.readiness is not None
+                return BrevInstance(**dict(step.readiness.instance or {"name": name, "id": "", "status": "RUNNING"}))
+            if step.action == "timeout":
+                raise BrevTimeoutError(step.message)
+            if step.action == "failed":
+                raise BrevInstanceFailedError(step.message)
+            time.sleep(step.sleep)
 
 
 def _find(instances: list[BrevInstance], name: str) -> BrevInstance | None:

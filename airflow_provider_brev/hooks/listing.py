@@ -31,20 +31,25 @@ class SharedListing:
         self._inflight: asyncio.Future[list[BrevInstance]] | None = None
         self._inflight_started = float("-inf")
 
-    async def get(self, fetch: Callable[[], Awaitable[list[BrevInstance]]], *, since: float) -> list[BrevInstance]:
-        """A listing whose ``brev ls`` started at or after ``since`` (``time.monotonic()``).
+    async def get(
+        self, fetch: Callable[[], Awaitable[list[BrevInstance]]], *, since: float
+    ) -> tuple[list[BrevInstance], float]:
+        """A listing whose ``brev ls`` started at or after ``since`` (``time.monotonic()``), and when it started.
 
         :param fetch: runs one ``brev ls`` (only called when no qualifying listing exists or is in flight).
         :param since: the caller's previous check (or the start of its wait).
         """
         if self._value is not None and self._value_started >= since:
-            return self._value
+            return self._value, self._value_started
         if self._inflight is None or self._inflight.done() or self._inflight_started < since:
             self._inflight_started = time.monotonic()
             self._inflight = asyncio.ensure_future(self._refresh(fetch, self._inflight_started))
-        return await asyncio.shield(self._inflight)
+        started = self._inflight_started
+        return await asyncio.shield(self._inflight), started
 
     async def _refresh(self, fetch: Callable[[], Awaitable[list[BrevInstance]]], started: float) -> list[BrevInstance]:
+        """One ``brev ls``; a failure reaches every waiter of this fetch, and the next ``get`` fetches anew (each
+        waiter's own failure budget decides whether to wait on)."""
         value = await fetch()
         if started >= self._value_started:
             self._value, self._value_started = value, started

@@ -148,7 +148,8 @@ async def arun_process(
                 return
             splitter.feed(chunk)
 
-    pumps = asyncio.gather(pump(proc.stdout, LineSplitter(out)), pump(proc.stderr, LineSplitter(err)))
+    splitters = (LineSplitter(out), LineSplitter(err))
+    pumps = asyncio.gather(pump(proc.stdout, splitters[0]), pump(proc.stderr, splitters[1]))
     timed_out = False
     try:
         await asyncio.wait_for(pumps, timeout=timeout)
@@ -165,6 +166,8 @@ async def arun_process(
             await asyncio.wait_for(proc.wait(), timeout=KILL_GRACE_SECONDS)
         except TimeoutError:
             _kill_group(proc.pid, signal.SIGKILL)
+        for splitter in splitters:  # like the sync runner: the last partial line is not lost
+            splitter.close()
     exit_code = await proc.wait()
     return ProcessResult(
         exit_code=exit_code,

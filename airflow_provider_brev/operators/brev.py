@@ -25,7 +25,7 @@ from airflow_provider_brev.operators.exec import (  # re-exported: the exec oper
     BrevExecOperator,
 )
 from airflow_provider_brev.sensors.brev import DEFAULT_READY_TIMEOUT
-from airflow_provider_brev.utils.events import EVENT_SUCCESS, EVENT_TIMEOUT, validate_event
+from airflow_provider_brev.utils.events import EVENT_SUCCESS, EVENT_TIMEOUT, raise_for_error_event, validate_event
 from airflow_provider_brev.utils.mixins import brev_template_fields
 from airflow_provider_brev.utils.provisioning import (
     DEFAULT_MAX_LIFETIME,
@@ -184,6 +184,7 @@ class BrevCreateInstanceOperator(BrevBaseOperator):
             return name
         if self.delete_on_failure:
             self.provisioner().cleanup_after_failure(name, owned=bool(event.get("created")), reason=event["message"])
+        raise_for_error_event(event, "Waiting for the instance failed")
         if event["status"] == EVENT_TIMEOUT:
             raise BrevTimeoutError(event["message"])
         raise BrevInstanceFailedError(event["message"])

@@ -19,14 +19,13 @@ from airflow_provider_brev.cli.readiness import STAGE_MISSING
 from airflow_provider_brev.cli.remote_job import DEFAULT_MAX_BYTES, RemoteJob
 from airflow_provider_brev.exceptions import (
     BrevCommandError,
-    BrevError,
     BrevInstanceNotFoundError,
     BrevInstanceNotReadyError,
     BrevInvalidInputError,
 )
 from airflow_provider_brev.operators.base import BrevBaseOperator
 from airflow_provider_brev.sensors.brev import DEFAULT_READY_TIMEOUT
-from airflow_provider_brev.utils.events import EVENT_ERROR, validate_event
+from airflow_provider_brev.utils.events import raise_for_error_event, validate_event
 from airflow_provider_brev.utils.job_runner import JobRunner, attach_or_launch, cleanup_job
 from airflow_provider_brev.utils.mixins import brev_template_fields
 from airflow_provider_brev.utils.provisioning import (
@@ -315,8 +314,7 @@ class BrevExecOperator(BrevBaseOperator):
         event = validate_event(event, "instance_name", "job")
         name = event["instance_name"]
         try:
-            if event["status"] == EVENT_ERROR:
-                raise BrevError(f"Following the remote job failed: {event['message']}")
+            raise_for_error_event(event, "Following the remote job failed")
             outcome = JobOutcome(
                 state=event.get("state", event["status"]),
                 exit_code=event.get("exit_code"),

@@ -12,7 +12,7 @@ from airflow_provider_brev._compat import default_deferrable
 from airflow_provider_brev.cli.names import validate_instance_name
 from airflow_provider_brev.exceptions import BrevInstanceFailedError, BrevTimeoutError
 from airflow_provider_brev.sensors.base import BrevBaseSensor
-from airflow_provider_brev.utils.events import EVENT_SUCCESS, EVENT_TIMEOUT, validate_event
+from airflow_provider_brev.utils.events import EVENT_SUCCESS, EVENT_TIMEOUT, raise_for_error_event, validate_event
 from airflow_provider_brev.utils.mixins import brev_template_fields
 
 if TYPE_CHECKING:
@@ -97,6 +97,7 @@ class BrevReadySensor(BrevBaseSensor):
         if event["status"] == EVENT_SUCCESS:
             self.log.info("%s", event["message"])
             return event.get("instance")
+        raise_for_error_event(event, "Waiting for the instance failed")
         if event["status"] == EVENT_TIMEOUT:
             raise BrevTimeoutError(event["message"])
         raise BrevInstanceFailedError(event["message"])

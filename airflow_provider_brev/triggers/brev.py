@@ -6,7 +6,7 @@ names and an absolute deadline -- never a token. Each trigger yields exactly one
 (``success`` / ``failed`` / ``timeout`` / ``error``) and a ``message``; unexpected errors become ``error``
 events instead of crashing the triggerer.
 
-Cleanup rules (reference/airflow-providers.md §4.7): ``on_kill`` (Airflow 3.3+, user actions only: mark
+Cleanup rules: ``on_kill`` (Airflow 3.3+, user actions only: mark
 failed/success, clear) may delete an instance the task owns; ``cleanup()`` runs on *every* trigger exit,
 including triggerer restarts, so it never deletes or kills anything.
 """
@@ -20,8 +20,9 @@ from typing import TYPE_CHECKING, Any
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
 from airflow_provider_brev.cli.job_follower import FollowPolicy
+from airflow_provider_brev.cli.readiness import ReadinessWait
 from airflow_provider_brev.cli.remote_job import RemoteJob
-from airflow_provider_brev.exceptions import BrevError
+from airflow_provider_brev.exceptions import BrevError, BrevTimeoutError
 from airflow_provider_brev.hooks.brev import DEFAULT_PROBE_TIMEOUT, BrevHook
 from airflow_provider_brev.utils.job_runner import JobRunner
 
@@ -115,38 +116,48 @@ class BrevInstanceReadyTrigger(BrevBaseTrigger):
         self.created = created
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
+        """Async driver of :class:`~airflow_provider_brev.cli.readiness.ReadinessWait` (the hook's
+        ``wait_until_ready`` drives the same state machine); checks share the triggerer's listing."""
         hook = self._hook()
-        last_stage = None
+        wait = ReadinessWait(
+            self.instance_name, deadline=self.deadline, poll_interval=self.poll_interval, now=time.time()
+        )
         try:
             while True:
-                remaining = self.deadline - time.time()
-                if remaining <= 0:
-                    yield self._event(
-                        EVENT_TIMEOUT,
-                        f"Instance {self.instance_name!r} was not ready by the deadline"
-                        + (f" (last state: {last_stage})." if last_stage else "."),
-                    )
+                step = wait.before_check(time.time())
+                if step is None:
+                    probe_timeout = max(1.0, min(DEFAULT_PROBE_TIMEOUT, wait.remaining(time.time())))
+                    try:
+                        readiness = await asyncio.wait_for(
+                            hook.acheck_readiness(
+                                self.instance_name, require_docker=self.require_docker, probe_timeout=probe_timeout
+                            ),
+                            timeout=max(1.0, wait.remaining(time.time())),
+                        )
+                    except TimeoutError:
+                        step = wait.before_check(time.time()) or wait.on_error(
+                            BrevTimeoutError("a readiness check outlived the deadline"), time.time()
+                        )
+                    except BrevError as err:
+                        step = wait.on_error(err, time.time())
+                        if step.action == "error":
+                            raise
+                    else:
+                        step = wait.on_readiness(readiness, time.time())
+                if step.log_stage:
+                    self.log.info("Readiness of %s: %s", self.instance_name, step.message)
+                instance = step.readiness.instance if step.readiness else None
+                if step.action == "ready":
+                    yield self._event(EVENT_SUCCESS, step.message, instance=instance)
                     return
-                check_started = time.monotonic()
-                readiness = await hook.acheck_readiness(
-                    self.instance_name,
-                    require_docker=self.require_docker,
-                    probe_timeout=max(1.0, min(DEFAULT_PROBE_TIMEOUT, remaining)),
-                )
-                if readiness.stage != last_stage:
-                    self.log.info("Readiness of %s: %s", self.instance_name, readiness.message)
-                    last_stage = readiness.stage
-                if readiness.ready:
-                    yield self._event(EVENT_SUCCESS, readiness.message, instance=readiness.instance)
+                if step.action == "failed":
+                    assert step.readiness is not None
+                    yield self._event(EVENT_FAILED, step.message, stage=step.readiness.stage, instance=instance)
                     return
-                if readiness.terminal:
-                    yield self._event(
-                        EVENT_FAILED, readiness.message, stage=readiness.stage, instance=readiness.instance
-                    )
+                if step.action == "timeout":
+                    yield self._event(EVENT_TIMEOUT, step.message)
                     return
-                # fixed rate, not fixed delay: a check that waited for the shared listing does not add its wait
-                pause = self.poll_interval - (time.monotonic() - check_started)
-                await asyncio.sleep(max(0.0, min(pause, self.deadline - time.time())))
+                await asyncio.sleep(step.sleep)
         except BrevError as err:
             yield self._event(EVENT_ERROR, str(err), error_type=type(err).__name__)
         except Exception as err:  # never crash the triggerer; the task fails with the message

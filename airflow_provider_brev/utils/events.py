@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from airflow_provider_brev.exceptions import BrevError
+from airflow_provider_brev.exceptions import BrevError, error_from_event
 
 EVENT_SUCCESS = "success"
 EVENT_FAILED = "failed"
@@ -20,3 +20,9 @@ def validate_event(event: dict[str, Any] | None, *required: str) -> dict[str, An
     if missing:
         raise BrevError(f"The trigger event lacks {', '.join(missing)}: {event!r}")
     return event
+
+
+def raise_for_error_event(event: dict[str, Any], what: str) -> None:
+    """Raise the trigger's typed error for an ``error`` event (the retry rule then applies as in the triggerer)."""
+    if event.get("status") == EVENT_ERROR:
+        raise error_from_event(f"{what}: {event.get('message')}", event.get("error_type"))

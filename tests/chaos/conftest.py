@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from airflow_provider_brev.hooks.brev import _reset_process_caches
+from airflow_provider_brev.hooks.base import _reset_process_caches
 
 
 @pytest.fixture(autouse=True)

@@ -21,7 +21,8 @@ from airflow_provider_brev.exceptions import (
     BrevNoMatchingTypeError,
     BrevPlacementRequiredError,
 )
-from airflow_provider_brev.hooks.brev import BrevHook, _reset_process_caches
+from airflow_provider_brev.hooks.base import _reset_process_caches
+from airflow_provider_brev.hooks.brev import BrevHook
 
 
 @pytest.fixture(autouse=True)

@@ -113,6 +113,9 @@ ERRORS = [
     ("ls", "", "https://api/me?x=1 401 Unauthorized {}\n", BrevAuthError),
     ("ls", "", "declined to login\n", BrevAuthError),
     ("stop", "", MULTI.format('instance "w-1" does not support stop.'), BrevCLIError),
+    # errors whose words reach only stdout: the breadcrumbs must not become part of the CLI's message
+    ("ls", "You are currently logged out, would you like to log in? [Y/n]: ", "", BrevAuthError),
+    ("ls", "https://api/workspaces 503 Service Unavailable\n", "", BrevTransientError),
 ]
 
 BREADCRUMBS = [

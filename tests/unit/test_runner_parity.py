@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import stat
 import sys
 from typing import TYPE_CHECKING
@@ -172,9 +171,6 @@ def scripted_brev(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def _run(root: Path, args: list[str], timeout: float, script: dict, driver: str) -> tuple[object, list[str]]:
     (root / "script.json").write_text(json.dumps(script))
     (root / "calls.jsonl").write_text("")
-    credentials = root / "home" / ".brev" / "credentials.json"
-    if credentials.exists():
-        os.utime(credentials, (0, 0))  # an old session: a forced re-login must really log in
     _reset_process_caches()
     hook = BrevHook(brev_conn_id="parity", retry_limit=3, retry_delay=0.01, log_cli_output=False)
     hook._ensure_logged_in()  # both drivers start from the same logged-in session

@@ -1,0 +1,299 @@
+"""Table-driven tests of the pure core's decisions: readiness, the wait state machine, argv builders, login
+arguments, the shared listing, and the error types that cross a deferral."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from airflow_provider_brev.cli.argv import create_args, instance_type_list, ls_args, search_args
+from airflow_provider_brev.cli.config import BrevCapabilities, BrevConnectionConfig, login_args
+from airflow_provider_brev.cli.output import BrevInstance
+from airflow_provider_brev.cli.readiness import (
+    MAX_POLL_INTERVAL,
+    STAGE_BUILDING,
+    STAGE_DELETING,
+    STAGE_DOCKER,
+    STAGE_FAILED,
+    STAGE_MISSING,
+    STAGE_PROVISIONING,
+    STAGE_READY,
+    STAGE_SSH,
+    STAGE_STOPPED,
+    ListInstance,
+    ReadinessWait,
+    RunProbe,
+    next_poll_interval,
+    probe_passed,
+    readiness_check,
+    readiness_from_status,
+)
+from airflow_provider_brev.exceptions import (
+    BrevCLIError,
+    BrevCommandError,
+    BrevConfigurationError,
+    BrevError,
+    BrevInstanceFailedError,
+    BrevInvalidInputError,
+    BrevTimeoutError,
+    BrevTransientError,
+    error_from_event,
+    retry_policy,
+)
+from airflow_provider_brev.hooks.listing import SharedListing
+
+
+def inst(status: str = "RUNNING", build: str = "COMPLETED", shell: str = "READY") -> BrevInstance:
+    return BrevInstance(name="w-1", id="abc", status=status, build_status=build, shell_status=shell)
+
+
+@pytest.mark.parametrize(
+    ("instance", "stage", "terminal"),
+    [
+        (None, STAGE_MISSING, True),
+        (inst("FAILURE"), STAGE_FAILED, True),
+        (inst("DELETING"), STAGE_DELETING, True),
+        (inst("STOPPED"), STAGE_STOPPED, True),
+        (inst("STOPPING"), STAGE_STOPPED, True),
+        (inst("RUNNING", build="CREATE_FAILED", shell=""), STAGE_FAILED, True),
+        (inst("DEPLOYING", build="", shell=""), STAGE_PROVISIONING, False),
+        (inst("STARTING", build="", shell=""), STAGE_PROVISIONING, False),
+        (inst("RUNNING", build="BUILDING", shell="NOT READY"), STAGE_BUILDING, False),
+    ],
+)
+def test_readiness_from_status(instance, stage, terminal):
+    readiness = readiness_from_status("w-1", instance)
+    assert readiness is not None
+    assert (readiness.stage, readiness.terminal) == (stage, terminal)
+
+
+@pytest.mark.parametrize("instance", [inst(), inst(build="COMPLETED", shell="")])
+def test_good_status_asks_for_the_probe(instance):
+    assert readiness_from_status("w-1", instance) is None
+
+
+@pytest.mark.parametrize(
+    ("lines", "docker", "expected"),
+    [
+        (["n"], False, (True, STAGE_READY)),
+        ([" n "], False, (True, STAGE_READY)),
+        (["x", "w-1"], False, (False, STAGE_SSH)),
+        (["n"], True, (False, STAGE_DOCKER)),
+        (["n", "n:docker"], True, (True, STAGE_READY)),
+        (["n:docker"], True, (False, STAGE_SSH)),
+    ],
+)
+def test_probe_passed(lines, docker, expected):
+    assert probe_passed(lines, "n", require_docker=docker) == expected
+
+
+def _drive_check(instance, probe_answer):
+    protocol = readiness_check("w-1")
+    step = next(protocol)
+    assert isinstance(step, ListInstance)
+    try:
+        step = protocol.send(instance)
+        assert isinstance(step, RunProbe)
+        nonce = step.command.split()[1].rstrip(";").strip("'")
+        protocol.send(probe_answer(nonce))
+    except StopIteration as stop:
+        return stop.value
+    raise AssertionError("the protocol asked for more than a listing and one probe")
+
+
+def test_readiness_protocol_probes_only_when_the_status_is_good():
+    assert _drive_check(inst("DEPLOYING", "", ""), lambda n: None).stage == STAGE_PROVISIONING
+    assert _drive_check(inst(), lambda n: ([n], "")).ready
+    assert _drive_check(inst(), lambda n: None).stage == STAGE_SSH  # the probe timed out
+    assert "refused" in _drive_check(inst(), lambda n: (["w-1"], "Connection refused")).message
+
+
+@pytest.mark.parametrize(
+    ("base", "in_stage", "expected"),
+    [(1.0, 0, 1.0), (1.0, 59, 1.0), (1.0, 61, MAX_POLL_INTERVAL), (0.2, 600, MAX_POLL_INTERVAL), (5.0, 600, 5.0)],
+)
+def test_next_poll_interval_backs_off_in_long_stages(base, in_stage, expected):
+    assert next_poll_interval(base, in_stage) == expected
+
+
+def test_readiness_wait_cadence_deadline_and_budget():
+    wait = ReadinessWait("w-1", deadline=100.0, poll_interval=1.0, now=0.0, max_failures=3)
+    assert wait.before_check(0.0) is None
+    step = wait.on_readiness(readiness_from_status("w-1", inst("DEPLOYING", "", "")), 0.25)
+    assert (step.action, step.log_stage, step.sleep) == ("check", True, 0.75)  # fixed rate from the check's start
+    assert wait.before_check(1.0) is None
+    step = wait.on_readiness(readiness_from_status("w-1", inst("DEPLOYING", "", "")), 1.1)
+    assert not step.log_stage  # same stage: nothing new to log
+    assert wait.before_check(70.0) is None
+    assert wait.on_readiness(readiness_from_status("w-1", inst("DEPLOYING", "", "")), 70.0).sleep == MAX_POLL_INTERVAL
+    # transient trouble: keep waiting within the budget, then give up; anything else ends the wait at once
+    assert wait.on_error(BrevTransientError("502"), 71.0).action == "check"
+    assert wait.on_error(BrevTimeoutError("slow ls"), 72.0).action == "check"
+    assert wait.on_error(BrevTransientError("502"), 73.0).action == "error"
+    other = ReadinessWait("w-1", deadline=100.0, poll_interval=1.0, now=0.0)
+    assert other.on_error(BrevConfigurationError("no connection"), 1.0).action == "error"
+    step = other.on_readiness(readiness_from_status("w-1", inst("FAILURE")), 2.0)
+    assert step.action == "failed"
+    timeout = other.before_check(100.0)
+    assert timeout is not None and timeout.action == "timeout" and "after 100 s" in timeout.message
+
+
+def test_ls_and_search_args():
+    caps = BrevCapabilities(version=(0, 6, 327), version_text="v0.6.327")
+    assert ls_args(BrevConnectionConfig(conn_id="c"), caps) == ["ls", "--json"]
+    assert ls_args(BrevConnectionConfig(conn_id="c", org="acme"), caps) == ["ls", "--json", "--org", "acme"]
+    api_key = BrevConnectionConfig(conn_id="c", org="acme", api_key="bak-1", org_id="o")
+    assert ls_args(api_key, caps) == ["ls", "--json"]  # --org is refused under API-key auth
+    with pytest.raises(BrevCLIError, match="upgrade"):
+        ls_args(BrevConnectionConfig(conn_id="c"), BrevCapabilities(version=(0, 6, 300), version_text="old"))
+    assert search_args(gpu_name="L40S", min_vram=40, include_cpu=True) == [
+        "search",
+        "cpu",
+        "--gpu-name",
+        "L40S",
+        "--min-vram",
+        "40",
+        "--json",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("flags", "gpu", "types", "placement", "expected_tail", "warned"),
+    [
+        (
+            frozenset(),
+            "L40S:1",
+            ["g6e.xlarge", "g6e.2xlarge"],
+            None,
+            ["--type", "g6e.xlarge,g6e.2xlarge", "--detached"],
+            False,
+        ),
+        (frozenset({"gpu"}), "L40S:2", ["x"], None, ["--gpu", "L40S:2", "--detached"], False),
+        (frozenset(), None, ["g6e.xlarge"], "cc-1", ["--type", "g6e.xlarge", "--detached"], True),
+        (
+            frozenset({"cloud-cred-id"}),
+            None,
+            ["g6e.xlarge"],
+            "cc-1",
+            ["--type", "g6e.xlarge", "--cloud-cred-id", "cc-1", "--detached"],
+            False,
+        ),
+    ],
+)
+def test_create_args(flags, gpu, types, placement, expected_tail, warned):
+    caps = BrevCapabilities(version=(0, 6, 327), version_text="v", create_flags=flags)
+    plan = create_args(
+        "w-1",
+        caps=caps,
+        config=BrevConnectionConfig(conn_id="c"),
+        gpu=gpu,
+        types=types,
+        min_vram=None,
+        cloud_cred_id=placement,
+        workspace_group_id=None,
+        wait=False,
+        timeout=600,
+    )
+    assert plan.args == ["create", "w-1", *expected_tail]
+    assert bool(plan.warnings) is warned
+
+
+@pytest.mark.parametrize(
+    ("gpu", "types", "expected"),
+    [
+        ("L40S:1", None, ("L40S:1", None)),
+        ("  ", "a.b, c.d", (None, ["a.b", "c.d"])),
+        ("", [], (None, None)),
+        (None, ["g6e.xlarge"], (None, ["g6e.xlarge"])),
+    ],
+)
+def test_instance_type_list(gpu, types, expected):
+    assert instance_type_list(gpu, types) == expected
+
+
+@pytest.mark.parametrize(("gpu", "types"), [("L40S:1", ["g6e.xlarge"]), ("L40S:0", None), (None, ["bad type"])])
+def test_instance_type_list_rejects(gpu, types):
+    with pytest.raises(BrevInvalidInputError):
+        instance_type_list(gpu, types)
+
+
+def test_login_args_and_config_validation():
+    assert login_args(BrevConnectionConfig(conn_id="c")) is None
+    assert login_args(BrevConnectionConfig(conn_id="c", token="t")) == ["login", "--token", "t"]
+    key = BrevConnectionConfig(conn_id="c", token="t", api_key="bak-1", org_id="o")
+    assert login_args(key) == ["login", "--api-key", "bak-1", "--org-id", "o"]  # the API key wins
+    with pytest.raises(BrevConfigurationError, match="bak-"):
+        BrevConnectionConfig(conn_id="c", api_key="nope", org_id="o").validate()
+    with pytest.raises(BrevConfigurationError, match="org id"):
+        BrevConnectionConfig(conn_id="c", api_key="bak-1").validate()
+
+
+@pytest.mark.parametrize(
+    ("error_type", "expected", "policy"),
+    [
+        ("BrevConfigurationError", BrevConfigurationError, "never"),
+        ("BrevInvalidInputError", BrevInvalidInputError, "never"),
+        ("BrevTransientError", BrevTransientError, "hook"),
+        ("BrevInstanceFailedError", BrevInstanceFailedError, "task"),
+        ("BrevCommandError", BrevError, "task"),  # needs an exit code: a plain BrevError
+        ("ValueError", BrevError, "task"),  # not one of ours
+        (None, BrevError, "task"),
+    ],
+)
+def test_error_types_cross_a_deferral(error_type, expected, policy):
+    error = error_from_event("it broke", error_type)
+    assert type(error) is expected
+    assert retry_policy(error) == policy
+    assert "it broke" in str(error)
+    assert not isinstance(error, BrevCommandError)
+
+
+def test_shared_listing_serves_one_fetch_to_concurrent_waits_and_never_an_older_one():
+    async def scenario() -> tuple[int, list[float], list[float]]:
+        listing = SharedListing()
+        fetches = 0
+        release = asyncio.Event()
+
+        async def fetch() -> list[BrevInstance]:
+            nonlocal fetches
+            fetches += 1
+            await release.wait()
+            return [inst()]
+
+        loop = asyncio.get_running_loop()
+        since = loop.time() - 10  # any listing started after this serves
+        waits = [asyncio.ensure_future(listing.get(fetch, since=since)) for _ in range(20)]
+        await asyncio.sleep(0)
+        release.set()
+        results = await asyncio.gather(*waits)
+        first = [started for _, started in results]
+        # a wait that needs a listing newer than the one it saw gets a new fetch, not the cached one
+        newer = await listing.get(fetch, since=first[0] + 1e-6)
+        return fetches, first, [newer[1]]
+
+    fetches, first, newer = asyncio.run(scenario())
+    assert fetches == 2
+    assert len(set(first)) == 1
+    assert newer[0] > first[0]
+
+
+def test_shared_listing_failure_reaches_its_waiters_and_the_next_get_fetches_again():
+    async def scenario() -> tuple[int, int, bool]:
+        listing = SharedListing()
+        calls = 0
+
+        async def fetch() -> list[BrevInstance]:
+            nonlocal calls
+            calls += 1
+            if calls == 1:
+                raise BrevTransientError("502")
+            return [inst()]
+
+        results = await asyncio.gather(*(listing.get(fetch, since=0.0) for _ in range(5)), return_exceptions=True)
+        failed = sum(isinstance(r, BrevTransientError) for r in results)
+        value, _ = await listing.get(fetch, since=0.0)
+        return failed, calls, bool(value)
+
+    failed, calls, ok = asyncio.run(scenario())
+    assert (failed, calls, ok) == (5, 2, True)
