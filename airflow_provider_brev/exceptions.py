@@ -39,7 +39,9 @@ __all__ = [
     "BrevDuplicateNameError",
     "BrevError",
     "BrevInstanceFailedError",
+    "BrevInstanceLostError",
     "BrevInstanceNotFoundError",
+    "BrevInstanceNotOwnedError",
     "BrevInstanceNotReadyError",
     "BrevInvalidInputError",
     "BrevJobLostError",
@@ -124,6 +126,11 @@ class BrevPreflightError(BrevInvalidInputError):
     """A pre-launch check failed: fix the configuration; nothing was created (no retry is spent)."""
 
 
+class BrevInstanceNotOwnedError(BrevInvalidInputError):
+    """An instance of that name exists and this provider did not create it: it is used only with
+    ``adopt_existing=True`` (and then never deleted by the provider); nothing was touched."""
+
+
 class BrevNoMatchingTypeError(BrevError, AirflowFailException):
     """No instance type matches the requested GPU / filters at all (retrying does not help, so no retry)."""
 
@@ -145,6 +152,11 @@ class BrevDuplicateNameError(BrevError):
 
 class BrevInstanceFailedError(BrevError):
     """The instance reached FAILURE (or vanished) while we waited for it."""
+
+
+class BrevInstanceLostError(BrevError):
+    """A step's instance is gone (deleted, FAILURE, unreachable past its budget) and could not be recovered
+    within ``max_instance_recoveries``; the task's retries may recover it."""
 
 
 class BrevInstanceNotReadyError(BrevError):
