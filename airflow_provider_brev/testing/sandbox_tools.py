@@ -18,59 +18,35 @@ from pathlib import Path
 _SOURCE_ROOT = str(Path(__file__).resolve().parents[2])
 
 _NVIDIA_SMI = r"""
-import json, os, sys, time
+import json, os, sys
 
-def meta():
-    root, ident = os.environ.get("BREV_SIM_ROOT"), os.environ.get("BREV_SIM_INSTANCE")
-    if not root or not ident:
-        return None
-    try:
-        with open(os.path.join(root, "instances", ident, "meta.json")) as fh:
-            return json.load(fh)
-    except OSError:
-        return None
-
-m = meta()
-if not m or not m.get("gpu_count"):
+try:
+    with open(os.path.join(os.environ["BREV_SIM_ROOT"], "instances", os.environ["BREV_SIM_INSTANCE"], "meta.json")) as fh:
+        m = json.load(fh)
+except (KeyError, OSError):
+    m = {}
+if not m.get("gpu_count"):
     sys.stderr.write("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. "
                      "Make sure that the latest NVIDIA driver is installed and running.\n")
     sys.exit(9)
-name, count = m["smi_name"], int(m["gpu_count"])
-mem = int(m.get("vram_per_gpu_gb") or 16) * 1024 - 500
+name, count, mem = m["smi_name"], int(m["gpu_count"]), int(m.get("vram_per_gpu_gb") or 16) * 1024 - 500
 args = sys.argv[1:]
+query = next((a.split("=", 1)[1] for a in args if a.startswith("--query-gpu=")), None)
 if "-L" in args or "--list-gpus" in args:
     for i in range(count):
         print(f"GPU {i}: {name} (UUID: GPU-{m['id'][:8]}-sim0-{i:04d}-0000-000000000000)")
-    sys.exit(0)
-query = next((a.split("=", 1)[1] for a in args if a.startswith("--query-gpu=")), None)
-if query:
-    noheader = any("noheader" in a for a in args)
+elif query:
     fields = [f.strip() for f in query.split(",")]
     values = {"name": name, "memory.total": f"{mem} MiB", "memory.used": "1 MiB", "count": str(count),
               "driver_version": "550.127.05", "utilization.gpu": "0 %", "temperature.gpu": "31"}
-    if not noheader:
+    if not any("noheader" in a for a in args):
         print(", ".join(fields))
     for i in range(count):
         print(", ".join(str(i) if f == "index" else values.get(f, "[N/A]") for f in fields))
-    sys.exit(0)
-print(time.strftime("%a %b %d %H:%M:%S %Y"))
-print("+-----------------------------------------------------------------------------------------+")
-print("| NVIDIA-SMI 550.127.05             Driver Version: 550.127.05     CUDA Version: 12.4     |")
-print("|-----------------------------------------+------------------------+----------------------+")
-print("| GPU  Name                 Persistence-M | Bus-Id          Disp.A | Volatile Uncorr. ECC |")
-print("| Fan  Temp   Perf          Pwr:Usage/Cap |           Memory-Usage | GPU-Util  Compute M. |")
-print("|=========================================+========================+======================|")
-for i in range(count):
-    print(f"| {i:>3}  {name[:28]:<28}    On  |   00000000:00:{0x1E + i:02X}.0 Off |                    0 |")
-    print(f"| N/A   31C    P8             23W /  350W |  {'1MiB /':>9} {mem:>6}MiB |      0%      Default |")
-    print("+-----------------------------------------+------------------------+----------------------+")
-print("")
-print("+-----------------------------------------------------------------------------------------+")
-print("| Processes:                                                                              |")
-print("|  GPU   GI   CI        PID   Type   Process name                              GPU Memory |")
-print("|=========================================================================================|")
-print("|  No running processes found                                                             |")
-print("+-----------------------------------------------------------------------------------------+")
+else:
+    print("| NVIDIA-SMI 550.127.05             Driver Version: 550.127.05     CUDA Version: 12.4     |")
+    for i in range(count):
+        print(f"| {i:>3}  {name[:28]:<28}    On  |   00000000:00:{0x1E + i:02X}.0 Off | {1:>5}MiB / {mem:>6}MiB |")
 """
 
 

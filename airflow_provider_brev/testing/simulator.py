@@ -74,7 +74,15 @@ def make_token(exp_in_seconds: float = 3600, sub: str = "user", now: float | Non
 
 
 class BrevSimulator:
-    """Owns one simulator root: config, state, the ``brev`` wrapper and the sandbox tools."""
+    """Owns one simulator root: config, state, the ``brev`` launcher and the sandbox tools.
+
+    :param root: directory of the simulator (created by :meth:`install`).
+    :param profile: ``released`` (brev-cli v0.6.327) or ``documented`` (the documented newer CLI).
+    :param deploy_seconds: DEPLOYING -> RUNNING; ``build_seconds``/``ssh_seconds``: build done / sshd up after that;
+        ``delete_seconds``: DELETING -> gone; ``start_seconds``: STARTING -> RUNNING; ``poll_seconds``: the CLI's
+        poll interval; ``probe_seconds``: its ssh probe interval (default ``poll_seconds``).
+    :param config: other config knobs (see :meth:`set_config`), ``docker=``/``tao=`` knob sections.
+    """
 
     def __init__(
         self,
@@ -85,12 +93,9 @@ class BrevSimulator:
         build_seconds: float = 0.2,
         ssh_seconds: float = 0.2,
         delete_seconds: float = 0.3,
-        stop_seconds: float = 0.3,
         start_seconds: float = 0.3,
         poll_seconds: float = 0.05,
         probe_seconds: float | None = None,
-        accounts: dict[str, Any] | None = None,
-        catalog: list[dict[str, Any]] | None = None,
         **config: Any,
     ) -> None:
         if profile not in PROFILES:
@@ -99,8 +104,6 @@ class BrevSimulator:
         #: the HOME whose ``~/.brev`` the CLI uses: the simulator's own ``<root>/home`` unless a fixture points
         #: it elsewhere; :meth:`login`, :meth:`connection_json` and :meth:`shell_exports` use it, never ``~``
         self.home: Path = self.own_home
-        acc = json.loads(json.dumps(_cat.DEFAULT_ACCOUNTS))
-        acc.update(accounts or {})
         self._initial_config: dict[str, Any] = {
             **json.loads(json.dumps(_cat.DEFAULT_CONFIG)),
             "profile": profile,
@@ -109,24 +112,15 @@ class BrevSimulator:
                 "build_seconds": build_seconds,
                 "ssh_seconds": ssh_seconds,
                 "delete_seconds": delete_seconds,
-                "stop_seconds": stop_seconds,
                 "start_seconds": start_seconds,
                 "poll_seconds": poll_seconds,
                 "probe_seconds": poll_seconds if probe_seconds is None else probe_seconds,
             },
-            "accounts": acc,
-            "catalog": json.loads(json.dumps(catalog if catalog is not None else _cat.DEFAULT_CATALOG)),
         }
-        unknown = set(config) - set(_cat.DEFAULT_CONFIG) - set(_TOOL_SECTIONS)
-        if unknown:
-            raise TypeError(f"unknown simulator config keys: {sorted(unknown)}")
-        for section in set(config) & set(_TOOL_SECTIONS):
-            config[section] = self._check_knobs(section, config[section])
-        self._initial_config.update(config)
+        self._initial_config.update(self._check_config(config))
         self._token: str | None = None
         self._store = _st.StateStore(str(self.root))
 
-    # ----------------------------------------------------------------------------------- paths
     @property
     def bin_dir(self) -> Path:
         return self.root / "bin"
@@ -141,36 +135,16 @@ class BrevSimulator:
 
     @property
     def tools_bin(self) -> Path:
+        """Tools on the PATH of every sandbox (``docker``, ``nvidia-smi``, :meth:`add_tool`)."""
         return self.root / "tools" / "bin"
-
-    @property
-    def container_bin(self) -> Path:
-        """Tools on the PATH of fake ``docker run`` containers only (the TAO entrypoints)."""
-        return self.root / "tools" / "container-bin"
 
     @property
     def docker_calls_path(self) -> Path:
         return self.root / _fd.CALLS_FILE
 
     @property
-    def tao_runs_path(self) -> Path:
-        return self.root / _ft.RUNS_FILE
-
-    @property
-    def config_path(self) -> Path:
-        return self.root / "config.json"
-
-    @property
     def state_path(self) -> Path:
         return self.root / "state.json"
-
-    @property
-    def calls_path(self) -> Path:
-        return self.root / "calls.jsonl"
-
-    @property
-    def runs_path(self) -> Path:
-        return self.root / "runs.jsonl"
 
     # --------------------------------------------------------------------------------- install
     def install(self) -> BrevSimulator:
@@ -179,12 +153,14 @@ class BrevSimulator:
         for d in (self.root, self.bin_dir, self.tools_bin, self.root / "instances", self.own_home):
             d.mkdir(parents=True, exist_ok=True)
         with flocked(str(self.root / "state.lock")):
-            write_json_atomic(str(self.config_path), self._initial_config, indent=1)
+            write_json_atomic(str(self.root / "config.json"), self._initial_config, indent=1)
             if not self.state_path.exists():
                 write_json_atomic(str(self.state_path), _st.empty_state())
-        for p in (self.calls_path, self.runs_path, self.docker_calls_path, self.tao_runs_path):
-            p.touch(exist_ok=True)
-        install_tools(self.root, self.bin_dir, self.tools_bin, self.container_bin, list(_ft.NETWORK_ACTIONS))
+        for name in ("calls.jsonl", "runs.jsonl", _fd.CALLS_FILE, _ft.RUNS_FILE):
+            (self.root / name).touch(exist_ok=True)
+        install_tools(
+            self.root, self.bin_dir, self.tools_bin, self.root / "tools" / "container-bin", list(_ft.NETWORK_ACTIONS)
+        )
         return self
 
     def add_tool(self, name: str, content: str) -> Path:
@@ -215,30 +191,26 @@ class BrevSimulator:
 
     def _update_config(self, fn: Callable[[dict[str, Any]], None]) -> None:
         with flocked(str(self.root / "state.lock")):
-            cfg = read_json(str(self.config_path), None) or json.loads(json.dumps(self._initial_config))
+            cfg = read_json(str(self.root / "config.json"), None) or json.loads(json.dumps(self._initial_config))
             fn(cfg)
-            write_json_atomic(str(self.config_path), cfg, indent=1)
+            write_json_atomic(str(self.root / "config.json"), cfg, indent=1)
 
     @property
     def profile(self) -> str:
         return str(self.config().get("profile", "released"))
 
-    def set_profile(self, profile: str) -> None:
-        if profile not in PROFILES:
-            raise ValueError(f"profile must be one of {PROFILES}, not {profile!r}")
-        self._update_config(lambda c: c.__setitem__("profile", profile))
-
     def set_config(self, **knobs: Any) -> None:
-        """Set config knobs: ls_json_shape ("object"|"list"), auth_error_style ("prompt"|"401"),
-        healthy, start_wait_max_seconds, probe_limit, sandbox_env, version, revoked_tokens, ..."""
-        unknown = set(knobs) - set(_cat.DEFAULT_CONFIG) - set(_TOOL_SECTIONS)
+        """Set config knobs (see ``DEFAULT_CONFIG`` in :mod:`.fake_brev.catalog`, e.g. ``ls_json_shape``,
+        ``auth_error_style``)."""
+        self._update_config(lambda c: c.update(self._check_config(knobs)))
+
+    @classmethod
+    def _check_config(cls, config: dict[str, Any]) -> dict[str, Any]:
+        unknown = set(config) - set(_cat.DEFAULT_CONFIG) - set(_TOOL_SECTIONS)
         if unknown:
             raise TypeError(f"unknown simulator config keys: {sorted(unknown)}")
-        for section in set(knobs) & set(_TOOL_SECTIONS):
-            knobs[section] = self._check_knobs(section, knobs[section])
-        self._update_config(lambda c: c.update(knobs))
+        return {k: cls._check_knobs(k, v) if k in _TOOL_SECTIONS else v for k, v in config.items()}
 
-    # ----------------------------------------------------------------------- docker and TAO
     @staticmethod
     def _check_knobs(section: str, knobs: dict[str, Any] | None) -> dict[str, Any]:
         knobs = dict(knobs or {})
@@ -256,13 +228,11 @@ class BrevSimulator:
         self._update_config(apply)
 
     def set_docker(self, **knobs: Any) -> None:
-        """Merge fake ``docker`` knobs (see :data:`DEFAULT_DOCKER_CONFIG`): ``daemon_down``,
-        ``revoked_ngc_keys``, ``nvcr_anonymous_pull``, ``missing_images``, ``pull_seconds``, ``fail_pull``..."""
+        """Merge fake ``docker`` knobs (see :data:`DEFAULT_DOCKER_CONFIG`)."""
         self._merge_section("docker", knobs)
 
     def set_tao(self, **knobs: Any) -> None:
-        """Merge fake TAO knobs (see :data:`DEFAULT_TAO_CONFIG`): ``epoch_seconds``, ``silent_pass``, ``oom``,
-        ``cuda_assert``, ``infra_error``, ``killed``, ``unreachable_kpi``, ``kpis``, ``fail_pull``..."""
+        """Merge fake TAO knobs (see :data:`DEFAULT_TAO_CONFIG`)."""
         self._merge_section("tao", knobs)
 
     def docker_calls(self, instance: str | None = None, subcommand: str | None = None) -> list[dict[str, Any]]:
@@ -277,26 +247,20 @@ class BrevSimulator:
 
     def tao_runs(self, instance: str | None = None) -> list[dict[str, Any]]:
         """Fake TAO entrypoint runs, oldest first (``exit_code`` None while running or when killed)."""
-        recs = merge_phases(read_jsonl(str(self.tao_runs_path)), "run_id")
+        recs = merge_phases(read_jsonl(str(self.root / _ft.RUNS_FILE)), "run_id")
         if instance is not None:
             recs = [r for r in recs if instance in (r.get("instance"), r.get("instance_id"))]
         return recs
 
     def docker_images(self, name: str) -> dict[str, dict[str, Any]]:
-        """Images the fake docker daemon of instance ``name`` holds: canonical ref -> record
-        (``pull_count``, ``downloads``, ``first_pulled``...)."""
-        path = self.sandbox(name).parent / "docker" / "images.json"
-        data = read_json(str(path), {}) or {}
-        return dict(data)
+        """Images the fake docker of instance ``name`` holds: canonical ref -> ``pull_count``, ``downloads``..."""
+        return dict(read_json(str(self.sandbox(name).parent / "docker" / "images.json"), {}) or {})
 
     def set_timings(self, **timings: float) -> None:
         """``set_timings(deploy_seconds=1.0, ssh=0.5)`` (the ``_seconds`` suffix is optional)."""
-        norm = {}
-        for key, val in timings.items():
-            full = key if key.endswith("_seconds") else f"{key}_seconds"
-            if full not in _TIMING_KEYS:
-                raise TypeError(f"unknown timing {key!r}; expected one of {_TIMING_KEYS}")
-            norm[full] = float(val)
+        norm = {(k if k.endswith("_seconds") else f"{k}_seconds"): float(v) for k, v in timings.items()}
+        if set(norm) - set(_TIMING_KEYS):
+            raise TypeError(f"unknown timings {sorted(set(norm) - set(_TIMING_KEYS))}; expected {_TIMING_KEYS}")
 
         def apply(c: dict[str, Any]) -> None:
             c.setdefault("timings", {}).update(norm)
@@ -313,16 +277,12 @@ class BrevSimulator:
         org: dict[str, str] | None = None,
         orgs: list[dict[str, str]] | None = None,
     ) -> None:
+        given = {"cloud_credentials": cloud_credentials, "workspace_groups": workspace_groups, "org": org, "orgs": orgs}
+
         def apply(c: dict[str, Any]) -> None:
-            acc = c.setdefault("accounts", json.loads(json.dumps(_cat.DEFAULT_ACCOUNTS)))
-            if cloud_credentials is not None:
-                acc["cloud_credentials"] = cloud_credentials
-            if workspace_groups is not None:
-                acc["workspace_groups"] = workspace_groups
-            if org is not None:
-                acc["org"] = org
-            if orgs is not None:
-                acc["orgs"] = orgs
+            c.setdefault("accounts", json.loads(json.dumps(_cat.DEFAULT_ACCOUNTS))).update(
+                {k: v for k, v in given.items() if v is not None}
+            )
 
         self._update_config(apply)
 
@@ -428,23 +388,14 @@ class BrevSimulator:
     # ----------------------------------------------------------------------------- inspection
     def calls(self, command: str | None = None) -> list[dict[str, Any]]:
         """Recorded invocations, oldest first; ``command`` filters on the subcommand (aliases resolved)."""
-        recs = read_jsonl(str(self.calls_path))
-        recs.sort(key=lambda r: r.get("ts", 0))
-        if command is None:
-            return recs
-        out = []
-        for r in recs:
-            first = next((a for a in r.get("argv", []) if not a.startswith("-")), "")
-            if command in (first, r.get("command")):
-                out.append(r)
-        return out
+        recs = sorted(read_jsonl(str(self.root / "calls.jsonl")), key=lambda r: r.get("ts", 0))
+        first = lambda r: next((a for a in r.get("argv", []) if not a.startswith("-")), "")  # noqa: E731
+        return [r for r in recs if command is None or command in (first(r), r.get("command"))]
 
     def runs(self, instance: str | None = None) -> list[dict[str, Any]]:
         """Commands actually started in a sandbox (by ``brev exec``), oldest first."""
-        recs = read_jsonl(str(self.runs_path))
-        if instance is None:
-            return recs
-        return [r for r in recs if instance in (r.get("instance"), r.get("instance_id"))]
+        recs = read_jsonl(str(self.root / "runs.jsonl"))
+        return [r for r in recs if instance is None or instance in (r.get("instance"), r.get("instance_id"))]
 
     def instances(self) -> list[dict[str, Any]]:
         """Current instances (deleted ones that finished DELETING are gone), with derived status."""
@@ -488,29 +439,21 @@ class BrevSimulator:
         *,
         instance_type: str = "g6e.xlarge",
         created_by: str = "user",
-        workspace_group_id: str | None = None,
-        failure_message: str = "instance failed to boot: VM health check timed out",
-        created_at: float | None = None,
-        health: str | None = None,
         ssh_config_home: Path | str | None = None,
     ) -> dict[str, Any]:
         """Seed an instance without going through ``brev create`` (for janitor/adoption tests).
 
-        ``status`` may be RUNNING, DEPLOYING, STOPPING, STOPPED, STARTING, DELETING or FAILURE.
-        ``ready=True`` (RUNNING only) means build COMPLETED and sshd up already; otherwise the
-        normal timings apply from now. ``ssh_config_home`` also writes the ssh alias into that HOME
-        (as if ``brev refresh`` had run there). ``created_at`` backdates the record.
+        ``status``: RUNNING, DEPLOYING, STOPPED or DELETING. ``ready=True`` (RUNNING only): build COMPLETED and sshd
+        up already; otherwise the timings apply from now. ``ssh_config_home`` also writes the ssh alias into that
+        HOME (as if ``brev refresh`` had run there).
         """
         cfg = self.config()
         t = cfg["timings"]
         now = time.time() + float(cfg.get("now_offset") or 0.0)
         acc = cfg["accounts"]
-        status = status.upper()
         with self._store.txn(now=now) as st:
             if any(i["name"] == name and not _st.derive(i, now)["gone"] for i in st["instances"]):
                 raise ValueError(f"an instance named {name!r} already exists")
-            wg = workspace_group_id or (acc.get("workspace_groups") or [{"id": ""}])[0]["id"]
-            cc = (acc.get("cloud_credentials") or [{"id": ""}])[0]["id"]
             inst = _st.new_instance_record(
                 cfg,
                 st,
@@ -519,40 +462,19 @@ class BrevSimulator:
                 now,
                 created_by=created_by,
                 org_id=acc["org"]["id"],
-                workspace_group_id=wg,
-                cloud_cred_id=cc,
+                workspace_group_id=(acc.get("workspace_groups") or [{"id": ""}])[0]["id"],
+                cloud_cred_id=(acc.get("cloud_credentials") or [{"id": ""}])[0]["id"],
             )
-            if created_at is not None:
-                inst["created_at"] = created_at
-            if status == "RUNNING":
-                if ready:
-                    inst.update(t_running=now - 1, t_build_done=now - 1, t_ssh_up=now - 1)
-                else:
-                    inst.update(
-                        t_running=now,
-                        t_build_done=now + float(t["build_seconds"]),
-                        t_ssh_up=now + float(t["ssh_seconds"]),
-                    )
-            elif status == "DEPLOYING":
-                pass
-            elif status == "FAILURE":
-                inst.update(t_running=now - 1, failure=failure_message)
-            elif status in ("STOPPED", "STOPPING"):
-                inst.update(
-                    phase="stop",
-                    t_stopping=now,
-                    t_stopped=now if status == "STOPPED" else now + float(t["stop_seconds"]),
-                )
-            elif status == "STARTING":
-                inst.update(phase="start", t_running=now + float(t["start_seconds"]))
-                inst["t_build_done"] = inst["t_running"]
-                inst["t_ssh_up"] = inst["t_running"] + float(t["ssh_seconds"])
+            if status == "RUNNING" and ready:
+                inst.update(t_running=now - 1, t_build_done=now - 1, t_ssh_up=now - 1)
+            elif status == "RUNNING":
+                inst.update(t_running=now, t_build_done=now + t["build_seconds"], t_ssh_up=now + t["ssh_seconds"])
+            elif status == "STOPPED":
+                inst.update(phase="stop", t_stopping=now, t_stopped=now)
             elif status == "DELETING":
                 inst.update(phase="delete", t_deleting=now, t_gone=now + float(t["delete_seconds"]))
-            else:
+            elif status != "DEPLOYING":
                 raise ValueError(f"unsupported status {status!r}")
-            if health:
-                inst["health_override"] = health
             st["instances"].append(inst)
         _st.prepare_sandbox(str(self.root), inst, cfg)
         if ssh_config_home is not None:
@@ -592,9 +514,6 @@ class BrevSimulator:
                 "extra": {"cli_path": str(self.brev_path), "brev_home": str(self.home), **extra},
             }
         )
-
-    def __repr__(self) -> str:
-        return f"BrevSimulator(root={str(self.root)!r}, profile={self.profile!r})"
 
 
 if __name__ == "__main__":

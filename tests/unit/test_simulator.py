@@ -569,23 +569,15 @@ def test_stdin_pipe_names_for_delete(brev_sim: BrevSimulator) -> None:
     proc.stderr.close()
 
 
-def test_stop_and_start(brev_sim: BrevSimulator) -> None:
+def test_exec_starts_a_stopped_instance(brev_sim: BrevSimulator) -> None:
     login(brev_sim)
-    brev_sim.create_instance_directly("s1", instance_type="g5.xlarge")
-    brev_sim.create_instance_directly("nostop", instance_type="gpu_1x_h100_pcie")
-    res = brev("stop", "nostop")
-    assert res.returncode == 1
-    assert '\t* instance "nostop" does not support stop.\n' in res.stderr
-    brev_sim.set_timings(stop_seconds=30)
-    assert brev("stop", "s1").stdout == "s1\n"
-    assert brev("start", "s1").stderr.strip() == "Instance is not stopped status=STOPPING"
-    brev_sim.advance(31)  # the simulated clock drives every transition
-    assert brev_sim.instance("s1")["status"] == "STOPPED"
-    res = brev("start", "s1")
+    brev_sim.create_instance_directly("s1", status="STOPPED", ssh_config_home=brev_sim.home)
+    res = brev("exec", "s1", "echo hi")
     assert res.returncode == 0, res.stderr
+    assert res.stdout == "Instance s1 is starting. \n\nhi\ns1\n"
+    assert "Connection failed, checking instance status...\n" in res.stderr
     assert brev_sim.instance("s1")["status"] == "RUNNING"
-    res = brev("start", "unknown-thing")
-    assert (res.returncode, res.stdout.strip()) == (0, "tried to start with local path but path not found")
+    assert brev("stop", "s1").stderr.strip() == "simulator: this command is interactive or not simulated"
 
 
 def test_copy_both_directions(brev_sim: BrevSimulator, tmp_path: Path) -> None:

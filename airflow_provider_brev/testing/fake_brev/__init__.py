@@ -9,10 +9,11 @@ the documented newer CLI (the ``documented`` profile).
 * ``calls.jsonl``  one JSON line per invocation; ``runs.jsonl`` one per command started in a sandbox
 * ``instances/<id>/home``  the per-instance sandbox that ``brev exec`` runs commands in
 
-Shared plumbing lives in :mod:`.flags` (CLI errors, flag parsing), :mod:`.context` (one invocation: output,
-stdin, credentials, auth, 5xx faults), :mod:`.store` (state under a lock, instance records, faults) and
-:mod:`.catalog`; each command group has its own ``cmd_*`` module, and :mod:`.commands` holds the command table.
-The modules are stdlib only and cheap to import: the launcher starts them hundreds of times per test run.
+Simulated: ``create``, ``ls``, ``delete``, ``exec``, ``copy``, ``login``, ``refresh``, ``search --json``, ``--version``,
+``create --help`` and (documented profile) ``orgs``; the CLI's other commands are known but refuse. Plumbing:
+:mod:`.flags`, :mod:`.context` (one invocation: output, stdin, credentials, auth, 5xx faults), :mod:`.store`
+(state under a lock, instance records, faults), :mod:`.catalog`; :mod:`.commands` holds the command table. Stdlib
+only and cheap to import: the launcher starts them hundreds of times per test run.
 """
 
 from __future__ import annotations

@@ -2,11 +2,6 @@
 
 from __future__ import annotations
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
-
-
 RELEASED_VERSION = "v0.6.327"
 DOCUMENTED_VERSION = "v0.6.400-documented"
 API_URL = "https://brevapi.us-west-2-prod.control-plane.brev.dev"
@@ -19,7 +14,6 @@ DEFAULT_TIMINGS: dict[str, float] = {
     "build_seconds": 0.2,
     "ssh_seconds": 0.2,
     "delete_seconds": 0.3,
-    "stop_seconds": 0.3,
     "start_seconds": 0.3,
     "poll_seconds": 0.05,
     "probe_seconds": 0.05,
@@ -32,26 +26,26 @@ DEFAULT_ACCOUNTS: dict = {
     "workspace_groups": [{"id": "wg-aws-us-east-1", "name": "aws-us-east-1"}],
 }
 
-
-def _gpu(
-    type_: str,
-    cloud: str,
-    provider: str,
-    gpu: str,
-    count: int,
-    vram: int,
-    cap: float,
-    vcpus: int,
-    ram: int,
-    dmin: int,
-    dmax: int,
-    boot: int,
-    price: float,
-    **kw: Any,
-) -> dict[str, Any]:
-    return {
-        "type": type_,
-        "cloud": cloud,
+#: type, provider (= cloud, except lambda-labs), GPU, count, VRAM/GPU, capability, vCPUs, RAM GiB, disk min/max GB,
+#: boot seconds, $/h, stoppable
+_TYPES = [
+    ("g4dn.xlarge", "aws", "T4", 1, 16, 7.5, 4, 16, 125, 16000, 300, 0.63, True),
+    ("p3.2xlarge", "aws", "V100", 1, 16, 7.0, 8, 61, 250, 16000, 360, 3.67, True),
+    ("g6.xlarge", "aws", "L4", 1, 24, 8.9, 4, 16, 250, 16000, 330, 0.96, True),
+    ("g5.xlarge", "aws", "A10G", 1, 24, 8.6, 4, 16, 250, 16000, 330, 1.21, True),
+    ("g6e.xlarge", "aws", "L40S", 1, 48, 8.9, 4, 32, 250, 16000, 390, 2.24, True),
+    ("gpu_1x_h100_pcie", "lambda-labs", "H100", 1, 80, 9.0, 26, 200, 1024, 1024, 300, 2.99, False),
+    ("a2-ultragpu-1g", "gcp", "A100", 1, 80, 8.0, 12, 170, 500, 10000, 420, 6.09, True),
+    ("g6e.12xlarge", "aws", "L40S", 4, 48, 8.9, 48, 384, 250, 16000, 420, 12.52, True),
+    ("a2-ultragpu-8g", "gcp", "A100", 8, 80, 8.0, 96, 1360, 500, 10000, 540, 48.73, True),
+    ("p5.48xlarge", "aws", "H100", 8, 80, 9.0, 192, 2048, 500, 16000, 600, 98.32, True),
+    ("n2-standard-8", "gcp", "", 0, 0, 0, 8, 32, 50, 10000, 120, 0.39, True),
+    ("m6i.2xlarge", "aws", "", 0, 0, 0, 8, 32, 50, 16000, 120, 0.46, True),
+]
+DEFAULT_CATALOG: list[dict] = [
+    {
+        "type": t,
+        "cloud": "lambda" if provider == "lambda-labs" else provider,
         "provider": provider,
         "gpu_name": gpu,
         "gpu_count": count,
@@ -61,98 +55,23 @@ def _gpu(
         "vcpus": vcpus,
         "memory": f"{ram}GiB",
         "ram_gb": ram,
-        "arch": kw.get("arch", "x86_64"),
+        "arch": "x86_64",
         "disk_min_gb": dmin,
         "disk_max_gb": dmax,
-        "disk_price_per_gb_mo": kw.get("disk_price", 0.1 if dmin != dmax else 0),
+        "disk_price_per_gb_mo": 0.1 if dmin != dmax else 0,
         "boot_time_seconds": boot,
-        "stoppable": kw.get("stoppable", True),
-        "rebootable": kw.get("rebootable", True),
-        "flex_ports": kw.get("flex_ports", True),
+        "stoppable": stoppable,
+        "rebootable": True,
+        "flex_ports": stoppable,
         "price_per_hour": price,
     }
-
-
-DEFAULT_CATALOG: list[dict] = [
-    _gpu("g4dn.xlarge", "aws", "aws", "T4", 1, 16, 7.5, 4, 16, 125, 16000, 300, 0.63),
-    _gpu("p3.2xlarge", "aws", "aws", "V100", 1, 16, 7.0, 8, 61, 250, 16000, 360, 3.67),
-    _gpu("g6.xlarge", "aws", "aws", "L4", 1, 24, 8.9, 4, 16, 250, 16000, 330, 0.96),
-    _gpu("g5.xlarge", "aws", "aws", "A10G", 1, 24, 8.6, 4, 16, 250, 16000, 330, 1.21),
-    _gpu("g6e.xlarge", "aws", "aws", "L40S", 1, 48, 8.9, 4, 32, 250, 16000, 390, 2.24),
-    _gpu(
-        "gpu_1x_h100_pcie",
-        "lambda",
-        "lambda-labs",
-        "H100",
-        1,
-        80,
-        9.0,
-        26,
-        200,
-        1024,
-        1024,
-        300,
-        2.99,
-        stoppable=False,
-        flex_ports=False,
-    ),
-    _gpu("a2-ultragpu-1g", "gcp", "gcp", "A100", 1, 80, 8.0, 12, 170, 500, 10000, 420, 6.09),
-    _gpu("g6e.12xlarge", "aws", "aws", "L40S", 4, 48, 8.9, 48, 384, 250, 16000, 420, 12.52),
-    _gpu("a2-ultragpu-8g", "gcp", "gcp", "A100", 8, 80, 8.0, 96, 1360, 500, 10000, 540, 48.73),
-    _gpu("p5.48xlarge", "aws", "aws", "H100", 8, 80, 9.0, 192, 2048, 500, 16000, 600, 98.32),
-    {
-        "type": "n2-standard-8",
-        "cloud": "gcp",
-        "provider": "gcp",
-        "gpu_name": "",
-        "gpu_count": 0,
-        "vram_per_gpu_gb": 0,
-        "total_vram_gb": 0,
-        "capability": 0,
-        "vcpus": 8,
-        "memory": "32GiB",
-        "ram_gb": 32,
-        "arch": "x86_64",
-        "disk_min_gb": 50,
-        "disk_max_gb": 10000,
-        "disk_price_per_gb_mo": 0.1,
-        "boot_time_seconds": 120,
-        "stoppable": True,
-        "rebootable": True,
-        "flex_ports": True,
-        "price_per_hour": 0.39,
-    },
-    {
-        "type": "m6i.2xlarge",
-        "cloud": "aws",
-        "provider": "aws",
-        "gpu_name": "",
-        "gpu_count": 0,
-        "vram_per_gpu_gb": 0,
-        "total_vram_gb": 0,
-        "capability": 0,
-        "vcpus": 8,
-        "memory": "32GiB",
-        "ram_gb": 32,
-        "arch": "x86_64",
-        "disk_min_gb": 50,
-        "disk_max_gb": 16000,
-        "disk_price_per_gb_mo": 0.1,
-        "boot_time_seconds": 120,
-        "stoppable": True,
-        "rebootable": True,
-        "flex_ports": True,
-        "price_per_hour": 0.46,
-    },
+    for t, provider, gpu, count, vram, cap, vcpus, ram, dmin, dmax, boot, price, stoppable in _TYPES
 ]
 
-# nvidia-smi product names for the fake nvidia-smi tool.
+#: nvidia-smi product names for the fake nvidia-smi tool.
 SMI_NAMES = {
     "T4": "Tesla T4",
     "V100": "Tesla V100-SXM2-16GB",
-    "L4": "NVIDIA L4",
-    "A10G": "NVIDIA A10G",
-    "L40S": "NVIDIA L40S",
     "A100": "NVIDIA A100-SXM4-80GB",
     "H100": "NVIDIA H100 80GB HBM3",
 }
@@ -165,10 +84,9 @@ DEFAULT_CONFIG: dict = {
     "accounts": DEFAULT_ACCOUNTS,
     "catalog": DEFAULT_CATALOG,
     "revoked_tokens": [],
-    "ls_json_shape": "object",
-    "auth_error_style": "prompt",
-    "healthy": True,
-    "start_wait_max_seconds": 30.0,
-    "probe_limit": 40,
-    "sandbox_env": {},
+    "ls_json_shape": "object",  # "list": the bare-list `ls --json` of v0.6.317-0.6.322
+    "auth_error_style": "prompt",  # "401": an expired session fails with 401 Unauthorized instead of the prompt
+    "start_wait_max_seconds": 30.0,  # exec's auto-start of a STOPPED instance waits this long
+    "probe_limit": 40,  # ssh probes while sshd boots
+    "sandbox_env": {},  # extra environment of every sandbox command
 }

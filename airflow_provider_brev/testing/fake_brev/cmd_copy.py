@@ -5,14 +5,8 @@ from __future__ import annotations
 import os
 import time
 
-from airflow_provider_brev.testing.fake_brev.cmd_lifecycle import _poll_until_running, _start_instance
-from airflow_provider_brev.testing.fake_brev.context import (
-    Ctx,
-    authenticate,
-    find_instance,
-    get_instance_by_id,
-    raise_5xx,
-)
+from airflow_provider_brev.testing.fake_brev.cmd_lifecycle import poll_until_running, start_instance
+from airflow_provider_brev.testing.fake_brev.context import Ctx, authenticate, find_instance, raise_5xx
 from airflow_provider_brev.testing.fake_brev.flags import CliError
 from airflow_provider_brev.testing.fake_brev.ssh import run_refresh, wait_for_ssh
 from airflow_provider_brev.testing.fake_brev.store import derive, sandbox_dir
@@ -30,13 +24,7 @@ def _split_remote(arg: str) -> tuple[str, str]:
 
 
 def _remote_path(home: str, p: str) -> str:
-    if p in ("", "~"):
-        return home
-    if p.startswith("~/"):
-        return os.path.join(home, p[2:])
-    if p.startswith("/"):
-        return p
-    return os.path.join(home, p)
+    return home if p in ("", "~") else os.path.join(home, p.removeprefix("~/"))
 
 
 def _scp(src: str, dst: str, src_label: str) -> str | None:
@@ -73,15 +61,10 @@ def cmd_copy(ctx: Ctx, v: dict, pos: list[str]) -> int:
     if upload and not os.path.exists(local):
         raise CliError(f"local file or directory does not exist: {local}")
     raise_5xx(ctx, "copy", f"api/organizations/{ctx.org['id']}/workspaces")
-    st = ctx.store.read()
-    inst = find_instance(ctx, st, user, ws)
+    inst = find_instance(ctx, ctx.store.read(), user, ws)
     if derive(inst, ctx.now())["status"] == "STOPPED":
-        inst = _start_instance(ctx, user, ws)
-        ctx.out(f"Instance {inst['name']} is starting. \n\n")
-    limit = float(ctx.cfg.get("start_wait_max_seconds") or 30.0)
-    cur = get_instance_by_id(ctx, inst["id"])
-    running = cur is not None and derive(cur, ctx.now())["status"] == "RUNNING"
-    if not running and not _poll_until_running(ctx, inst["id"], limit):
+        inst = start_instance(ctx, user, ws)
+    if not poll_until_running(ctx, inst["id"]):
         raise CliError("Workspace is not running")
     run_refresh(ctx, user)
     alias = inst["name"] + "-host" if v["host"] else inst["name"]

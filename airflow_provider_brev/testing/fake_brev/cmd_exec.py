@@ -8,20 +8,19 @@ import os
 import signal
 import time
 
-from airflow_provider_brev.testing.fake_brev.cmd_lifecycle import _poll_until_running, _start_instance
+from airflow_provider_brev.testing.fake_brev.cmd_lifecycle import names_or_error, poll_until_running, start_instance
 from airflow_provider_brev.testing.fake_brev.context import (
     Ctx,
     authenticate,
     find_instance,
     get_instance_by_id,
-    maybe_5xx,
+    raise_5xx,
 )
-from airflow_provider_brev.testing.fake_brev.flags import CliError, _write_fd, http_error_text, multierror, traced
+from airflow_provider_brev.testing.fake_brev.flags import CliError, multierror, traced, write_fd
 from airflow_provider_brev.testing.fake_brev.ssh import (
     run_refresh,
     sandbox_env,
     ssh_check,
-    ssh_command_string,
     wait_for_ssh,
 )
 from airflow_provider_brev.testing.fake_brev.store import derive, peek_fault, sandbox_dir, take_fault
@@ -37,21 +36,11 @@ def run_remote(ctx: Ctx, inst: dict, alias: str, command: str, host: bool) -> in
     import select
     import subprocess
 
-    append_jsonl(
-        os.path.join(ctx.root, "runs.jsonl"),
-        {
-            "instance": inst["name"],
-            "instance_id": inst["id"],
-            "command": command,
-            "ts": time.time(),
-            "host": host,
-            "brev_pid": os.getpid(),
-        },
-    )
+    run = {"instance": inst["name"], "instance_id": inst["id"], "command": command, "ts": time.time(), "host": host}
+    append_jsonl(os.path.join(ctx.root, "runs.jsonl"), {**run, "brev_pid": os.getpid()})
     st = ctx.store.read()
     drop = peek_fault(st, "connection_drop", instance=inst["name"], match=command)
-    base = sandbox_dir(ctx.root, inst["id"])
-    home = os.path.join(base, "home")
+    home = os.path.join(sandbox_dir(ctx.root, inst["id"]), "home")
     os.makedirs(home, exist_ok=True)
     proc = subprocess.Popen(
         ["bash", "-c", command],
@@ -63,8 +52,7 @@ def run_remote(ctx: Ctx, inst: dict, alias: str, command: str, host: bool) -> in
         start_new_session=True,
         close_fds=True,
     )
-    assert proc.stdout is not None
-    assert proc.stderr is not None
+    assert proc.stdout is not None and proc.stderr is not None
     fds = {proc.stdout.fileno(): 1, proc.stderr.fileno(): 2}
     poller = select.poll()
     for fd in fds:
@@ -74,13 +62,7 @@ def run_remote(ctx: Ctx, inst: dict, alias: str, command: str, host: bool) -> in
     dropped = False
     try:
         while fds:
-            timeout_ms = None
-            if drop is not None:
-                timeout_ms = 50
-            try:
-                events = poller.poll(timeout_ms)
-            except InterruptedError:
-                continue
+            events = poller.poll(None if drop is None else 50)
             for fd, _ev in events:
                 try:
                     data = os.read(fd, 65536)
@@ -91,15 +73,11 @@ def run_remote(ctx: Ctx, inst: dict, alias: str, command: str, host: bool) -> in
                     del fds[fd]
                     continue
                 nbytes += len(data)
-                if fds[fd] == 1:
-                    if not ctx.stdout_broken:
-                        try:
-                            _write_fd(1, data)
-                        except OSError:
-                            ctx.stdout_broken = True
-                else:
-                    with contextlib.suppress(OSError):
-                        _write_fd(2, data)
+                try:
+                    if fds[fd] == 2 or not ctx.stdout_broken:
+                        write_fd(fds[fd], data)
+                except OSError:
+                    ctx.stdout_broken = ctx.stdout_broken or fds[fd] == 1
             if drop is not None and _drop_due(drop, started, nbytes):
                 if _consume_drop(ctx, inst["name"], command):
                     dropped = True
@@ -127,12 +105,9 @@ def run_remote(ctx: Ctx, inst: dict, alias: str, command: str, host: bool) -> in
 
 
 def _drop_due(drop: dict, started: float, nbytes: int) -> bool:
-    if drop.get("after_bytes") is not None and nbytes >= int(drop["after_bytes"]):
-        return True
-    after = drop.get("after_seconds")
-    if after is None and drop.get("after_bytes") is None:
-        after = 0.0
-    return after is not None and time.monotonic() - started >= float(after)
+    if drop.get("after_bytes") is not None:
+        return nbytes >= int(drop["after_bytes"])
+    return time.monotonic() - started >= float(drop.get("after_seconds") or 0.0)
 
 
 def _consume_drop(ctx: Ctx, name: str, command: str) -> bool:
@@ -141,11 +116,8 @@ def _consume_drop(ctx: Ctx, name: str, command: str) -> bool:
 
 
 def _kill_group(proc: Any) -> None:
-    """A dropped connection: SIGHUP the remote command's process group, then SIGKILL its shell.
-
-    Processes that ignore SIGHUP (``nohup``) or left the group (``setsid``) keep running, as on a
-    real instance; anything still attached to the session's pipes gets SIGPIPE on its next write.
-    """
+    """A dropped connection: SIGHUP the remote command's process group, then SIGKILL its shell (``nohup``/``setsid``
+    work keeps running, as on a real instance)."""
     try:
         os.killpg(os.getpgid(proc.pid), signal.SIGHUP)
     except OSError:
@@ -160,9 +132,10 @@ def _kill_group(proc: Any) -> None:
 
 def ssh_run(ctx: Ctx, alias: str, command: str, host: bool, connect_timeout: int) -> int:
     """One ``ssh <alias> '<command>'``: ssh's own error line + 255, or the remote exit code."""
-    ctx.record.setdefault("ssh_invocations", []).append(ssh_command_string(alias, command, connect_timeout))
-    if "ssh_argv" not in ctx.record:
-        ctx.record["ssh_argv"] = ctx.record["ssh_invocations"][0]
+    escaped = command.replace("'", "'\\''")
+    ssh_argv = f"ssh -T -o ConnectTimeout={connect_timeout} -o LogLevel=ERROR {alias} '{escaped}'"
+    ctx.record.setdefault("ssh_invocations", []).append(ssh_argv)
+    ctx.record.setdefault("ssh_argv", ssh_argv)
     inst, line = ssh_check(ctx, alias)
     if inst is None:
         ctx.err(line + "\n")
@@ -190,46 +163,35 @@ def exec_one(ctx: Ctx, name: str, command: str, host: bool) -> None:
     if ctx.documented and rc != 255:
         raise _exit_err(rc)
     ctx.err("Connection failed, checking instance status...\n")
-    ssh_err = traced(f"exit status {rc}", "cmd/exec.runSSHWithTimeout", "cmd/exec/exec.go", 303)
     try:
         user = authenticate(ctx)
-        f = maybe_5xx(ctx, "exec")
-        if f is not None:
-            raise CliError(http_error_text(int(f.get("status", 502)), f"api/organizations/{ctx.org['id']}/workspaces"))
-        st = ctx.store.read()
-        inst = find_instance(ctx, st, user, name)
+        raise_5xx(ctx, "exec", f"api/organizations/{ctx.org['id']}/workspaces")
+        inst = find_instance(ctx, ctx.store.read(), user, name)
     except CliError:
         raise _ExecFailure(
-            f'ssh connection failed and could not look up instance "{name}": {ssh_err}\n'
-            f"Please check your instances with: brev ls"
+            f'ssh connection failed and could not look up instance "{name}": {_exit_err(rc).message}\n'
+            "Please check your instances with: brev ls"
         ) from None
     status = derive(inst, ctx.now())["status"]
-    if status == "STOPPED":
-        try:
-            inst = _start_instance(ctx, user, name)
-        except CliError as exc:
-            raise _ExecFailure(exc.message) from None
-        ctx.out(f"Instance {inst['name']} is starting. \n\n")
-        limit = min(600.0, float(ctx.cfg.get("start_wait_max_seconds") or 30.0))
-        if not _poll_until_running(ctx, inst["id"], limit):
-            raise _ExecFailure("timed out waiting for instance to reach RUNNING state after 10m0s")
+    if status not in ("STOPPED", "RUNNING"):
+        raise _ExecFailure(f'instance "{name}" is in state "{status}" \u2014 please check with: brev ls')
+    try:
+        if status == "STOPPED":
+            inst = start_instance(ctx, user, name)
+            if not poll_until_running(ctx, inst["id"]):
+                raise _ExecFailure("timed out waiting for instance to reach RUNNING state after 10m0s")
         run_refresh(ctx, user)
-        alias = inst["name"] + "-host" if host else inst["name"]
-        line = wait_for_ssh(ctx, alias)
-        if line is not None:
-            raise _ExecFailure(traced("\n" + line, "cmd/util.WaitForSSHToBeAvailable", "cmd/util/ssh.go", 76))
-    else:
-        if status != "RUNNING":
-            raise _ExecFailure(f'instance "{name}" is in state "{status}" \u2014 please check with: brev ls')
-        try:
-            run_refresh(ctx, user)
-        except CliError as exc:
-            raise _ExecFailure(exc.message) from None
-        alias = inst["name"] + "-host" if host else inst["name"]
-        line = wait_for_ssh(ctx, alias)
-        if line is not None:
-            inner = traced("\n" + line, "cmd/util.WaitForSSHToBeAvailable", "cmd/util/ssh.go", 76)
-            raise _ExecFailure(f'could not connect to instance "{name}": {inner}\nPlease check with: brev ls')
+    except CliError as exc:
+        raise _ExecFailure(exc.message) from None
+    alias = inst["name"] + "-host" if host else inst["name"]
+    line = wait_for_ssh(ctx, alias)
+    if line is not None:
+        inner = traced("\n" + line, "cmd/util.WaitForSSHToBeAvailable", "cmd/util/ssh.go", 76)
+        raise _ExecFailure(
+            inner
+            if status == "STOPPED"
+            else f'could not connect to instance "{name}": {inner}\nPlease check with: brev ls'
+        )
     rc = ssh_run(ctx, alias, command, host, 10)
     if rc != 0:
         raise _exit_err(rc)
@@ -239,9 +201,7 @@ def cmd_exec(ctx: Ctx, v: dict, pos: list[str]) -> int:
     if not pos:
         raise CliError("requires at least 1 arg(s), only received 0")
     command = pos[-1]
-    names = pos[:-1] + ctx.names_from_stdin()
-    if not names:
-        raise CliError("instance name required: provide as argument or pipe from another command")
+    names = names_or_error(ctx, pos[:-1])
     if command.startswith("@"):
         path = command[1:]
         try:
@@ -273,8 +233,3 @@ def cmd_exec(ctx: Ctx, v: dict, pos: list[str]) -> int:
     if errors:
         raise CliError(multierror(errors))
     return 0
-
-
-# --------------------------------------------------------------------------------------------------
-# copy
-# --------------------------------------------------------------------------------------------------

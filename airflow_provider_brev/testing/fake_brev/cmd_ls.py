@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 
-def _table(header: list[str], rows: list[list[str]]) -> str:
+def table(header: list[str], rows: list[list[str]]) -> str:
     """go-pretty without borders or column separators: every cell padded by one space each side."""
     widths = [len(h) for h in header]
     for r in rows:
@@ -25,46 +25,19 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
     return "".join(out)
 
 
+_LS_KEYS = ("name", "id", "status", "build_status", "shell_status", "health_status", "instance_type", "instance_kind")
+
+
 def ls_workspace_json(view: dict, documented: bool) -> dict:
-    keys = [
-        "name",
-        "id",
-        "status",
-        "build_status",
-        "shell_status",
-        "health_status",
-        "instance_type",
-        "instance_kind",
-        "gpu",
-    ]
-    rec = {k: view[k] for k in keys}
-    if documented:
-        rec["workspaceGroupId"] = view["workspaceGroupId"]
-    return rec
+    keys = (*_LS_KEYS, "gpu", "workspaceGroupId") if documented else (*_LS_KEYS, "gpu")
+    return {k: view[k] for k in keys}
 
 
 def cmd_ls(ctx: Ctx, v: dict, pos: list[str]) -> int:
     if len(pos) > 1:
         raise CliError("too many args provided")
     what = pos[0] if pos else ""
-    valid = {
-        "",
-        "org",
-        "orgs",
-        "organization",
-        "organizations",
-        "workspace",
-        "workspaces",
-        "instance",
-        "instances",
-        "node",
-        "nodes",
-        "user",
-        "users",
-        "host",
-        "hosts",
-    }
-    if what not in valid:
+    if what.rstrip("s") not in ("", "org", "organization", "workspace", "instance"):
         raise CliError(f'invalid argument "{what}"')
     user = authenticate(ctx)
     path = f"api/organizations/{ctx.org['id']}/workspaces"
@@ -78,15 +51,9 @@ def cmd_ls(ctx: Ctx, v: dict, pos: list[str]) -> int:
             ctx.out(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
             return 0
         rows = [[("* " if o["id"] == ctx.org["id"] else "") + o["name"], o["id"]] for o in orgs]
-        ctx.out("Your organizations:\n" + _table(["NAME", "ID"], rows))
+        ctx.out("Your organizations:\n" + table(["NAME", "ID"], rows))
         return 0
-    if what.startswith("node"):
-        if v["json"]:
-            ctx.out("[]\n")
-        else:
-            ctx.out(f"No external nodes in org {ctx.org['name']}\n")
-        return 0
-    if v["org"] and v["org"] not in (ctx.org["name"],):
+    if v["org"] and v["org"] != ctx.org["name"]:
         if user.get("api_key"):
             raise CliError("api key auth is scoped to the org saved during login; --org is not supported")
         raise CliError(f"no org found with name {v['org']}")
@@ -117,6 +84,6 @@ def cmd_ls(ctx: Ctx, v: dict, pos: list[str]) -> int:
         [w["name"], w["status"], w["build_status"], w["shell_status"], w["id"], w["instance_type"], w["gpu"]]
         for w in views
     ]
-    ctx.out(_table(["NAME", "STATUS", "BUILD", "SHELL", "ID", "MACHINE", "GPU"], rows))
+    ctx.out(table(["NAME", "STATUS", "BUILD", "SHELL", "ID", "MACHINE", "GPU"], rows))
     ctx.out("\n")
     return 0

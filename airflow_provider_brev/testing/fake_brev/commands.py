@@ -1,20 +1,12 @@
-"""The command table of the fake ``brev`` (flags, help texts, handlers) and its help output."""
+"""The command table of the fake ``brev`` (flags, handlers) and its help output."""
 
 from __future__ import annotations
 
-from airflow_provider_brev.testing.fake_brev.cmd_auth import (
-    cmd_healthcheck,
-    cmd_login,
-    cmd_logout,
-    cmd_org,
-    cmd_orgs,
-    cmd_set,
-    cmd_status,
-)
+from airflow_provider_brev.testing.fake_brev.cmd_auth import cmd_login, cmd_orgs
 from airflow_provider_brev.testing.fake_brev.cmd_copy import cmd_copy
 from airflow_provider_brev.testing.fake_brev.cmd_create import cmd_create
 from airflow_provider_brev.testing.fake_brev.cmd_exec import cmd_exec
-from airflow_provider_brev.testing.fake_brev.cmd_lifecycle import cmd_delete, cmd_start, cmd_stop
+from airflow_provider_brev.testing.fake_brev.cmd_lifecycle import cmd_delete
 from airflow_provider_brev.testing.fake_brev.cmd_ls import cmd_ls
 from airflow_provider_brev.testing.fake_brev.cmd_search import cmd_search
 from airflow_provider_brev.testing.fake_brev.flags import GLOBAL_FLAGS, CliError, Flag, flag_usages
@@ -22,55 +14,36 @@ from airflow_provider_brev.testing.fake_brev.ssh import cmd_refresh
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
-
     from airflow_provider_brev.testing.fake_brev.context import Ctx
 
 
-ROOT_LONG = "brev client for managing workspaces\n\nRead the docs at https://docs.nvidia.com/brev/"
-
-
 def root_help(ctx: Ctx) -> str:
-    lines = [ROOT_LONG, "", "Usage:", "  brev [command]", "", "Available Commands:"]
     names = sorted(n for n, spec in COMMANDS.items() if not spec.get("documented_only") or ctx.documented)
     width = max(len(n) for n in names)
-    for n in names:
-        lines.append(f"  {n.ljust(width)}  {COMMANDS[n]['short']}")
-    lines += [
-        "",
-        "Flags:",
-        flag_usages(GLOBAL_FLAGS).rstrip("\n"),
-        "",
-        'Use "brev [command] --help" for more information about a command.',
-        "",
-    ]
-    return "\n".join(lines)
+    rows = "".join(f"  {n.ljust(width)}  {COMMANDS[n]['short']}\n" for n in names)
+    return (
+        "brev client for managing workspaces\n\nRead the docs at https://docs.nvidia.com/brev/\n\nUsage:\n"
+        f"  brev [command]\n\nAvailable Commands:\n{rows}\nFlags:\n{flag_usages(GLOBAL_FLAGS)}\n"
+        'Use "brev [command] --help" for more information about a command.\n'
+    )
 
 
 def command_help(ctx: Ctx, name: str, spec: dict) -> str:
-    flags = spec["flags"](ctx)
-    parts = [spec.get("long") or spec["short"], "", "Usage:", f"  brev {spec.get('use', name)}"]
+    parts = [spec["short"], "", "Usage:", f"  brev {spec.get('use', name)}"]
     if spec.get("aliases"):
         parts += ["", "Aliases:", "  " + ", ".join([name, *spec["aliases"]])]
-    if spec.get("example"):
-        parts += ["", "Examples:", spec["example"].rstrip("\n")]
+    flags = spec["flags"](ctx)
     if flags:
         parts += ["", "Flags:", flag_usages(flags).rstrip("\n")]
-    parts += ["", "Global Flags:", flag_usages(GLOBAL_FLAGS).rstrip("\n"), ""]
-    return "\n".join(parts)
+    return "\n".join([*parts, "", "Global Flags:", flag_usages(GLOBAL_FLAGS)])
 
 
-def cmd_unsimulated(name: str) -> Any:
-    def handler(_ctx: Ctx, _v: dict, _pos: list[str]) -> int:
-        raise CliError(f"simulator: `brev {name}` is interactive or not simulated; use exec/copy instead")
-
-    return handler
+def _unsimulated(_ctx: Ctx, _v: dict, _pos: list[str]) -> int:
+    raise CliError("simulator: this command is interactive or not simulated")
 
 
-# --------------------------------------------------------------------------------------------------
-# command table
-# --------------------------------------------------------------------------------------------------
 def _create_flags(ctx: Ctx) -> list[Flag]:
+    """The released CLI's ``create`` flags (what ``create --help`` lists); the documented CLI adds placement."""
     flags = [
         Flag("name", "n", "str", "", "Base name for the instances (or pass as first argument)"),
         Flag("type", "t", "str", "", "Comma-separated list of instance types to try"),
@@ -107,191 +80,63 @@ def _create_flags(ctx: Ctx) -> list[Flag]:
     return flags
 
 
-def _search_flags(ctx: Ctx, cpu: bool = False) -> list[Flag]:
-    del ctx
-    flags = [
+def _search_flags(_ctx: Ctx) -> list[Flag]:
+    return [
+        Flag("gpu-name", "g", "str", "", "Filter by GPU name (case-insensitive, partial match)"),
         Flag("provider", "p", "str", "", "Filter by provider/cloud (case-insensitive, partial match)"),
-        Flag("arch", "", "str", "", "Filter by architecture (e.g., x86_64, arm64)"),
-        Flag("min-vcpu", "", "int", 0, "Minimum number of vCPUs"),
-        Flag("min-ram", "", "float", 0.0, "Minimum RAM in GB"),
-        Flag("min-disk", "", "float", 0.0, "Minimum disk size in GB"),
-        Flag("max-boot-time", "", "int", 0, "Maximum boot time in minutes"),
-        Flag("stoppable", "", "bool", False, "Only show instances that can be stopped and restarted"),
-        Flag("rebootable", "", "bool", False, "Only show instances that can be rebooted"),
-        Flag("flex-ports", "", "bool", False, "Only show instances with configurable firewall/port rules"),
-        Flag("sort", "s", "str", "price", "Sort by column (see --help for options)"),
-        Flag("desc", "d", "bool", False, "Sort in descending order"),
+        Flag("min-vram", "v", "float", 0.0, "Minimum VRAM per GPU in GB"),
+        Flag("min-total-vram", "t", "float", 0.0, "Minimum total VRAM (GPU count * VRAM) in GB"),
+        Flag("min-capability", "c", "float", 0.0, "Minimum GPU compute capability (e.g., 8.0 for Ampere)"),
         Flag("json", "", "bool", False, "Output results as JSON"),
     ]
-    if not cpu:
-        flags += [
-            Flag("gpu-name", "g", "str", "", "Filter by GPU name (case-insensitive, partial match)"),
-            Flag("min-vram", "v", "float", 0.0, "Minimum VRAM per GPU in GB"),
-            Flag("min-total-vram", "t", "float", 0.0, "Minimum total VRAM (GPU count * VRAM) in GB"),
-            Flag("min-capability", "c", "float", 0.0, "Minimum GPU compute capability (e.g., 8.0 for Ampere)"),
-            Flag("wide", "w", "bool", False, "Show additional columns (RAM, ARCH)"),
-        ]
-    return flags
 
 
-def _no_flags(_ctx: Ctx) -> list[Flag]:
-    return []
+def _flags(*flags: Flag) -> object:
+    return lambda _ctx: list(flags)
 
 
-CREATE_LONG = """Create GPU instances with automatic retry across multiple instance types.
-
-This command attempts to create GPU instances, trying different instance types
-until the desired number of instances are successfully created. Instance types
-can be specified directly, piped from 'brev search', or auto-selected using defaults."""
-
-CREATE_EXAMPLE = """
-  # Create an instance using smart defaults (sorted by price)
-  brev create my-instance
-
-  # Create with a specific GPU type
-  brev create my-instance --type g5.xlarge
-
-  # Try multiple types in order (fallback chain)
-  brev create my-instance --type g5.xlarge,g5.2xlarge,g4dn.xlarge
-
-  # Pipe from search for automatic fallback
-  brev search --gpu-name A100 | brev create my-instance
-"""
-
-EXEC_EXAMPLE = """  # Run a command on an instance
-  brev exec my-instance "nvidia-smi"
-
-  # Run a command on multiple instances
-  brev exec instance1 instance2 instance3 "nvidia-smi"
-
-  # Run a script file on the instance (@ prefix reads local file)
-  brev exec my-instance @setup.sh"""
-
+#: simulated commands, then the other released commands (listed, so that `unknown command` suggests them)
 COMMANDS: dict[str, dict] = {
-    "create": {
-        "handler": cmd_create,
-        "flags": _create_flags,
-        "aliases": ["provision"],
-        "use": "create [name]",
-        "short": "Create GPU instances with automatic retry",
-        "long": CREATE_LONG,
-        "example": CREATE_EXAMPLE,
-    },
+    "create": {"handler": cmd_create, "flags": _create_flags, "aliases": ["provision"], "use": "create [name]"},
     "ls": {
         "handler": cmd_ls,
         "aliases": ["list"],
-        "use": "ls",
-        "short": "List instances within active org",
-        "flags": lambda _ctx: [
-            Flag("org", "o", "str", "", "organization (will override active org)"),
-            Flag("all", "", "bool", False, "show all workspaces in org"),
-            Flag("json", "", "bool", False, "output as JSON"),
-        ],
+        "flags": _flags(Flag("org", "o", "str"), Flag("all"), Flag("json")),
     },
-    "delete": {
-        "handler": cmd_delete,
-        "flags": _no_flags,
-        "use": "delete",
-        "short": "Delete an instance",
-        "example": "brev delete <ws_name>...\necho instance-name | brev delete",
-    },
-    "stop": {
-        "handler": cmd_stop,
-        "flags": lambda _ctx: [Flag("all", "a", "bool", False, "stop all instances")],
-        "use": "stop",
-        "short": "Stop an instance if it's running",
-    },
-    "start": {
-        "handler": cmd_start,
-        "use": "start",
-        "short": "Start an instance if it's stopped, or create one from url",
-        "flags": lambda _ctx: [
-            Flag("detached", "d", "bool", False, "run the command in the background instead of blocking the shell"),
-            Flag("empty", "e", "bool", False, "create an empty workspace"),
-            Flag("name", "n", "str", "", "name your workspace when creating a new one"),
-            Flag("setup-script", "s", "str", "", "takes a raw gist url to an env setup script"),
-            Flag("setup-repo", "r", "str", "", "repo that holds env setup script"),
-            Flag("setup-path", "p", "str", "", "path to env setup script"),
-            Flag("org", "o", "str", "", "organization (will override active org if creating a workspace)"),
-            Flag("gpu", "g", "str", "n1-highmem-4:nvidia-tesla-t4:1", "GPU instance type"),
-        ],
-    },
-    "exec": {
-        "handler": cmd_exec,
-        "use": "exec [instance...] <command>",
-        "short": "Execute a command on instance(s)",
-        "long": "Execute a command on one or more instances non-interactively",
-        "example": EXEC_EXAMPLE,
-        "flags": lambda _ctx: [Flag("host", "", "bool", False, "ssh into the host machine instead of the container")],
-    },
-    "copy": {
-        "handler": cmd_copy,
-        "aliases": ["cp", "scp"],
-        "use": "copy",
-        "short": "Copy files to/from an instance",
-        "flags": lambda _ctx: [
-            Flag("host", "", "bool", False, "copy to/from the host machine instead of the container")
-        ],
-    },
+    "delete": {"handler": cmd_delete, "flags": _flags()},
+    "exec": {"handler": cmd_exec, "flags": _flags(Flag("host")), "use": "exec [instance...] <command>"},
+    "copy": {"handler": cmd_copy, "aliases": ["cp", "scp"], "flags": _flags(Flag("host"))},
     "login": {
         "handler": cmd_login,
-        "use": "login",
-        "short": "Log into brev",
-        "flags": lambda _ctx: [
-            Flag("token", "", "str", "", "token provided to auto login"),
-            Flag("skip-browser", "", "bool", False, "print url instead of auto opening browser"),
-            Flag("email", "", "str", "", "email to use for authentication"),
-            Flag("auth", "", "str", "", "authentication provider to use (nvidia or legacy)"),
-            Flag("api-key", "", "str", "", "API key (bak-...)", hidden=True),
-            Flag("org-id", "", "str", "", "org id for the API key", hidden=True),
-        ],
+        "flags": _flags(
+            *(Flag(f, "", "str") for f in ("token", "email", "auth", "api-key", "org-id")), Flag("skip-browser")
+        ),
     },
-    "logout": {"handler": cmd_logout, "flags": _no_flags, "use": "logout", "short": "Log out of brev"},
-    "refresh": {
-        "handler": cmd_refresh,
-        "flags": _no_flags,
-        "use": "refresh",
-        "short": "Force a refresh to the SSH config",
-    },
-    "search": {
-        "handler": cmd_search,
-        "flags": _search_flags,
-        "use": "search [gpu|cpu]",
-        "short": "Search and filter GPU instance types",
-    },
-    "healthcheck": {
-        "handler": cmd_healthcheck,
-        "flags": _no_flags,
-        "use": "healthcheck",
-        "short": "Check backend to see if it's healthy",
-    },
-    "org": {"handler": cmd_org, "flags": _no_flags, "use": "org", "short": "Organization commands"},
-    "set": {"handler": cmd_set, "flags": _no_flags, "use": "set", "short": "Set active org"},
-    "status": {"handler": cmd_status, "flags": _no_flags, "use": "status", "short": "About this instance"},
-    "shell": {
-        "handler": cmd_unsimulated("shell"),
-        "aliases": ["ssh"],
-        "flags": lambda _ctx: [Flag("host")],
-        "use": "shell",
-        "short": "[beta] Open a shell in your instance",
-    },
-    "open": {
-        "handler": cmd_unsimulated("open"),
-        "flags": lambda _ctx: [Flag("host")],
-        "use": "open",
-        "short": "[beta] open VSCode to",
-    },
-    "reset": {
-        "handler": cmd_unsimulated("reset"),
-        "flags": _no_flags,
-        "use": "reset",
-        "short": "Reset an instance if it's in a weird state.",
-    },
-    "orgs": {
-        "handler": cmd_orgs,
-        "documented_only": True,
-        "use": "orgs",
-        "short": "List organizations with their cloud credentials",
-        "flags": lambda _ctx: [Flag("json", "", "bool", False, "output as JSON")],
-    },
+    "refresh": {"handler": cmd_refresh, "flags": _flags()},
+    "search": {"handler": cmd_search, "flags": _search_flags, "use": "search [gpu|cpu]"},
+    "orgs": {"handler": cmd_orgs, "documented_only": True, "flags": _flags(Flag("json"))},
 }
+_SHORT = {
+    "create": "Create GPU instances with automatic retry",
+    "ls": "List instances within active org",
+    "delete": "Delete an instance",
+    "exec": "Execute a command on instance(s)",
+    "copy": "Copy files to/from an instance",
+    "login": "Log into brev",
+    "refresh": "Force a refresh to the SSH config",
+    "search": "Search and filter GPU instance types",
+    "orgs": "List organizations with their cloud credentials",
+    "healthcheck": "Check backend to see if it's healthy",
+    "logout": "Log out of brev",
+    "open": "[beta] open VSCode to",
+    "org": "Organization commands",
+    "reset": "Reset an instance if it's in a weird state.",
+    "set": "Set active org",
+    "shell": "[beta] Open a shell in your instance",
+    "start": "Start an instance if it's stopped, or create one from url",
+    "status": "About this instance",
+    "stop": "Stop an instance if it's running",
+}
+for _name, _short in _SHORT.items():
+    COMMANDS.setdefault(_name, {"handler": _unsimulated, "flags": _flags()})["short"] = _short
+COMMANDS["shell"]["aliases"] = ["ssh"]

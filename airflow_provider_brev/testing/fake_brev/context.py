@@ -8,19 +8,14 @@ import os
 import time
 
 from airflow_provider_brev.testing.fake_brev.catalog import DEFAULT_ACCOUNTS, DOCUMENTED_VERSION, RELEASED_VERSION
-from airflow_provider_brev.testing.fake_brev.flags import (
-    UNAUTHORIZED_TEXT,
-    CliError,
-    _is_chr,
-    _write_fd,
-    http_error_text,
-)
+from airflow_provider_brev.testing.fake_brev.flags import UNAUTHORIZED_TEXT, CliError, http_error_text, is_chr, write_fd
 from airflow_provider_brev.testing.fake_brev.store import (
     KNOWN_ISSUERS,
     StateStore,
     derive,
     jwt_payload,
     load_config,
+    take_fault,
 )
 from airflow_provider_brev.testing.fake_common import read_json, write_json_atomic
 
@@ -28,6 +23,12 @@ TYPE_CHECKING = False
 
 
 class Ctx:
+    """One invocation: config, state store, the caller's HOME (credentials), terminal detection and output.
+
+    :param root: the simulator root.
+    :param record: the call record (``calls.jsonl``) that commands annotate.
+    """
+
     def __init__(self, root: str, record: dict) -> None:
         self.root = root
         self.cfg = load_config(root)
@@ -37,12 +38,11 @@ class Ctx:
         self.home = os.path.abspath(home)
         self.session_key = os.path.realpath(self.home)
         self.profile = self.cfg.get("profile", "released")
-        self.stdout_piped = not _is_chr(1)
-        self.stdin_chr = _is_chr(0)
+        self.stdout_piped = not is_chr(1)
+        self.stdin_chr = is_chr(0)
         self._stdin_eof = False
         self.stdout_broken = False
 
-    # clock and knobs ------------------------------------------------------------------------------
     def now(self) -> float:
         return time.time() + float(self.cfg.get("now_offset") or 0.0)
 
@@ -67,20 +67,17 @@ class Ctx:
     def org(self) -> dict:
         return self.accounts["org"]
 
-    # output ---------------------------------------------------------------------------------------
     def out(self, s: str) -> None:
         if self.stdout_broken:
             return
         try:
-            _write_fd(1, s.encode("utf-8", "replace"))
-        except BrokenPipeError:
-            self.stdout_broken = True
+            write_fd(1, s.encode("utf-8", "replace"))
         except OSError:
             self.stdout_broken = True
 
     def err(self, s: str) -> None:
         with contextlib.suppress(OSError):
-            _write_fd(2, s.encode("utf-8", "replace"))
+            write_fd(2, s.encode("utf-8", "replace"))
 
     def log(self, s: str) -> None:
         """Progress logs: stderr when stdout is piped, stdout on a terminal (gpucreate's logf)."""
@@ -89,7 +86,6 @@ class Ctx:
         else:
             self.out(s)
 
-    # stdin ----------------------------------------------------------------------------------------
     def read_stdin_all(self) -> str:
         """Read a non-terminal stdin to EOF (pipes block until the writer closes them)."""
         if self.stdin_chr or self._stdin_eof:
@@ -133,7 +129,6 @@ class Ctx:
         text = self.read_stdin_all()
         return [ln.strip() for ln in text.splitlines() if ln.strip()]
 
-    # credentials ----------------------------------------------------------------------------------
     @property
     def brev_dir(self) -> str:
         return os.path.join(self.home, ".brev")
@@ -152,10 +147,7 @@ class Ctx:
         write_json_atomic(os.path.join(self.brev_dir, "active_org.json"), data, indent=1)
 
 
-# --------------------------------------------------------------------------------------------------
-# auth
-# --------------------------------------------------------------------------------------------------
-def _token_valid_locally(token: str, now: float) -> bool:
+def token_valid_locally(token: str, now: float) -> bool:
     p = jwt_payload(token)
     if p is None:
         return False
@@ -216,7 +208,7 @@ def authenticate(ctx: Ctx) -> dict:
         }
     access = creds.get("access_token") or ""
     now = ctx.now()
-    if not _token_valid_locally(access, now):
+    if not token_valid_locally(access, now):
         return logged_out(ctx, creds)
     st = ctx.store.read()
     gen = st.get("sessions", {}).get(ctx.session_key, 0)
@@ -228,25 +220,10 @@ def authenticate(ctx: Ctx) -> dict:
     return {"id": sub, "api_key": False, "org_id": ctx.org["id"]}
 
 
-def maybe_5xx(ctx: Ctx, command: str, stage: str | None = None) -> dict | None:
-    """Consume an armed ``http_5xx`` fault for this command/stage and return it (None if none)."""
+def maybe_5xx(ctx: Ctx, command: str) -> dict | None:
+    """Consume an armed ``http_5xx`` fault for this command (None if none)."""
     with ctx.store.txn() as st:
-        f = None
-        for cand in st.get("faults", []):
-            if cand.get("kind") != "http_5xx" or cand.get("command") not in (None, command):
-                continue
-            if (cand.get("stage") or None) != stage:
-                continue
-            if cand.get("times") is not None and cand["times"] <= 0:
-                continue
-            f = cand
-            break
-        if f is None:
-            return None
-        if f.get("times") is not None:
-            f["times"] -= 1
-        st["faults"] = [x for x in st["faults"] if x.get("times") is None or x["times"] > 0]
-        return dict(f)
+        return take_fault(st, "http_5xx", command=command)
 
 
 def raise_5xx(ctx: Ctx, command: str, path: str) -> None:
@@ -255,9 +232,6 @@ def raise_5xx(ctx: Ctx, command: str, path: str) -> None:
         raise CliError(http_error_text(int(f.get("status", 502)), path, f.get("body")))
 
 
-# --------------------------------------------------------------------------------------------------
-# workspace lookup helpers
-# --------------------------------------------------------------------------------------------------
 def visible_instances(ctx: Ctx, st: dict, user: dict, all_users: bool = False) -> list[dict]:
     now = ctx.now()
     res = []
@@ -293,8 +267,3 @@ def get_instance_by_id(ctx: Ctx, ident: str) -> dict | None:
         if inst["id"] == ident and not derive(inst, now)["gone"]:
             return inst
     return None
-
-
-# --------------------------------------------------------------------------------------------------
-# commands: meta
-# --------------------------------------------------------------------------------------------------

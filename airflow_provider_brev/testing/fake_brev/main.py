@@ -9,15 +9,15 @@ import sys
 import time
 
 from airflow_provider_brev.testing.fake_brev.catalog import STATE_ENV
-from airflow_provider_brev.testing.fake_brev.commands import COMMANDS, _search_flags, command_help, root_help
+from airflow_provider_brev.testing.fake_brev.commands import COMMANDS, command_help, root_help
 from airflow_provider_brev.testing.fake_brev.context import Ctx, startup_auth_noise
 from airflow_provider_brev.testing.fake_brev.flags import (
     GLOBAL_FLAGS,
     CliError,
-    _levenshtein,
-    _Terminated,
-    _write_fd,
+    Terminated,
+    levenshtein,
     parse_flags,
+    write_fd,
 )
 from airflow_provider_brev.testing.fake_common import append_jsonl
 
@@ -37,7 +37,7 @@ def _resolve_command(ctx: Ctx, word: str) -> tuple[str, dict] | None:
 
 def _unknown_command(ctx: Ctx, word: str) -> CliError:
     cands = [n for n, s in COMMANDS.items() if not s.get("documented_only") or ctx.documented]
-    sugg = [n for n in sorted(cands) if _levenshtein(word, n) <= 2 or n.startswith(word)]
+    sugg = [n for n in sorted(cands) if levenshtein(word, n) <= 2 or n.startswith(word)]
     msg = f'unknown command "{word}" for "brev"'
     if sugg:
         msg += "\n\nDid you mean this?\n" + "".join(f"\t{s}\n" for s in sugg)
@@ -59,18 +59,15 @@ def dispatch(ctx: Ctx, argv: list[str]) -> int:
             i += 1
         i += 1
     if idx is None:
-        vals, pos, _ = parse_flags(argv, GLOBAL_FLAGS)
+        vals, _pos = parse_flags(argv, GLOBAL_FLAGS)
         ctx.record["command"] = ""
-        if vals["version"]:
-            ctx.out(f"Current Version: {ctx.version}\n")
-            return 0
-        ctx.out(root_help(ctx))
+        ctx.out(f"Current Version: {ctx.version}\n" if vals["version"] else root_help(ctx))
         return 0
     word = argv[idx]
     rest = argv[:idx] + argv[idx + 1 :]
     if word == "help":
         ctx.record["command"] = "help"
-        _, pos, _ = parse_flags(rest, GLOBAL_FLAGS)
+        _, pos = parse_flags(rest, GLOBAL_FLAGS)
         found = _resolve_command(ctx, pos[0]) if pos else None
         ctx.out(command_help(ctx, found[0], found[1]) if found else root_help(ctx))
         return 0
@@ -79,12 +76,7 @@ def dispatch(ctx: Ctx, argv: list[str]) -> int:
     if found is None:
         raise _unknown_command(ctx, word)
     name, spec = found
-    flags = spec["flags"](ctx)
-    if name == "search":
-        sub = next((a for a in rest if not a.startswith("-")), None)
-        if sub == "cpu":
-            flags = _search_flags(ctx, cpu=True)
-    vals, pos, _changed = parse_flags(rest, flags + GLOBAL_FLAGS)
+    vals, pos = parse_flags(rest, spec["flags"](ctx) + GLOBAL_FLAGS)
     if vals["help"]:
         ctx.out(command_help(ctx, name, spec))
         return 0
@@ -92,11 +84,8 @@ def dispatch(ctx: Ctx, argv: list[str]) -> int:
     return spec["handler"](ctx, vals, pos)
 
 
-# --------------------------------------------------------------------------------------------------
-# entry point
-# --------------------------------------------------------------------------------------------------
 def _on_signal(signum: int, _frame: Any) -> None:
-    raise _Terminated(128 + signum)
+    raise Terminated(128 + signum)
 
 
 def main(argv: list[str] | None = None, root: str | None = None) -> int:
@@ -108,15 +97,8 @@ def main(argv: list[str] | None = None, root: str | None = None) -> int:
         return 1
     root = os.path.abspath(root)
     os.makedirs(root, exist_ok=True)
-    record = {
-        "ts": started,
-        "argv": argv,
-        "exit_code": None,
-        "home": os.environ.get("HOME", ""),
-        "pid": os.getpid(),
-        "duration": None,
-        "stdin_read": False,
-    }
+    record = {"ts": started, "argv": argv, "exit_code": None, "home": os.environ.get("HOME", ""), "pid": os.getpid()}
+    record.update(duration=None, stdin_read=False)
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         with contextlib.suppress(OSError, ValueError):
             signal.signal(sig, _on_signal)
@@ -127,24 +109,21 @@ def main(argv: list[str] | None = None, root: str | None = None) -> int:
         record["profile"] = ctx.profile
         code = dispatch(ctx, argv)
     except CliError as exc:
-        msg = exc.message
         with contextlib.suppress(OSError):
-            _write_fd(2, (msg + "\n").encode("utf-8", "replace"))
+            write_fd(2, (exc.message + "\n").encode("utf-8", "replace"))
         code = exc.code
-    except _Terminated as exc:
+    except Terminated as exc:
         code = exc.code
     except Exception:  # a simulator bug: show it, but exit like the CLI does on any error
         import traceback
 
         with contextlib.suppress(OSError):
-            _write_fd(2, ("fake brev internal error:\n" + traceback.format_exc()).encode("utf-8", "replace"))
+            write_fd(2, ("fake brev internal error:\n" + traceback.format_exc()).encode("utf-8", "replace"))
         code = 1
     finally:
-        try:
+        with contextlib.suppress(OSError, ValueError):
             signal.signal(signal.SIGTERM, signal.SIG_IGN)
             signal.signal(signal.SIGINT, signal.SIG_IGN)
-        except (OSError, ValueError):
-            pass
         record["exit_code"] = code
         record["duration"] = round(time.time() - started, 4)
         with contextlib.suppress(OSError):

@@ -5,8 +5,7 @@ from __future__ import annotations
 import os
 import time
 
-from airflow_provider_brev.testing.fake_brev.context import Ctx, authenticate, maybe_5xx, visible_instances
-from airflow_provider_brev.testing.fake_brev.flags import CliError, http_error_text
+from airflow_provider_brev.testing.fake_brev.context import Ctx, authenticate, raise_5xx, visible_instances
 from airflow_provider_brev.testing.fake_brev.store import derive, fake_ip, sandbox_dir
 
 TYPE_CHECKING = False
@@ -38,7 +37,7 @@ def ssh_block(brev_dir: str, inst: dict, host: bool = False) -> str:
     alias = inst["name"] + ("-host" if host else "")
     return (
         f"Host {alias}\n"
-        f"  Hostname {inst.get('ip') or fake_ip(inst['id'])}\n"
+        f"  Hostname {fake_ip(inst['id'])}\n"
         f'  IdentityFile "{os.path.join(brev_dir, "brev.pem")}"\n'
         f"  User ubuntu\n"
         f"  Port 22\n"
@@ -77,9 +76,7 @@ def write_ssh_config(brev_dir: str, insts: list[dict], append: bool = False) -> 
 
 
 def run_refresh(ctx: Ctx, user: dict) -> None:
-    f = maybe_5xx(ctx, "refresh")
-    if f is not None:
-        raise CliError(http_error_text(int(f.get("status", 502)), "api/me/keys", f.get("body")))
+    raise_5xx(ctx, "refresh", "api/me/keys")
     st = ctx.store.read()
     now = ctx.now()
     running = [i for i in visible_instances(ctx, st, user) if derive(i, now)["status"] == "RUNNING"]
@@ -102,16 +99,11 @@ def ssh_check(ctx: Ctx, alias: str) -> tuple[dict | None, str]:
     st = ctx.store.read()
     now = ctx.now()
     inst = next((i for i in st["instances"] if i["id"] == ident), None)
-    if inst is None or derive(inst, now)["gone"]:
-        ip = inst.get("ip") if inst else fake_ip(ident)
-        return None, f"ssh: connect to host {ip} port 22: Connection timed out"
-    d = derive(inst, now)
-    ip = inst.get("ip") or fake_ip(ident)
-    if d["status"] == "RUNNING" and d["ssh_up"]:
+    d = derive(inst, now) if inst else {"gone": True, "status": ""}
+    if not d["gone"] and d["status"] == "RUNNING" and d["ssh_up"]:
         return inst, ""
-    if d["status"] in ("RUNNING", "DEPLOYING", "STARTING"):
-        return None, f"ssh: connect to host {ip} port 22: Connection refused"
-    return None, f"ssh: connect to host {ip} port 22: Connection timed out"
+    refused = not d["gone"] and d["status"] in ("RUNNING", "DEPLOYING", "STARTING")
+    return None, f"ssh: connect to host {fake_ip(ident)} port 22: Connection {'refused' if refused else 'timed out'}"
 
 
 def wait_for_ssh(ctx: Ctx, alias: str) -> str | None:
@@ -122,21 +114,10 @@ def wait_for_ssh(ctx: Ctx, alias: str) -> str | None:
         inst, line = ssh_check(ctx, alias)
         if inst is not None:
             return None
-        satisfactory = any(
-            s in line for s in ("Connection refused", "Operation timed out", "Warning:", "Connection timed out")
-        )
-        if counter >= limit or not satisfactory:
+        if counter >= limit or not any(s in line for s in ("Connection refused", "Connection timed out")):
             return line
         counter += 1
         time.sleep(ctx.t("probe_seconds"))
-
-
-# --------------------------------------------------------------------------------------------------
-# exec
-# --------------------------------------------------------------------------------------------------
-def ssh_command_string(alias: str, command: str, connect_timeout: int) -> str:
-    escaped = command.replace("'", "'\\''")
-    return f"ssh -T -o ConnectTimeout={connect_timeout} -o LogLevel=ERROR {alias} '{escaped}'"
 
 
 def sandbox_env(ctx: Ctx, inst: dict, host: bool) -> dict[str, str]:

@@ -20,17 +20,11 @@ if TYPE_CHECKING:
 _ID_ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789"
 
 
-def _gonum(x: Any) -> Any:
+def gonum(x: Any) -> Any:
     """Format numbers the way Go's encoding/json does (integral floats without ``.0``)."""
     if isinstance(x, float) and x.is_integer() and abs(x) < 1e15:
         return int(x)
     return x
-
-
-def _b64url_decode(part: str) -> bytes:
-    import base64
-
-    return base64.urlsafe_b64decode(part + "=" * (-len(part) % 4))
 
 
 #: Issuers the CLI has an authenticator for (KAS, Auth0); any other JWT makes it print "no oauth found for token".
@@ -41,9 +35,12 @@ def jwt_payload(token: str) -> dict | None:
     """The payload of an (unsigned-checked) JWT, or None when it does not look like one."""
     if not token or token.count(".") != 2:
         return None
+    import base64
+
+    part = token.split(".")[1]
     try:
-        payload = json.loads(_b64url_decode(token.split(".")[1]))
-    except Exception:
+        payload = json.loads(base64.urlsafe_b64decode(part + "=" * (-len(part) % 4)))
+    except ValueError:
         return None
     return payload if isinstance(payload, dict) else None
 
@@ -59,23 +56,15 @@ def make_token(
         return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
 
     t = time.time() if now is None else now
-    nonce = os.urandom(6).hex()
-    payload = {
-        "sub": sub,
-        "iss": issuer,
-        "iat": int(t),
-        "exp": int(t + exp_in_seconds),
-        "jti": nonce,
-    }
+    payload = {"sub": sub, "iss": issuer, "iat": int(t), "exp": int(t + exp_in_seconds), "jti": os.urandom(6).hex()}
     sig = base64.urlsafe_b64encode(os.urandom(16)).rstrip(b"=").decode()
     return f"{enc({'alg': 'RS256', 'typ': 'JWT'})}.{enc(payload)}.{sig}"
 
 
-def new_instance_id(existing: set[str] | None = None) -> str:
+def new_instance_id(existing: set[str]) -> str:
     while True:
-        raw = os.urandom(9)
-        ident = "".join(_ID_ALPHABET[b % 36] for b in raw)
-        if ident[0].isalpha() and (not existing or ident not in existing):
+        ident = "".join(_ID_ALPHABET[b % 36] for b in os.urandom(9))
+        if ident[0].isalpha() and ident not in existing:
             return ident
 
 
@@ -95,9 +84,6 @@ def load_config(root: str) -> dict:
     return cfg
 
 
-# --------------------------------------------------------------------------------------------------
-# state: one JSON document guarded by flock on a separate lock file
-# --------------------------------------------------------------------------------------------------
 def empty_state() -> dict:
     return {"auth_generation": 0, "sessions": {}, "instances": [], "faults": []}
 
@@ -174,16 +160,10 @@ def gc_instances(state: dict, now: float) -> None:
     state["instances"] = [i for i in state["instances"] if not derive(i, now)["gone"]]
 
 
-# --------------------------------------------------------------------------------------------------
-# instance lifecycle, derived lazily from timestamps
-# --------------------------------------------------------------------------------------------------
 def derive(inst: dict, now: float) -> dict:
-    """Status fields of an instance at ``now``.
-
-    Phases: deploy (DEPLOYING -> RUNNING or FAILURE), stop (STOPPING -> STOPPED),
-    start (STARTING -> RUNNING), delete (DELETING -> gone), fixed (whatever was seeded).
-    """
-    ph = inst.get("phase", "fixed")
+    """Status fields of an instance at ``now``, from its phase: deploy (DEPLOYING -> RUNNING or FAILURE),
+    stop (STOPPING -> STOPPED), start (STARTING -> RUNNING), delete (DELETING -> gone)."""
+    ph = inst["phase"]
     res = {"status": "", "build_status": "", "health_status": "", "status_message": "", "ssh_up": False, "gone": False}
     if ph == "delete":
         if now >= inst["t_gone"]:
@@ -210,15 +190,7 @@ def derive(inst: dict, now: float) -> dict:
         health = inst.get("health_override") or "HEALTHY"
         res.update(status="RUNNING", build_status=build, health_status=health, ssh_up=now >= inst.get("t_ssh_up", 0))
         return res
-    # fixed
-    res.update(
-        status=inst.get("fixed_status", "RUNNING"),
-        build_status=inst.get("fixed_build", ""),
-        health_status=inst.get("fixed_health", ""),
-        status_message=inst.get("failure") or "",
-        ssh_up=bool(inst.get("fixed_ssh", False)),
-    )
-    return res
+    raise ValueError(f"unknown instance phase {ph!r}")
 
 
 def catalog_index(cfg: dict) -> dict[str, dict]:
@@ -317,20 +289,14 @@ def new_instance_record(
     }
 
 
-# --------------------------------------------------------------------------------------------------
-# faults (stored in state.json so every process shares them; consumed under the lock)
-# --------------------------------------------------------------------------------------------------
 def _fault_matches(f: dict, kind: str, **attrs: Any) -> bool:
-    if f.get("kind") != kind:
+    """A fault attribute left unset matches anything, except ``stage`` (a ``stage="post"`` 5xx hits only the
+    POST); ``match`` is a substring of the command."""
+    if f.get("kind") != kind or (f.get("stage") or None) != attrs.pop("stage", None):
         return False
     for key, val in attrs.items():
         want = f.get(key)
-        if want is None or val is None:
-            continue
-        if key == "match":
-            if want not in val:
-                return False
-        elif want != val:
+        if want is not None and val is not None and (want not in val if key == "match" else want != val):
             return False
     return True
 
@@ -356,9 +322,6 @@ def peek_fault(state: dict, kind: str, **attrs: Any) -> dict | None:
     return None
 
 
-# --------------------------------------------------------------------------------------------------
-# processes of a sandbox
-# --------------------------------------------------------------------------------------------------
 def sandbox_pids(marker_key: str, marker_value: str) -> list[int]:
     """PIDs whose environment contains ``marker_key=marker_value`` (scans /proc/*/environ)."""
     needle = f"{marker_key}={marker_value}".encode()
@@ -399,8 +362,3 @@ def kill_sandbox_processes(marker_key: str, marker_value: str) -> int:
                 pass
         time.sleep(0.01)
     return killed
-
-
-# --------------------------------------------------------------------------------------------------
-# flag parsing (a cobra/pflag look-alike)
-# --------------------------------------------------------------------------------------------------

@@ -1,5 +1,5 @@
-"""Plumbing of the fake ``docker`` client: errors, output, pflag-style flag parsing, secret redaction in
-the call record, image references."""
+"""One fake ``docker`` invocation: knobs, errors, flag parsing (the fake ``brev``'s pflag parser), the call record
+with secrets redacted, image references, registry logins and the instance's image store (``pull``)."""
 
 from __future__ import annotations
 
@@ -8,40 +8,34 @@ import hashlib
 import os
 import re
 import sys
+import time
+from collections import namedtuple
+
+from airflow_provider_brev.testing import fake_common as _c
+from airflow_provider_brev.testing.fake_brev.flags import CliError, Flag, parse_flags
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
-
 DOCKER_VERSION = "27.3.1"
-DOCKER_BUILD = "ce12230"
 CALLS_FILE = "docker_calls.jsonl"
 DAEMON_DOWN = "Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?"
 REDACTED = "<redacted>"
-CONTAINER_PATH_DIRS = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
-#: knobs under ``config.json["docker"]``
+#: knobs under ``config.json["docker"]`` (``BrevSimulator.set_docker``)
 DEFAULT_DOCKER_CONFIG: dict = {
-    # `docker info` (and every daemon command) fails with "Cannot connect to the Docker daemon ..."
-    "daemon_down": False,
-    # NGC keys `docker login nvcr.io` rejects (any other non-empty key is valid)
-    "revoked_ngc_keys": [],
-    # registries that need a prior `docker login` to pull / `manifest inspect`
-    "auth_registries": ["nvcr.io"],
-    # nvcr.io pulls work without login
-    "nvcr_anonymous_pull": False,
-    # image refs (or repositories, any tag) whose manifest does not exist
-    "missing_images": [],
-    # simulated download time of a pull that fetches layers
-    "pull_seconds": 0.0,
-    # pulls fail with a registry timeout: True (always), an int (the next N pulls), or a list of refs
-    "fail_pull": False,
+    "daemon_down": False,  # every daemon command fails with "Cannot connect to the Docker daemon ..."
+    "revoked_ngc_keys": [],  # NGC keys `docker login nvcr.io` rejects (any other non-empty key is valid)
+    "nvcr_anonymous_pull": False,  # nvcr.io pulls work without a prior `docker login nvcr.io`
+    "missing_images": [],  # image refs (or repositories) whose manifest does not exist
+    "fail_pull": False,  # pulls time out: True (always), an int (the next N pulls) or a list of refs
 }
 
 
 class DockerError(Exception):
-    """An error the docker CLI prints on stderr before exiting with ``code``."""
+    """An error the docker CLI prints on stderr (then ``see``) before exiting with ``code``."""
 
     def __init__(self, message: str, code: int = 1, see: str | None = None) -> None:
         super().__init__(message)
@@ -50,17 +44,10 @@ class DockerError(Exception):
         self.see = see
 
 
-# ------------------------------------------------------------------------------------------- output
 def _emit(stream: Any, text: str) -> None:
-    try:
+    with contextlib.suppress(OSError, ValueError):  # the reader went away: drop the output like a Go program
         stream.write(text)
         stream.flush()
-    except (OSError, ValueError):
-        # the reader went away (`docker ps | head -1`): silence the stream like a Go program would
-        with contextlib.suppress(OSError, ValueError):
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, stream.fileno())
-            os.close(devnull)
 
 
 def out(text: str) -> None:
@@ -71,228 +58,143 @@ def err(text: str) -> None:
     _emit(sys.stderr, text)
 
 
-def _write_fd(fd: int, data: bytes) -> bool:
-    view = memoryview(data)
-    while view:
-        try:
-            n = os.write(fd, view)
-        except InterruptedError:
-            continue
-        except OSError:
-            return False
-        view = view[n:]
-    return True
+def parse(args: list[str], flags: list[Flag], see: str, interspersed: bool = True) -> tuple[dict[str, Any], list[str]]:
+    try:
+        return parse_flags(args, [*flags, Flag("help")], interspersed)
+    except CliError as exc:
+        raise DockerError(exc.message, 125, see) from None
 
 
-# ---------------------------------------------------------------------------------- flag parsing
-class Spec:
-    __slots__ = ("kind", "name")
-
-    def __init__(self, name: str, kind: str) -> None:
-        self.name = name
-        self.kind = kind  # "bool" | "str" | "list"
-
-
-def _specs(table: dict[str, str]) -> tuple[dict[str, Spec], dict[str, Spec]]:
-    """``{"name|n": "bool"}`` -> (long map, short map); ``"net=network"`` style aliases via ``alias``."""
-    longs: dict[str, Spec] = {}
-    shorts: dict[str, Spec] = {}
-    for key, kind in table.items():
-        names = key.split("|")
-        target = names[0]
-        if kind.startswith("alias:"):
-            target, kind = kind.split(":", 2)[1], kind.split(":", 2)[2]
-        spec = Spec(target, kind)
-        for n in names:
-            if len(n) == 1:
-                shorts[n] = spec
-            else:
-                longs[n] = spec
-    return longs, shorts
+def redact_argv(argv: list[str], sub: str) -> tuple[list[str], bool, bool]:
+    """``-e K=V`` values and ``login -p/--password`` values replaced; returns (argv, inline env value, password)."""
+    red = list(argv)
+    inline = password = False
+    for i, arg in enumerate(argv):
+        prev = argv[i - 1] if i else ""
+        if prev in ("-e", "--env") and "=" in arg:
+            red[i], inline = arg.split("=", 1)[0] + "=" + REDACTED, True
+        elif sub == "login" and (prev in ("-p", "--password") or arg.startswith("--password=")):
+            red[i], password = REDACTED, True
+    return red, inline, password
 
 
-def parse_flags(
-    args: list[str], table: dict[str, str], see: str, interspersed: bool = True
-) -> tuple[dict[str, Any], list[str], int]:
-    """pflag-like parsing; returns (options, positionals, index of the first positional that stopped
-    parsing (or len(args)))."""
-    longs, shorts = _specs(table)
-    opts: dict[str, Any] = {}
-    pos: list[str] = []
-    stop = len(args)
-
-    def put(spec: Spec, value: Any) -> None:
-        if spec.kind == "list":
-            opts.setdefault(spec.name, []).append(value)
-        else:
-            opts[spec.name] = value
-
-    i = 0
-    while i < len(args):
-        a = args[i]
-        if a == "--":
-            pos.extend(args[i + 1 :])
-            stop = i + 1
-            break
-        if a.startswith("--") and len(a) > 2:
-            name, eq, val = a[2:].partition("=")
-            spec = longs.get(name)
-            if spec is None:
-                raise DockerError(f"unknown flag: --{name}", 125, see)
-            if spec.kind == "bool":
-                if eq:
-                    if val.lower() not in ("true", "false", "1", "0", "t", "f"):
-                        raise DockerError(
-                            f'invalid argument "{val}" for "--{name}" flag: strconv.ParseBool: parsing "{val}": invalid syntax',
-                            125,
-                            see,
-                        )
-                    put(spec, val.lower() in ("true", "1", "t"))
-                else:
-                    put(spec, True)
-            elif eq:
-                put(spec, val)
-            else:
-                if i + 1 >= len(args):
-                    raise DockerError(f"flag needs an argument: --{name}", 125, see)
-                put(spec, args[i + 1])
-                i += 1
-        elif a.startswith("-") and len(a) > 1:
-            j = 1
-            while j < len(a):
-                ch = a[j]
-                spec = shorts.get(ch)
-                if spec is None:
-                    raise DockerError(f"unknown shorthand flag: '{ch}' in {a}", 125, see)
-                if spec.kind == "bool":
-                    put(spec, True)
-                    j += 1
-                    continue
-                rest = a[j + 1 :]
-                if rest:
-                    put(spec, rest[1:] if rest.startswith("=") else rest)
-                else:
-                    if i + 1 >= len(args):
-                        raise DockerError(f"flag needs an argument: '{ch}' in -{ch}", 125, see)
-                    put(spec, args[i + 1])
-                    i += 1
-                break
-        else:
-            if not interspersed:
-                pos.extend(args[i:])
-                stop = i
-                break
-            pos.append(a)
-        i += 1
-    return opts, pos, stop
-
-
-def redact_argv(argv: list[str], sub: str, env_limit: int) -> tuple[list[str], bool, bool]:
-    """Redact ``-e K=V`` values (before ``env_limit``) and ``login -p`` passwords.
-
-    Returns (redacted argv, any inline env value, password on argv)."""
-    out_argv = list(argv)
-    inline = False
-    password = False
-
-    def red_env(value: str) -> str:
-        nonlocal inline
-        if "=" in value:
-            inline = True
-            return value.split("=", 1)[0] + "=" + REDACTED
-        return value
-
-    i = 0
-    while i < len(argv):
-        a = argv[i]
-        if i < env_limit and sub in ("run", "create", "exec", "container"):
-            if a in ("-e", "--env") and i + 1 < len(argv):
-                out_argv[i + 1] = red_env(argv[i + 1])
-                i += 2
-                continue
-            if a.startswith("--env="):
-                out_argv[i] = "--env=" + red_env(a[len("--env=") :])
-            elif a.startswith("-e") and not a.startswith("--") and len(a) > 2:
-                body = a[2:]
-                pre = "-e="[: 3 if body.startswith("=") else 2]
-                out_argv[i] = pre + red_env(body[1:] if body.startswith("=") else body)
-        if sub == "login":
-            if a in ("-p", "--password") and i + 1 < len(argv):
-                password = True
-                out_argv[i + 1] = REDACTED
-                i += 2
-                continue
-            if a.startswith("--password="):
-                password = True
-                out_argv[i] = "--password=" + REDACTED
-            elif a.startswith("-p") and not a.startswith("--") and len(a) > 2:
-                password = True
-                out_argv[i] = "-p" + REDACTED
-        i += 1
-    return out_argv, inline, password
-
-
-# ------------------------------------------------------------------------------------- references
-_REF_RE = re.compile(
-    r"^(?:(?P<host>[a-zA-Z0-9.-]+(?::[0-9]+)?)/)?(?P<path>[a-zA-Z0-9._/-]+)(?::(?P<tag>[\w][\w.-]{0,127}))?(?:@(?P<digest>sha256:[a-f0-9]{64}))?$"
-)
-
-
-class Ref:
-    __slots__ = ("digest", "path", "registry", "tag")
-
-    def __init__(self, registry: str, path: str, tag: str, digest: str) -> None:
-        self.registry = registry
-        self.path = path
-        self.tag = tag
-        self.digest = digest
-
-    @property
-    def canonical(self) -> str:
-        base = f"{self.registry}/{self.path}"
-        return f"{base}@{self.digest}" if self.digest else f"{base}:{self.tag}"
-
-    @property
-    def repo(self) -> str:
-        """Familiar repository name (``ubuntu``, ``nvcr.io/nvidia/tao/tao-toolkit``)."""
-        if self.registry == "docker.io":
-            return self.path[len("library/") :] if self.path.startswith("library/") else self.path
-        return f"{self.registry}/{self.path}"
-
-    @property
-    def familiar(self) -> str:
-        return f"{self.repo}@{self.digest}" if self.digest else f"{self.repo}:{self.tag}"
+#: a parsed image reference (``reference`` is the tag or the digest)
+Ref = namedtuple("Ref", "registry path reference canonical familiar")
 
 
 def parse_ref(ref: str) -> Ref:
-    name = ref
-    digest = ""
-    if "@" in name:
-        name, digest = name.split("@", 1)
+    name, _, digest = ref.partition("@")
     tag = ""
-    slash = name.rfind("/")
-    colon = name.rfind(":")
-    if colon > slash:
-        name, tag = name[:colon], name[colon + 1 :]
+    if name.rfind(":") > name.rfind("/"):
+        name, tag = name.rsplit(":", 1)
     first, _, rest = name.partition("/")
-    if rest and ("." in first or ":" in first or first == "localhost"):
-        registry, path = first, rest
-    else:
-        registry, path = "docker.io", (name if "/" in name else f"library/{name}")
-    check = name + (f":{tag}" if tag else "") + (f"@{digest}" if digest else "")
-    if not ref or not _REF_RE.match(check) or "//" in path or path.endswith("/") or (digest and len(digest) != 71):
+    registry, path = (first, rest) if rest and ("." in first or ":" in first) else ("docker.io", name)
+    if registry == "docker.io" and "/" not in path:
+        path = f"library/{path}"
+    valid = re.fullmatch(r"[a-z0-9]+(?:(?:[._]|__|-+|/)[a-z0-9]+)*", path)
+    if not valid or (tag and not re.fullmatch(r"\w[\w.-]{0,127}", tag)):
         raise DockerError("invalid reference format")
-    if path != path.lower():
-        raise DockerError(f"invalid reference format: repository name ({path}) must be lowercase")
-    return Ref(registry, path, tag or ("" if digest else "latest"), digest)
+    if digest and not re.fullmatch(r"sha256:[a-f0-9]{64}", digest):
+        raise DockerError("invalid reference format")
+    reference = digest or tag or "latest"
+    sep = "@" if digest else ":"
+    repo = path.removeprefix("library/") if registry == "docker.io" else f"{registry}/{path}"
+    return Ref(registry, path, reference, f"{registry}/{path}{sep}{reference}", f"{repo}{sep}{reference}")
 
 
-def _sha(text: str) -> str:
+def sha(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def registry_key(server: str) -> str:
-    s = re.sub(r"^https?://", "", server.strip()).split("/", 1)[0]
-    if s in ("", "index.docker.io", "registry-1.docker.io", "docker.io"):
-        return "docker.io"
-    return s
+class Docker:
+    """One ``docker`` invocation inside an instance sandbox (``$BREV_SIM_ROOT``/``$BREV_SIM_INSTANCE``)."""
+
+    def __init__(self, root: str | None, argv: list[str]) -> None:
+        self.root = root
+        self.argv = argv
+        self.sub = ""
+        self.instance_id = os.environ.get("BREV_SIM_INSTANCE", "")
+        self.instance_name = os.environ.get("BREV_SIM_INSTANCE_NAME", "")
+        self.cfg = _c.load_section(root, "docker", DEFAULT_DOCKER_CONFIG)
+        self.inst_dir = os.path.join(root, "instances", self.instance_id) if root and self.instance_id else ""
+        self.ddir = os.path.join(self.inst_dir, "docker") if self.inst_dir else ""
+        home = os.environ.get("HOME") or os.path.expanduser("~")
+        self.config_dir = os.environ.get("DOCKER_CONFIG") or os.path.join(home, ".docker")
+        self.record: dict[str, Any] = {}
+        self.call_id = os.urandom(8).hex()
+        self.started = time.time()
+
+    def write_record(self, phase: str, code: int | None) -> None:
+        """Append this invocation to ``<root>/docker_calls.jsonl`` (a ``start`` and an ``end`` line)."""
+        if not self.root or not os.path.isdir(self.root):
+            return
+        red, inline, password = redact_argv(self.argv, self.sub)
+        rec: dict[str, Any] = {
+            "call_id": self.call_id,
+            "phase": phase,
+            "ts": self.started,
+            "duration": round(time.time() - self.started, 4),
+            "instance_id": self.instance_id,
+            "instance": self.instance_name,
+            "subcommand": self.sub,
+            "argv": red,
+            "inline_env_values": inline,
+            "password_on_argv": password,
+            "exit_code": code,
+            **self.record,
+        }
+        with contextlib.suppress(OSError):
+            _c.append_jsonl(os.path.join(self.root, CALLS_FILE), rec)
+
+    def require_daemon(self, prefix: str = "", see: str | None = None) -> None:
+        if not self.ddir or self.cfg.get("daemon_down"):
+            raise DockerError(prefix + DAEMON_DOWN, 125 if prefix else 1, see)
+        os.makedirs(os.path.join(self.ddir, "containers"), exist_ok=True)
+
+    def meta(self) -> dict:
+        return _c.read_json(os.path.join(self.inst_dir, "meta.json"), {}) or {}
+
+    @property
+    def client_config_path(self) -> str:
+        return os.path.join(self.config_dir, "config.json")
+
+    def images(self) -> dict[str, dict]:
+        return _c.read_json(os.path.join(self.ddir, "images.json"), {}) or {}
+
+    def pull(self, ref: Ref, write: Callable[[str], None]) -> None:
+        """Pull ``ref`` into the instance's image store (auth, missing-manifest and failure knobs)."""
+        head = f"https://{'registry-1.docker.io' if ref.registry == 'docker.io' else ref.registry}/v2/"
+        fail = self.cfg.get("fail_pull")
+        if (
+            (ref.canonical in fail or ref.familiar in fail)
+            if isinstance(fail, list)
+            else _c.consume_knob(self.root, "docker", "fail_pull", "pull")
+        ):
+            raise DockerError(
+                f'Error response from daemon: Get "{head}": net/http: request canceled while waiting for connection '
+                "(Client.Timeout exceeded while awaiting headers)"
+            )
+        auths = (_c.read_json(self.client_config_path, {}) or {}).get("auths") or {}
+        if ref.registry == "nvcr.io" and not self.cfg.get("nvcr_anonymous_pull") and "nvcr.io" not in auths:
+            raise DockerError(
+                f'Error response from daemon: Head "{head}{ref.path}/manifests/{ref.reference}": '
+                "unauthorized: authentication required"
+            )
+        repo = ref.familiar.rsplit("@" if "@" in ref.familiar else ":", 1)[0]
+        if {ref.familiar, ref.canonical, repo} & set(self.cfg.get("missing_images") or []):
+            raise DockerError(
+                f"Error response from daemon: manifest for {ref.familiar} not found: manifest unknown: manifest unknown"
+            )
+        write(f"{ref.reference}: Pulling from {ref.path}\n")
+        with _c.flocked(os.path.join(self.ddir, "lock")):
+            imgs = self.images()
+            present = ref.canonical in imgs
+            img = imgs.setdefault(ref.canonical, {"pull_count": 0, "downloads": 0, "first_pulled": time.time()})
+            img["pull_count"] += 1
+            img["downloads"] += 0 if present else 1
+            _c.write_json_atomic(os.path.join(self.ddir, "images.json"), imgs)
+        if not present:
+            write("".join(f"{sha(f'layer{i}:{ref.canonical}')[:12]}: Pull complete\n" for i in range(3)))
+        status = "Image is up to date for" if present else "Downloaded newer image for"
+        write(f"Digest: sha256:{sha(ref.canonical)}\nStatus: {status} {ref.familiar}\n{ref.familiar}\n")
+        self.record.setdefault("pulled", []).append(ref.canonical)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import csv
 import json
 import math
 import os
@@ -14,7 +13,6 @@ import time
 from airflow_provider_brev.testing import fake_common as _c
 from airflow_provider_brev.testing.fake_tao.run import RunContext, _fmt_td, _unit
 from airflow_provider_brev.testing.fake_tao.spec import (
-    MISSING,
     NETWORK_ACTIONS,
     PARQUET_MAGIC,
     SIMULATED,
@@ -31,8 +29,7 @@ if TYPE_CHECKING:
 
 
 class Run(RunContext):
-    """A TAO action run: ``train``, ``evaluate``, ``inference``, ``export`` (``visual_changenet``) and ``vcn_aoi``
-    (``gap_analysis``)."""
+    """A TAO action run: ``train`` and ``evaluate`` (``visual_changenet``), ``vcn_aoi`` (``gap_analysis``)."""
 
     def train(self) -> dict:
         assert self.status is not None and self.action_dir is not None
@@ -52,28 +49,18 @@ class Run(RunContext):
         if isinstance(gpu_ids, list) and len(gpu_ids) > num_gpus:
             num_gpus = len(gpu_ids)
         self.check_gpu(num_gpus)
-        if self.task == "segment":
-            root = require(self.cfg, "dataset.segment.root_dir")
-            self.need_file(str(root), "dataset.segment.root_dir", directory=True)
-            n_rows = 64
-            batch = int(get(self.cfg, "dataset.segment.batch_size", 8))
-            workers = int(get(self.cfg, "dataset.segment.workers", 2))
-        else:
-            rows, _img = self.split_dataset("train_dataset")
-            self.split_dataset("validation_dataset", "validation")
-            labels = {(r.get("label") or "").strip() for r in rows if "label" in r}
-            if len(labels) == 1:
-                raise TaoFailure(
-                    f"ValueError: The training dataset contains a single class ({labels.pop()!r}); "
-                    "Visual ChangeNet classify needs PASS and NO_PASS samples"
-                )
-            n_rows = len(rows)
-            batch = int(get(self.cfg, "dataset.classify.batch_size", 16))
-            workers = int(get(self.cfg, "dataset.classify.workers", 2))
-        if batch <= 1:
+        rows, _img = self.split_dataset("train_dataset")
+        self.split_dataset("validation_dataset", "validation")
+        labels = {(r.get("label") or "").strip() for r in rows if "label" in r}
+        if len(labels) == 1:
             raise TaoFailure(
-                f"ValueError: Configuration error: dataset.{self.task}.batch_size must be greater than 1, got {batch}"
+                f"ValueError: The training dataset contains a single class ({labels.pop()!r}); "
+                "Visual ChangeNet classify needs PASS and NO_PASS samples"
             )
+        batch = int(get(self.cfg, "dataset.classify.batch_size", 16))
+        workers = int(get(self.cfg, "dataset.classify.workers", 2))
+        if batch <= 1:
+            raise TaoFailure(f"ValueError: Configuration error: dataset.classify.batch_size must be > 1, got {batch}")
         backbone = get(self.cfg, "model.backbone.pretrained_backbone_path")
         if backbone not in (None, ""):
             if "://" in str(backbone):
@@ -90,7 +77,7 @@ class Run(RunContext):
             start = int(info.get("epoch", -1)) + 1
             self.log(f"Resuming training from checkpoint {resume} (epoch {start})")
         self.info.update(num_epochs=num_epochs, start_epoch=start)
-        steps_per_epoch = max(1, math.ceil(n_rows / (batch * max(1, num_gpus))))
+        steps_per_epoch = max(1, math.ceil(len(rows) / (batch * max(1, num_gpus))))
         silent = start >= num_epochs
         if not silent and _c.consume_knob(self.root, "tao", "silent_pass", "train"):
             silent = True
@@ -137,17 +124,7 @@ class Run(RunContext):
             if (e + 1) % ci == 0:
                 name = f"model_epoch_{e:03d}_step_{step:05d}.pth"
                 host = os.path.join(self.action_dir, name)
-                self.write_checkpoint(
-                    host,
-                    {
-                        "network": "visual_changenet",
-                        "task": self.task,
-                        "epoch": e,
-                        "step": step,
-                        "num_epochs": num_epochs,
-                        "val_loss": val_loss,
-                    },
-                )
+                self.write_checkpoint(host, {"epoch": e, "step": step, "num_epochs": num_epochs, "val_loss": val_loss})
                 last_saved = name
                 self.info["checkpoints_written"].append(name)
                 self.log(f"Saved checkpoint: {self.display(host)}", name="lightning")
@@ -177,31 +154,16 @@ class Run(RunContext):
         self.check_gpu(int(get(self.cfg, "evaluate.num_gpus", 1)))
         info = self._checkpoint()
         epochs = int(info.get("epoch", 4)) + 1
-        if self.task == "segment":
-            self.need_file(
-                str(require(self.cfg, "dataset.segment.root_dir")), "dataset.segment.root_dir", directory=True
-            )
-            n = 32
-        else:
-            rows, _ = self.split_dataset("test_dataset", "test")
-            n = len(rows)
+        rows, _ = self.split_dataset("test_dataset", "test")
         fault = self.fault()
         if fault:
             self.raise_fault(fault)
-        batch = max(2, int(get(self.cfg, f"dataset.{self.task}.batch_size", 16)))
-        self.progress("Testing DataLoader 0", max(1, math.ceil(n / batch)), float(self.knobs.get("epoch_seconds") or 0))
+        batch = max(2, int(get(self.cfg, "dataset.classify.batch_size", 16)))
+        self.progress("Testing DataLoader 0", max(1, math.ceil(len(rows) / batch)), float(self.knobs["epoch_seconds"]))
         quality = 1 - math.exp(-epochs / 5)
-        if self.task == "segment":
-            kpi = {"mIoU": round(0.6 + 0.3 * quality, 4), "F1": round(0.65 + 0.3 * quality, 4)}
-        else:
-            acc = round(0.8 + 0.19 * quality, 4)
-            kpi = {
-                "test_acc": acc,
-                "test_fpr": round((1 - acc) * 0.6, 4),
-                "test_fnr": round((1 - acc) * 0.4, 4),
-                "defect_acc": round(acc - 0.02, 4),
-            }
-        kpi = self.apply_kpis(kpi)
+        acc = round(0.8 + 0.19 * quality, 4)
+        fpr, fnr = round((1 - acc) * 0.6, 4), round((1 - acc) * 0.4, 4)
+        kpi = self.apply_kpis({"test_acc": acc, "test_fpr": fpr, "test_fnr": fnr, "defect_acc": round(acc - 0.02, 4)})
         rule = "\u2500" * 62
         self.raw(f"{rule}\n{'Test metric':>24}{'DataLoader 0':>30}\n{rule}\n")
         for key, val in kpi.items():
@@ -210,61 +172,6 @@ class Run(RunContext):
         self.status.write("SUCCESS", "Evaluation finished successfully.", kpi=kpi)
         self.info["outcome"] = "success"
         return kpi
-
-    def inference(self) -> dict:
-        assert self.status is not None and self.action_dir is not None
-        self.status.write("STARTED", "Starting Visual ChangeNet inference.")
-        self.check_gpu(int(get(self.cfg, "inference.num_gpus", 1)))
-        self._checkpoint()
-        rows, _ = self.split_dataset("infer_dataset", "inference")
-        fault = self.fault()
-        if fault:
-            self.raise_fault(fault)
-        batch = max(2, int(get(self.cfg, "dataset.classify.batch_size", 16)))
-        self.progress(
-            "Predicting DataLoader 0", max(1, math.ceil(len(rows) / batch)), float(self.knobs.get("epoch_seconds") or 0)
-        )
-        out_host = os.path.join(self.action_dir, "inference.csv")
-        self.writable(out_host)
-        with open(out_host, "w", newline="", encoding="utf-8") as fh:
-            w = csv.writer(fh)
-            w.writerow(["input_path", "object_name", "label", "siamese_score"])
-            for row in rows:
-                path = (row.get("input_path") or "").strip()
-                label = (row.get("label") or "").strip()
-                u = _unit("score:" + path + (row.get("object_name") or ""))
-                defect = label.upper() not in ("PASS", "")
-                score = 0.45 + 0.55 * u if defect else 0.6 * u
-                if not label:
-                    label = "NO_PASS" if score >= 0.5 else "PASS"
-                w.writerow([path, (row.get("object_name") or "").strip(), label, f"{score:.6f}"])
-        self.log(f"Inference results written to {self.display(out_host)}")
-        self.status.write("SUCCESS", "Inference finished successfully.")
-        self.info.update(outcome="success", rows=len(rows))
-        return {}
-
-    def export(self) -> dict:
-        assert self.status is not None and self.action_dir is not None
-        self.status.write("STARTED", "Starting Visual ChangeNet export.")
-        self.check_gpu()
-        info = self._checkpoint()
-        onnx = get(self.cfg, "export.onnx_file")
-        host = (
-            self.resolve(str(onnx))
-            if onnx not in (None, "", MISSING)
-            else os.path.join(self.action_dir, "changenet.onnx")
-        )
-        self.makedirs(os.path.dirname(host))
-        self.writable(host)
-        fault = self.fault()
-        if fault:
-            self.raise_fault(fault)
-        with open(host, "wb") as fh:
-            fh.write(b"\x08\x08\x12\x07pytorch\x1a\x052.5.0" + json.dumps({"fake_onnx": True, **info}).encode())
-        self.log(f"ONNX file stored at {self.display(host)}")
-        self.status.write("SUCCESS", "Export finished successfully.")
-        self.info.update(outcome="success", onnx_file=self.display(host))
-        return {}
 
     def vcn_aoi(self) -> dict:
         assert self.status is not None and self.action_dir is not None
@@ -422,41 +329,30 @@ class Run(RunContext):
         self.info["outcome"] = "success"
         return kpi
 
-    # ------------------------------------------------------------------------------------ main
 
-
-# ================================================================================== entrypoint
 def main(prog: str, argv: list[str]) -> int:
+    """The entrypoint ``prog`` (``visual_changenet``/``gap_analysis``): ``<action> -e <spec> [key=value ...]``."""
     import argparse
 
     env = os.environ
     if not env.get("BREV_SIM_CONTAINER") or not _c.image_provides(env.get("BREV_SIM_CONTAINER_IMAGE", ""), prog):
         sys.stderr.write(f"bash: line 1: {prog}: command not found\n")
         return 127
-    actions = NETWORK_ACTIONS[prog]
-    parser = argparse.ArgumentParser(prog=prog, description=f"Train Adapt Optimize entrypoint for {prog}")
-    parser.add_argument("subtask", choices=actions, help="Subtask for a given task/model.")
-    parser.add_argument("-e", "--experiment_spec_file", help="Path to the experiment spec file.", default=None)
-    args, unknown = parser.parse_known_args(argv)
-    action = args.subtask
-    if args.experiment_spec_file is None:
-        if prog == "gap_analysis":
-            sys.stdout.write(
-                "Traceback (most recent call last):\n"
-                '  File "/usr/local/bin/gap_analysis", line 8, in <module>\n    sys.exit(main())\n'
-                f"ValueError: The subtask {action} requires the following argument: -e/--experiment_spec_file\n"
-            )
-        else:
-            sys.stdout.write(
-                f"ERROR: The subtask `{action}` requires the following argument: -e/--experiment_spec_file\n"
-            )
-        sys.stdout.flush()
+    parser = argparse.ArgumentParser(prog=prog)
+    parser.add_argument("subtask", choices=NETWORK_ACTIONS[prog])
+    parser.add_argument("-e", "--experiment_spec_file", default=None)
+    args, overrides = parser.parse_known_args(argv)
+    action, spec = args.subtask, args.experiment_spec_file
+    missing = "requires the following argument: -e/--experiment_spec_file\n"
+    if spec is None and prog == "gap_analysis":
+        sys.stdout.write(f"Traceback (most recent call last):\nValueError: The subtask {action} {missing}")
+    elif spec is None:
+        sys.stdout.write(f"ERROR: The subtask `{action}` {missing}")
+    if spec is None:
         return 1
-    run = Run(prog, action, args.experiment_spec_file, unknown)
-    assert run.spec_arg is not None
-    if not os.path.exists(run.resolve(run.spec_arg)):
+    run = Run(prog, action, spec, overrides)
+    if not os.path.exists(run.resolve(str(run.spec_arg))):
         sys.stdout.write(f"ERROR: The indicated experiment spec file `{run.spec_arg}` doesn't exist!\n")
-        sys.stdout.flush()
         return 1
     if action not in SIMULATED:
         sys.stdout.write(f"ERROR: fake TAO: the subtask `{action}` is not simulated\n")

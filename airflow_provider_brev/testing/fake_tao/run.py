@@ -34,7 +34,6 @@ if TYPE_CHECKING:
     from typing import Any
 
 
-# ================================================================================== run context
 def _now_parts() -> tuple[str, str]:
     t = time.localtime()
     return f"{t.tm_mon}/{t.tm_mday}/{t.tm_year}", f"{t.tm_hour}:{t.tm_min}:{t.tm_sec}"
@@ -98,7 +97,6 @@ class RunContext:
         self.info: dict[str, Any] = {"checkpoints_written": []}
         self.task = "classify"
 
-    # ----------------------------------------------------------------------------------- output
     @staticmethod
     def raw(text: str) -> None:
         try:
@@ -115,7 +113,6 @@ class RunContext:
         stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t)) + f",{int((t % 1) * 1000):03d}"
         self.raw(f"{stamp} [TAO Toolkit] [{level}] {name}: {message}\n")
 
-    # ------------------------------------------------------------------------------------ paths
     def resolve(self, path: str) -> str:
         """Container path -> host path (relative paths are relative to the container's cwd, which the
         fake docker already made a host path); paths outside every mount land in the container root."""
@@ -179,7 +176,6 @@ class RunContext:
             )
         return host
 
-    # ------------------------------------------------------------------------------------ knobs
     def fault(self) -> str | None:
         for key in ("oom", "cuda_assert", "infra_error", "killed"):
             if _c.consume_knob(self.root, "tao", key, self.action):
@@ -225,7 +221,6 @@ class RunContext:
                 out[key] = val
         return out
 
-    # ------------------------------------------------------------------------------------ checks
     def check_gpu(self, num_gpus: int = 1) -> None:
         if self.gpus <= 0:
             raise TaoFailure(
@@ -317,7 +312,6 @@ class RunContext:
             fh.write(CKPT_MAGIC + json.dumps(data).encode() + b"\n" + b"\0" * 256)
         os.replace(tmp, host)
 
-    # ------------------------------------------------------------------------------------ dirs
     def setup_results(self) -> None:
         if self.prog == "gap_analysis":
             rd = get(self.cfg, "results_dir")
@@ -338,7 +332,6 @@ class RunContext:
         self.info["action_dir"] = self.display(self.action_dir)
         self.info["action_dir_host"] = self.action_dir
 
-    # ------------------------------------------------------------------------------------ actions
     def progress(self, label: str, total: int, seconds: float, extra: str = "") -> None:
         steps = 3
         for k in range(1, steps + 1):

@@ -1,4 +1,4 @@
-"""Spec files, Hydra overrides and OmegaConf interpolation of the fake TAO entrypoints, their knobs
+"""Spec files (PyYAML), Hydra overrides and OmegaConf interpolation of the fake TAO entrypoints, their knobs
 (:data:`DEFAULT_TAO_CONFIG`) and the fake parquet files they write."""
 
 from __future__ import annotations
@@ -11,20 +11,15 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
-
 RUNS_FILE = "tao_runs.jsonl"
 CKPT_MAGIC = b"FAKE-TAO-CHECKPOINT\n"
 PARQUET_MAGIC = b"PAR1"
 MISSING = "???"
 
 #: knobs under ``config.json["tao"]``. Fault knobs take ``True`` (every run), an int (the next N runs),
-#: an action name (``"train"``, ``"evaluate"``, ``"inference"``, ``"export"``, ``"vcn_aoi"``) or a list of them.
+#: an action name (``"train"``, ``"evaluate"``, ``"vcn_aoi"``) or a list of them.
 DEFAULT_TAO_CONFIG: dict = {
-    "epoch_seconds": 0.02,  # simulated time per training epoch (and per evaluate/inference pass)
+    "epoch_seconds": 0.02,  # simulated time per training epoch (and per evaluate pass)
     "silent_pass": False,  # train: exit 0, SUCCESS record, `Execution status: PASS`, no new checkpoint
     "oom": False,  # torch.cuda.OutOfMemoryError at epoch `fail_at_epoch` (program fault)
     "cuda_assert": False,  # CUDA device-side assert (program fault)
@@ -35,21 +30,19 @@ DEFAULT_TAO_CONFIG: dict = {
     "kpis": {},  # {"test_acc": 0.5} overrides matching KPI keys; {"evaluate": {...}} adds per action
     "require_shm": True,  # visual_changenet with dataloader workers needs --shm-size >= 1g or --ipc=host
     "check_images": True,  # dataset CSV rows (first 50) must name files under images_dir
-    "fail_pull": False,  # read by the fake docker (same meaning as docker.fail_pull)
 }
 
 NETWORK_ACTIONS = {
     "visual_changenet": ["train", "evaluate", "inference", "export", "quantize", "default_specs"],
     "gap_analysis": ["vcn_aoi"],
 }
-SIMULATED = {"train", "evaluate", "inference", "export", "vcn_aoi"}
+SIMULATED = {"train", "evaluate", "vcn_aoi"}
 _SCRIPTS = {
     "visual_changenet": "/usr/local/lib/python3.12/dist-packages/nvidia_tao_pytorch/cv/visual_changenet/scripts/{action}.py",
     "gap_analysis": "/usr/local/lib/python3.12/dist-packages/nvidia_tao_ds/gap_analysis/scripts/{action}.py",
 }
 
 
-# ================================================================================== spec files
 class SpecError(Exception):
     """A spec file or override value that is not valid YAML."""
 
@@ -60,10 +53,7 @@ class SpecError(Exception):
 
 
 def parse_spec(text: str) -> Any:
-    """Parse a spec file (YAML, so JSON too) with PyYAML's safe loader.
-
-    :raises SpecError: with YAML's problem text and the 1-based line of the error.
-    """
+    """Parse a spec file (YAML, so JSON too) with PyYAML's safe loader; :class:`SpecError` on a syntax error."""
     import yaml  # only the fake TAO entrypoints parse specs (their launcher keeps site-packages)
 
     try:
@@ -78,7 +68,6 @@ def parse_inline(raw: str) -> Any:
     return parse_spec(raw)
 
 
-# ================================================================================== config helpers
 class TaoFailure(Exception):
     """The trainer failed: ``error`` is the exception line, ``message`` the status.json message."""
 
