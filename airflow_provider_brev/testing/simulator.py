@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from airflow_provider_brev.testing import fake_docker as _fd
 from airflow_provider_brev.testing import fake_tao as _ft
 from airflow_provider_brev.testing.fake_brev import catalog as _cat
+from airflow_provider_brev.testing.fake_brev import instance_loss as _loss
 from airflow_provider_brev.testing.fake_brev import store as _st
 from airflow_provider_brev.testing.fake_brev.ssh import write_ssh_config
 from airflow_provider_brev.testing.fake_common import flocked, merge_phases, read_json, read_jsonl, write_json_atomic
@@ -63,6 +64,8 @@ FAULT_KINDS: dict[str, int | None] = {
     "ssh_refused": 1,  # seconds=, instance=; sshd answers that much later (next create/start)
     "connection_drop": 1,  # after_seconds= | after_bytes=, instance=, match= (substring of the command)
     "listing_unavailable": 1,  # the next create cannot fetch the instance-type/workspace-group listing
+    # instance=, mode="deleted"|"failure", message=, and one trigger: after_seconds= | when_file= | at_epoch=
+    "instance_lost": 1,
 }
 
 _TIMING_KEYS = tuple(_cat.DEFAULT_TIMINGS)
@@ -361,6 +364,9 @@ class BrevSimulator:
 
         ``times`` (default per kind) counts uses; ``times=None`` keeps it armed until cleared.
         ``ssh_refused`` with ``instance=`` naming an existing instance delays its sshd right away.
+        ``instance_lost`` (see :mod:`.fake_brev.instance_loss`): ``mode="deleted"`` (default) or ``"failure"``;
+        ``after_seconds`` (simulated, default 0), ``when_file`` (glob under the sandbox HOME) or ``at_epoch``
+        (fake TAO train); it is evaluated right away too, so an already-due loss fires before this returns.
         """
         if kind not in FAULT_KINDS:
             raise ValueError(f"unknown fault kind {kind!r}; expected one of {sorted(FAULT_KINDS)}")
@@ -368,6 +374,14 @@ class BrevSimulator:
         if kind == "http_5xx":
             fault.setdefault("status", 502)
         now = self.now()
+        if kind == "instance_lost":
+            triggers = [k for k in ("after_seconds", "when_file", "at_epoch") if params.get(k) is not None]
+            if fault.setdefault("mode", "deleted") not in _loss.MODES or len(triggers) > 1:
+                raise ValueError(f"instance_lost takes mode= in {_loss.MODES} and at most one trigger, not {params}")
+            with self._store.txn() as st:
+                st["faults"].append({**fault, "armed_at": now})
+            _loss.lose_due_instances(str(self.root))
+            return fault
         with self._store.txn() as st:
             if kind == "ssh_refused" and params.get("instance"):
                 for inst in st["instances"]:

@@ -332,6 +332,23 @@ def test_resume_at_max_epochs_and_silent_pass_knob_train_nothing(gpu: BrevSimula
     assert res.returncode == 0
     assert "Epoch 5/6" in res.stdout and "Epoch 4/6" not in res.stdout
     assert gpu.tao_runs("gpu")[-1]["checkpoints_written"] == ["model_epoch_005_step_00018.pth"]
+    recs = status_records(train / "status.json")
+    assert [(r["status"], r.get("epoch")) for r in recs[-4:]] == [
+        ("STARTED", None),
+        ("RUNNING", 4),
+        ("RUNNING", 5),
+        ("SUCCESS", None),
+    ]
+    # pretrained_model_path starts a new run at epoch 0 from those weights (the file must exist)
+    pretrained = "train.pretrained_model_path=/results/exp/train/model_epoch_005_step_00018.pth"
+    res = sh(gpu, f"{RUN} {PYT} visual_changenet train -e /data/spec.yaml results_dir=/results/next {pretrained}")
+    assert res.returncode == 0 and "Epoch 1/4" in res.stdout
+    assert gpu.tao_runs("gpu")[-1]["checkpoints_written"][0] == "model_epoch_001_step_00006.pth"
+    res = sh(gpu, f"{RUN} {PYT} visual_changenet train -e /data/spec.yaml {pretrained.replace('005', '009')}")
+    assert res.returncode == 1 and "FileNotFoundError: [Errno 2] No such file" in res.stdout
+    (gpu.sandbox("gpu") / "results" / "junk.pth").write_bytes(b"not a checkpoint")
+    res = sh(gpu, f"{RUN} {PYT} visual_changenet train -e /data/spec.yaml {resume.split('=')[0]}=/results/junk.pth")
+    assert res.returncode == 1 and "UnpicklingError" in res.stdout
     gpu.set_tao(silent_pass=True)
     res = sh(gpu, f"{RUN} {PYT} visual_changenet train -e /data/spec.yaml results_dir=/results/fresh")
     assert res.returncode == 0

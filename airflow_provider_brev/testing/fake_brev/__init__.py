@@ -12,8 +12,9 @@ the documented newer CLI (the ``documented`` profile).
 Simulated: ``create``, ``ls``, ``delete``, ``exec``, ``copy``, ``login``, ``refresh``, ``search --json``, ``--version``,
 ``create --help`` and (documented profile) ``orgs``; the CLI's other commands are known but refuse. Plumbing:
 :mod:`.flags`, :mod:`.context` (one invocation: output, stdin, credentials, auth, 5xx faults), :mod:`.store`
-(state under a lock, instance records, faults), :mod:`.catalog`; :mod:`.commands` holds the command table. Stdlib
-only and cheap to import: the launcher starts them hundreds of times per test run.
+(state under a lock, instance records, faults), :mod:`.instance_loss` (the ``instance_lost`` fault), :mod:`.catalog`;
+:mod:`.commands` holds the command table. Stdlib only and cheap to import: the launcher starts them hundreds of times
+per test run.
 """
 
 from __future__ import annotations

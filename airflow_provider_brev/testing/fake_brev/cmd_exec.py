@@ -17,6 +17,8 @@ from airflow_provider_brev.testing.fake_brev.context import (
     raise_5xx,
 )
 from airflow_provider_brev.testing.fake_brev.flags import CliError, multierror, traced, write_fd
+from airflow_provider_brev.testing.fake_brev.instance_loss import KIND as LOSS_KIND
+from airflow_provider_brev.testing.fake_brev.instance_loss import lose_due_instances
 from airflow_provider_brev.testing.fake_brev.ssh import (
     run_refresh,
     sandbox_env,
@@ -40,6 +42,7 @@ def run_remote(ctx: Ctx, inst: dict, alias: str, command: str, host: bool) -> in
     append_jsonl(os.path.join(ctx.root, "runs.jsonl"), {**run, "brev_pid": os.getpid()})
     st = ctx.store.read()
     drop = peek_fault(st, "connection_drop", instance=inst["name"], match=command)
+    loss_armed = any(f.get("kind") == LOSS_KIND for f in st["faults"])
     home = os.path.join(sandbox_dir(ctx.root, inst["id"]), "home")
     os.makedirs(home, exist_ok=True)
     proc = subprocess.Popen(
@@ -57,12 +60,15 @@ def run_remote(ctx: Ctx, inst: dict, alias: str, command: str, host: bool) -> in
     poller = select.poll()
     for fd in fds:
         poller.register(fd, select.POLLIN | select.POLLHUP | select.POLLERR)
-    started = time.monotonic()
+    started = checked = time.monotonic()
     nbytes = 0
     dropped = False
     try:
         while fds:
-            events = poller.poll(None if drop is None else 50)
+            events = poller.poll(None if drop is None and not loss_armed else 50)
+            if loss_armed and time.monotonic() - checked >= 0.05:
+                checked = time.monotonic()
+                loss_armed = inst["id"] not in lose_due_instances(ctx.root)
             for fd, _ev in events:
                 try:
                     data = os.read(fd, 65536)

@@ -19,6 +19,7 @@ from airflow_provider_brev.testing.fake_brev.flags import (
     parse_flags,
     write_fd,
 )
+from airflow_provider_brev.testing.fake_brev.instance_loss import lose_due_instances
 from airflow_provider_brev.testing.fake_common import append_jsonl
 
 TYPE_CHECKING = False
@@ -107,6 +108,7 @@ def main(argv: list[str] | None = None, root: str | None = None) -> int:
     try:
         ctx = Ctx(root, record)
         record["profile"] = ctx.profile
+        lose_due_instances(root)
         code = dispatch(ctx, argv)
     except CliError as exc:
         with contextlib.suppress(OSError):

@@ -74,7 +74,9 @@ class Run(RunContext):
         resume = get(self.cfg, "train.resume_training_checkpoint_path")
         if resume not in (None, ""):
             info = self.checkpoint_info(self.need_file(str(resume), "train.resume_training_checkpoint_path"))
-            start = int(info.get("epoch", -1)) + 1
+            if "epoch" not in info:
+                raise TaoFailure(f"_pickle.UnpicklingError: invalid load key, '{resume}' is not a checkpoint")
+            start = int(info["epoch"]) + 1
             self.log(f"Resuming training from checkpoint {resume} (epoch {start})")
         self.info.update(num_epochs=num_epochs, start_epoch=start)
         steps_per_epoch = max(1, math.ceil(len(rows) / (batch * max(1, num_gpus))))
@@ -93,7 +95,6 @@ class Run(RunContext):
         latest = os.path.join(self.action_dir, f"changenet_model_{self.task}_latest.pth")
         seed = f"{self.display(self.action_dir)}:{self.spec_arg}"
         kpi: dict[str, Any] = {}
-        last_saved: str | None = None
         t0 = time.monotonic()
         self.check_shm(workers)
         for e in range(start, num_epochs):
@@ -125,14 +126,12 @@ class Run(RunContext):
                 name = f"model_epoch_{e:03d}_step_{step:05d}.pth"
                 host = os.path.join(self.action_dir, name)
                 self.write_checkpoint(host, {"epoch": e, "step": step, "num_epochs": num_epochs, "val_loss": val_loss})
-                last_saved = name
                 self.info["checkpoints_written"].append(name)
                 self.log(f"Saved checkpoint: {self.display(host)}", name="lightning")
-        if last_saved is not None:
-            with contextlib.suppress(OSError):
-                if os.path.lexists(latest):
-                    os.unlink(latest)
-                os.symlink(last_saved, latest)
+                with contextlib.suppress(OSError):  # Lightning's save_last link follows every save (atomically)
+                    os.symlink(name, f"{latest}.tmp.{os.getpid()}")
+                    os.replace(f"{latest}.tmp.{os.getpid()}", latest)
+            self.epoch_done(e)
         self.info.update(
             outcome="success", epochs_run=num_epochs - start, train_seconds=round(time.monotonic() - t0, 3)
         )

@@ -14,6 +14,7 @@ import sys
 import time
 
 from airflow_provider_brev.testing import fake_common as _c
+from airflow_provider_brev.testing.fake_brev.instance_loss import lose_due_instances
 from airflow_provider_brev.testing.fake_tao.spec import (
     _SCRIPTS,
     CKPT_MAGIC,
@@ -181,6 +182,12 @@ class RunContext:
             if _c.consume_knob(self.root, "tao", key, self.action):
                 return key
         return None
+
+    def epoch_done(self, epoch: int) -> None:
+        """Let an ``instance_lost`` fault due at this epoch (or file) take the instance, and this run with it."""
+        ident = os.environ.get("BREV_SIM_INSTANCE", "")
+        if self.root and ident and ident in lose_due_instances(self.root, epoch, ident):
+            os.kill(os.getpid(), signal.SIGKILL)
 
     def raise_fault(self, kind: str) -> None:
         if kind == "killed":
