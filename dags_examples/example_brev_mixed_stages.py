@@ -17,8 +17,10 @@ from airflow_provider_brev.operators.brev import (
     BrevExecOperator,
 )
 from airflow_provider_brev.transfers import BrevToS3Operator, S3ToBrevOperator
+from airflow_provider_brev.utils.templates import run_slug
 
-PREFIX = "mixed/{{ ds_nodash }}/{{ run_id | replace(':', '') | replace('+', '') }}/prepared/"
+# One prefix per DAG run. run_id, not ds/ds_nodash: manual runs (UI, CLI, REST) have no logical date on Airflow 3.
+PREFIX = "mixed/{{ run_id | run_slug }}/prepared/"
 
 with DAG(
     dag_id="example_brev_mixed_stages",
@@ -27,6 +29,7 @@ with DAG(
     catchup=False,
     tags=["brev", "example"],
     params={"bucket": os.environ.get("BREV_EXAMPLE_BUCKET", "brev-examples"), "cpu_type": "m6i.2xlarge"},
+    user_defined_filters={"run_slug": run_slug},
 ):
     # [START howto_brev_mixed_stages]
     cpu = BrevCreateInstanceOperator(task_id="create_cpu", instance_types="{{ params.cpu_type }}")

@@ -32,6 +32,7 @@ from airflow_provider_brev.operators.tao import (
     VisualChangeNetTrainOperator,
 )
 from airflow_provider_brev.transfers import BrevToS3Operator, S3ToBrevOperator
+from airflow_provider_brev.utils.templates import run_slug
 
 BUCKET = os.environ.get("TAO_VCN_BUCKET", "tao-vcn-demo")
 DATASET_PREFIX = os.environ.get("TAO_VCN_DATASET_PREFIX", "datasets/vcn-aoi/")
@@ -69,7 +70,8 @@ GAP_SPEC = {
     "min_recall": 0.9,
     "top_k_per_label": 50,
 }
-RUN_PREFIX = "runs/{{ ds_nodash }}/{{ run_id | replace(':', '') | replace('+', '') }}/"
+# One results prefix per DAG run. run_id, not ds/ds_nodash: manual and asset-triggered runs have no logical date.
+RUN_PREFIX = "runs/{{ run_id | run_slug }}/"
 
 with DAG(
     dag_id="tao_visual_changenet_retrain",
@@ -78,6 +80,7 @@ with DAG(
     catchup=False,
     max_active_runs=1,
     tags=["brev", "tao", "example"],
+    user_defined_filters={"run_slug": run_slug},
     default_args={"retries": 1, "retry_delay": timedelta(minutes=2)},
     params={
         "bucket": BUCKET,

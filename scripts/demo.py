@@ -108,7 +108,7 @@ def _summary(dag_run: Any, sim: Any, bucket: str) -> int:
         return ti.xcom_pull(task_ids=task_id, key=key) if ti is not None else None
 
     print()
-    print(f"DAG {dag_run.dag_id}: {state}")
+    print(f"DAG {dag_run.dag_id}: {state} (run {dag_run.run_id}, logical date {dag_run.logical_date})")
     for task_id, ti in sorted(tis.items(), key=lambda kv: kv[1].start_date or kv[1].end_date or 0):
         print(f"  {task_id:<20} {getattr(ti.state, 'value', ti.state):<10} {float(ti.duration or 0):7.1f} s")
     pulls = sum(float(xcom(t, "tao_pull_seconds") or 0) for t in ("gap_analysis", "train", "evaluate"))
@@ -173,8 +173,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"No DAG {args.dag!r} in dags_examples/", file=sys.stderr)
             return 1
         conf = {"bucket": bucket, "dataset_prefix": DATASET_PREFIX} if args.dag == DEFAULT_DAG else None
-        print(f"Running {args.dag} with dag.test() ...")
-        dag_run = dag.test(run_conf=conf)
+        print(f"Running {args.dag} with dag.test(), as a manual run without a logical date ...")
+        # logical_date=None: what the UI, `airflow dags trigger` and the REST API create on Airflow 3 (dag.test()
+        # without it would use the current time and hide templates that need ds/ds_nodash).
+        dag_run = dag.test(logical_date=None, run_conf=conf)
         return _summary(dag_run, sim, bucket)
     finally:
         if sim is not None:

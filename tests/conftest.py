@@ -94,6 +94,14 @@ def active_sim(request):
 def run_dag(dagbag, active_sim, monkeypatch):
     """Run a DAG from the dags folder with ``dag.test()`` against the simulator; return the DagRun.
 
+    By default the run has no logical date (``logical_date=None``), like every manual run Airflow 3 creates from
+    the UI, the CLI or the REST API: ``{{ ds }}`` and friends are undefined in it. ``dag.test()`` without a
+    ``logical_date`` argument would instead use the current time (Airflow 3.0.6 and 3.3 alike), which hides
+    templates that only work on scheduled runs. Pass ``logical_date=`` (and ``run_after=``) to run a specific,
+    repeatable run (e.g. to re-run the same DagRun). With ``logical_date=None``, ``dag.test()`` clears the task
+    instances of all earlier runs of that DAG before it starts (its clear has no date bounds): read an earlier
+    run's task states before running the same DAG again.
+
     The ``brev_default`` connection points at the simulator with a valid token unless the test already set
     ``AIRFLOW_CONN_BREV_DEFAULT``.
     """
@@ -103,6 +111,7 @@ def run_dag(dagbag, active_sim, monkeypatch):
         dag = dagbag.get_dag(dag_id)
         assert dag is not None, f"no DAG {dag_id}"
         dag = copy.deepcopy(dag)  # dag.test(run_conf=...) would otherwise leak params into later tests
+        test_kwargs.setdefault("logical_date", None)
         return dag.test(run_conf=conf, **test_kwargs)
 
     return _run

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 
 
 def task_states(dag_run) -> dict[str, str]:
@@ -27,6 +28,14 @@ def cli_calls(sim, command: str) -> list[dict]:
         if next((a for a in call["argv"] if not a.startswith("-")), None) == command
         and not {"--help", "-h"} & set(call["argv"])
     ]
+
+
+def wait_for_no_instances(sim, timeout: float = 20.0) -> None:
+    """Wait until the simulator has no instance left (``brev delete`` is asynchronous: DELETING, then gone)."""
+    deadline = time.monotonic() + timeout
+    while sim.instances():
+        assert time.monotonic() < deadline, sim.instances()
+        time.sleep(0.05)
 
 
 def airflow_logs_through_stdlib() -> bool:
