@@ -29,8 +29,11 @@ from airflow_provider_brev.utils.events import EVENT_SUCCESS, EVENT_TIMEOUT, rai
 from airflow_provider_brev.utils.mixins import brev_template_fields
 from airflow_provider_brev.utils.provisioning import (
     DEFAULT_MAX_LIFETIME,
+    XCOM_INSTANCE_RECORD,
     InstanceProvisioner,
+    InstanceRecord,
     InstanceRequest,
+    read_instance_records,
 )
 
 if TYPE_CHECKING:
@@ -53,14 +56,26 @@ class BrevCreateInstanceOperator(BrevBaseOperator):
     cleared task *adopts* the existing healthy instance instead of creating a second one; it waits out a
     ``DELETING`` one and replaces a ``FAILURE`` one.
 
+    **Never takes what it did not create.** An explicit ``instance_name`` that already exists (any status) and
+    that this task did not create fails with :class:`~airflow_provider_brev.exceptions.BrevInstanceNotOwnedError`
+    (no retry) before anything is created or deleted -- also when another run creates the name first. A retry
+    recognises its own earlier instance from the id the task recorded right after ``brev create`` (the task
+    state store, Airflow 3.3+). ``adopt_existing=True`` uses an existing instance instead; it is then never
+    deleted by the provider (not by the failure cleanup, ``on_kill`` or the teardown).
+
     **Cleans up after itself.** A failed setup task gets no teardown, so if anything fails after the
     instance exists inside this task (FAILURE, readiness timeout), the instance is deleted best-effort
     without masking the original error (``delete_on_failure``). ``on_kill`` deletes an instance this try
     created; deferred on Airflow 3.3+, the trigger's ``on_kill`` does.
 
-    The instance name goes to XCom (key ``instance_name``) the moment the instance exists, before any wait.
+    The instance name goes to XCom (key ``instance_name``, and the return value) the moment the instance exists,
+    before any wait, with its :class:`~airflow_provider_brev.utils.provisioning.InstanceRecord` (key
+    ``brev_instance``: name, id, ``owned``, ``adopted`` and the ``spec`` to re-create it; read it with
+    :func:`~airflow_provider_brev.utils.provisioning.read_instance_record`).
 
     :param instance_name: explicit name (templated). Default: the deterministic, expiring, owner-prefixed name.
+    :param adopt_existing: use an instance that already exists under ``instance_name`` although this task did
+        not create it (it is then never deleted by the provider). Default: fail instead.
     :param gpu: GPU request in the form ``"L40S:1"`` (name and count).
     :param instance_types: explicit instance types, tried in order (``brev create --type a,b,c``).
     :param min_vram: minimum VRAM per GPU in GB.
@@ -98,10 +113,12 @@ class BrevCreateInstanceOperator(BrevBaseOperator):
         delete_on_failure: bool = True,
         max_lifetime: timedelta | float = DEFAULT_MAX_LIFETIME,
         name_prefix: str | None = None,
+        adopt_existing: bool = False,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self.instance_name = instance_name
+        self.adopt_existing = adopt_existing
         self.gpu = gpu
         self.instance_types = instance_types
         self.min_vram = min_vram
@@ -139,6 +156,8 @@ class BrevCreateInstanceOperator(BrevBaseOperator):
             workspace_group_id=self.workspace_group_id,
             max_lifetime=self.max_lifetime,
             name_prefix=self.name_prefix,
+            require_docker=bool(self.require_docker),
+            adopt_existing=bool(self.adopt_existing),
         )
         self._provisioner = InstanceProvisioner(self.hook, self.log, request, poll_interval=float(self.poll_interval))
         return self._provisioner
@@ -153,6 +172,7 @@ class BrevCreateInstanceOperator(BrevBaseOperator):
         ti = context["ti"]
         ti.xcom_push(key=XCOM_INSTANCE_NAME, value=name)
         ti.xcom_push(key=XCOM_INSTANCE, value=provisioned.instance.to_dict())
+        ti.xcom_push(key=XCOM_INSTANCE_RECORD, value=provisioner.record(provisioned).to_dict())
         if not self.wait_for_ready:
             return name
         if self.deferrable:
@@ -190,6 +210,7 @@ class BrevCreateInstanceOperator(BrevBaseOperator):
         raise BrevInstanceFailedError(event["message"])
 
     def on_kill(self) -> None:
+        """Delete the instance this try created (or is creating under a provider-managed name); nothing else."""
         name = self._created_name or (self._provisioner.pending_name if self._provisioner else None)
         if not name or not self.delete_on_failure:
             return
@@ -199,12 +220,26 @@ class BrevCreateInstanceOperator(BrevBaseOperator):
 
 
 class BrevDeleteInstanceOperator(BrevBaseOperator):
-    """Delete a Brev instance. Idempotent: an instance that is already gone counts as success.
+    """Delete a Brev instance this DAG run created. Idempotent: an instance that is already gone counts as success.
 
     Meant as the teardown of the create operator, so it runs even when the work failed::
 
         delete = BrevDeleteInstanceOperator(task_id="delete", instance_name=create.output)
         create >> work >> delete.as_teardown(setups=create)
+
+    **Deletes only what the DAG run owns.** When :class:`BrevCreateInstanceOperator` tasks are upstream -- those
+    directly upstream (the setup it tears down, ``create.output``), or, with none directly upstream, every create
+    task it runs after -- their records (XCom key ``brev_instance``) decide:
+
+    * the record of this instance says the create task created it (``owned``): it is deleted;
+    * the record says it was adopted (``adopt_existing=True``): it is left alone ("leaving instance X: it was
+      adopted, not created by this DAG run");
+    * no record names it, and an upstream create task recorded nothing (it failed before creating anything, e.g.
+      because the name belonged to someone else): it is left alone too.
+
+    With no create task upstream (a standalone delete the user asked for explicitly), or when every upstream
+    create task recorded an instance of another name, the instance is deleted by name. The result
+    (``{"instance_name", "deleted"}``) says whether a deletion was requested.
 
     Transient Brev errors are retried inside the task (the hook's backoff); deletion is asynchronous on
     Brev's side, so ``wait_for_deletion`` also waits until the instance has disappeared.
@@ -232,12 +267,43 @@ class BrevDeleteInstanceOperator(BrevBaseOperator):
 
     def execute(self, context: Context) -> dict[str, Any]:
         name = validate_instance_name(self.instance_name)
+        reason = self._reason_to_leave(context, name)
+        if reason:
+            self.log.info("Leaving instance %s: %s.", name, reason)
+            return {"instance_name": name, "deleted": False}
         try:
             deleted = self.hook.delete_instance(name, wait=self.wait_for_deletion, timeout=float(self.deletion_timeout))
         except BrevError:
             self.log.error("Deleting %s failed; retry the task or delete it with `brev delete %s`.", name, name)
             raise
         return {"instance_name": name, "deleted": deleted}
+
+    def _upstream_create_task_ids(self) -> list[str]:
+        """The create tasks directly upstream (its setups, ``create.output``); with none, every upstream one."""
+        dag = getattr(self, "dag", None)
+        if dag is None:
+            return []
+
+        def creates(task_ids: set[str]) -> list[str]:
+            return sorted(t for t in task_ids if isinstance(dag.task_dict.get(t), BrevCreateInstanceOperator))
+
+        return creates(set(self.upstream_task_ids)) or creates(self.get_flat_relative_ids(upstream=True))
+
+    def _reason_to_leave(self, context: Context, name: str) -> str | None:
+        """Why this instance is not this DAG run's to delete, judged from the upstream create tasks' records."""
+        create_ids = self._upstream_create_task_ids()
+        records: dict[str, list[InstanceRecord]] = {
+            task_id: read_instance_records(context, task_id) for task_id in create_ids
+        }
+        mine = [record for found in records.values() for record in found if record.name == name]
+        if mine:
+            if any(record.owned for record in mine):
+                return None
+            return "it was adopted, not created by this DAG run"
+        silent = [task_id for task_id, found in records.items() if not found]
+        if silent:
+            return f"its create task ({', '.join(silent)}) recorded no instance it created under that name"
+        return None
 
 
 __all__ = [

@@ -4,15 +4,25 @@ Shared by :class:`~airflow_provider_brev.operators.brev.BrevCreateInstanceOperat
 :class:`~airflow_provider_brev.operators.brev.BrevExecOperator`, so the lifecycle rules live in one place:
 
 * a deterministic, owner-prefixed, expiring name derived from dag id, run id, task id and map index (never the
-  try number), so a retry or a cleared task *adopts* the instance instead of creating a second one;
-* an instance still DELETING is waited out, a FAILURE one is replaced;
+  try number) is the provider's by construction, so a retry or a cleared task *adopts* the instance instead of
+  creating a second one;
+* an explicit name is the task's only if it *recorded* creating it: right after ``brev create`` the instance id
+  goes to the task state store (Airflow 3.3+, shared by every try of the task), and a retry adopts the existing
+  instance only when that record names its id. Anything else is a person's (or another run's) instance:
+  :class:`~airflow_provider_brev.exceptions.BrevInstanceNotOwnedError` before anything is created or deleted,
+  unless ``adopt_existing`` asks to use it -- then it is never deleted by the provider;
+* an instance still DELETING is waited out, a FAILURE one of this task is replaced;
 * bad input is rejected before anything is created;
-* after a failure past creation, the instance is deleted best-effort without masking the original error.
+* after a failure past creation, an instance this task owns is deleted best-effort without masking the original
+  error.
+
+:class:`InstanceRecord` is what the create task pushes to XCom (key ``brev_instance``): name, id, ownership and
+the spec to re-create it; :func:`read_instance_record` reads it back in a later task.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -24,9 +34,9 @@ from airflow_provider_brev.exceptions import (
     BrevDuplicateNameError,
     BrevError,
     BrevInstanceFailedError,
+    BrevInstanceNotOwnedError,
     BrevInvalidInputError,
     BrevNoCapacityError,
-    BrevTimeoutError,
 )
 
 if TYPE_CHECKING:
@@ -35,6 +45,10 @@ if TYPE_CHECKING:
     from airflow_provider_brev.hooks.brev import BrevHook
 
 DEFAULT_MAX_LIFETIME = timedelta(hours=24)
+#: XCom key of the create task's :class:`InstanceRecord`.
+XCOM_INSTANCE_RECORD = "brev_instance"
+#: Task state store key (Airflow 3.3+) under which a create task records the instance it created.
+STATE_STORE_INSTANCE_KEY = "brev_instance"
 #: Failures of ``create_instance`` that happen before Brev creates anything (no cleanup needed).
 _NOTHING_CREATED = (
     BrevInvalidInputError,
@@ -70,6 +84,8 @@ class InstanceRequest:
     workspace_group_id: str | None = None
     max_lifetime: timedelta | float = DEFAULT_MAX_LIFETIME
     name_prefix: str | None = None
+    require_docker: bool = False
+    adopt_existing: bool = False
 
     def validate(self) -> None:
         """Reject bad input before anything is created or paid for."""
@@ -92,6 +108,84 @@ class InstanceRequest:
         if self.instance_name:
             validate_instance_name(self.instance_name)
 
+    def min_vram_gb(self) -> float | None:
+        return float(self.min_vram) if self.min_vram not in (None, "") else None  # type: ignore[arg-type]
+
+    def spec(self) -> dict[str, Any]:
+        """What ``brev create`` needs to make the same instance again (JSON-serialisable)."""
+        return {
+            "gpu": self.gpu or None,
+            "instance_types": instance_types_list(self.instance_types),
+            "min_vram": self.min_vram_gb(),
+            "cloud_cred_id": self.cloud_cred_id or None,
+            "workspace_group_id": self.workspace_group_id or None,
+            "require_docker": bool(self.require_docker),
+        }
+
+
+@dataclass(frozen=True)
+class InstanceRecord:
+    """What a create task recorded about its instance (XCom key ``brev_instance``).
+
+    :param name: the instance name.
+    :param id: Brev's id of the instance, as ``brev ls`` listed it right after creation (or adoption).
+    :param owned: the provider created it for this task: its teardown and failure cleanup may delete it.
+    :param adopted: the task used an instance it did not create (``adopt_existing=True``); never deleted.
+    :param spec: what re-creates the same instance: ``gpu``, ``instance_types``, ``min_vram``, ``cloud_cred_id``,
+        ``workspace_group_id``, ``require_docker``, ``brev_conn_id`` and ``instance_type`` (the type Brev placed it
+        on).
+    """
+
+    name: str
+    id: str
+    owned: bool
+    adopted: bool
+    spec: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "id": self.id, "owned": self.owned, "adopted": self.adopted, "spec": dict(self.spec)}
+
+    @classmethod
+    def from_dict(cls, value: Any) -> InstanceRecord | None:
+        """The record in ``value`` (an XCom or state-store value), or ``None`` if it is not one."""
+        if not isinstance(value, dict) or not isinstance(value.get("name"), str) or not value["name"]:
+            return None
+        spec = value.get("spec")
+        return cls(
+            name=value["name"],
+            id=str(value.get("id") or ""),
+            owned=value.get("owned") is True,
+            adopted=value.get("adopted") is True,
+            spec=dict(spec) if isinstance(spec, dict) else {},
+        )
+
+
+def read_instance_records(context: Any, create_task_id: str) -> list[InstanceRecord]:
+    """Every record the create task ``create_task_id`` pushed in this DAG run (one per map index)."""
+    value = context["ti"].xcom_pull(task_ids=create_task_id, key=XCOM_INSTANCE_RECORD)
+    values = value if isinstance(value, list) else [value]
+    return [record for item in values if (record := InstanceRecord.from_dict(item)) is not None]
+
+
+def read_instance_record(context: Any, create_task_id: str, instance_name: str | None = None) -> InstanceRecord | None:
+    """The record of the instance the create task ``create_task_id`` made (or adopted) in this DAG run.
+
+    :param context: the calling task's context.
+    :param create_task_id: task id of the :class:`~airflow_provider_brev.operators.brev.BrevCreateInstanceOperator`.
+    :param instance_name: pick the record of this instance (a mapped create task pushes one per map index).
+    :return: the record, or ``None`` when the task recorded none (it failed before creating anything, or it ran
+        with a provider version that did not record).
+    """
+    records = read_instance_records(context, create_task_id)
+    if instance_name is not None:
+        records = [r for r in records if r.name == instance_name]
+    return records[0] if records else None
+
+
+def _task_state_store(context: Any) -> Any | None:
+    """The Airflow 3.3+ task state store (shared by every try of the task instance), or ``None``."""
+    return context.get("task_state_store") if hasattr(context, "get") else None
+
 
 @dataclass
 class ProvisionedInstance:
@@ -101,11 +195,13 @@ class ProvisionedInstance:
     instance: BrevInstance
     created: bool
     managed: bool
+    #: an earlier try of this task recorded creating it (explicit names)
+    recorded: bool = False
 
     @property
     def owned(self) -> bool:
-        """Whether this task may delete it on failure (created now, or a task-owned managed name)."""
-        return self.created or self.managed
+        """Whether this task may delete it: created now, a provider-managed name, or recorded as created earlier."""
+        return self.created or self.managed or self.recorded
 
 
 class InstanceProvisioner:
@@ -124,7 +220,9 @@ class InstanceProvisioner:
         self.log = log
         self.request = request
         self.poll_interval = poll_interval
-        #: Name being created right now (for ``on_kill`` while ``brev create`` runs).
+        #: Provider-managed name being created right now (for ``on_kill`` while ``brev create`` runs). An explicit
+        #: name is never set here: until ``brev create`` returns, the task cannot tell its instance from one another
+        #: run created under the same name meanwhile.
         self.pending_name: str | None = None
 
     def resolve_name(self, context: Any) -> tuple[str, bool]:
@@ -162,49 +260,143 @@ class InstanceProvisioner:
         matches.sort(key=lambda i: (i.status in (STATUS_DELETING, STATUS_FAILURE), i.name))
         return matches[0] if matches else None
 
+    # -- ownership of explicit names ---------------------------------------------------------
+    def record(self, provisioned: ProvisionedInstance) -> InstanceRecord:
+        """The :class:`InstanceRecord` of ``provisioned`` (what the create task pushes to XCom)."""
+        spec = {
+            **self.request.spec(),
+            "brev_conn_id": self.hook.brev_conn_id,
+            "instance_type": provisioned.instance.instance_type or None,
+        }
+        owned = provisioned.owned
+        return InstanceRecord(provisioned.name, provisioned.instance.id, owned=owned, adopted=not owned, spec=spec)
+
+    def recorded_creation(self, context: Any, instance: BrevInstance) -> bool:
+        """Whether an earlier try of this task recorded creating exactly this instance (same Brev id)."""
+        store = _task_state_store(context)
+        if store is None:
+            return False
+        try:
+            stored = InstanceRecord.from_dict(store.get(STATE_STORE_INSTANCE_KEY))
+        except Exception:
+            self.log.warning("Could not read the task state store; treating %s as not ours.", instance.name)
+            return False
+        return bool(stored and stored.owned and stored.id and (stored.name, stored.id) == (instance.name, instance.id))
+
+    def remember_creation(self, context: Any, provisioned: ProvisionedInstance) -> None:
+        """Record in the task state store that this task created the instance (read by its retries)."""
+        store = _task_state_store(context)
+        if store is None:
+            return
+        try:
+            store.set(STATE_STORE_INSTANCE_KEY, self.record(provisioned).to_dict())
+        except Exception:
+            self.log.warning("Could not record instance %s in the task state store.", provisioned.name, exc_info=True)
+
+    def _remember_listed(self, context: Any, name: str) -> None:
+        """Record the instance ``brev ls`` lists under ``name`` as created by this task (after a failed create)."""
+        if _task_state_store(context) is None:
+            return
+        try:
+            instance = self.hook.get_instance(name)
+        except Exception:
+            self.log.warning("Could not list instance %s to record it.", name, exc_info=True)
+            return
+        if instance is not None:
+            self.remember_creation(context, ProvisionedInstance(name, instance, created=True, managed=False))
+
+    def not_owned_error(self, context: Any, name: str, status: str | None) -> BrevInstanceNotOwnedError:
+        state = f" ({status})" if status else ""
+        hint = (
+            ""
+            if _task_state_store(context) is not None
+            else " (Airflow before 3.3 has no task state store, so a retry cannot recognise an instance its earlier"
+            " try created: omit instance_name for a provider-managed name if the task retries.)"
+        )
+        return BrevInstanceNotOwnedError(
+            f"Instance {name!r}{state} exists and was not created by this task; pass adopt_existing=True to use it "
+            f"(it will then never be deleted by the provider), or choose another name.{hint}"
+        )
+
+    # -- lifecycle -------------------------------------------------------------------------------
     def ensure(self, context: Any, *, wait_timeout: float) -> ProvisionedInstance:
-        """Adopt a healthy instance of this task, or create one (waiting out DELETING, replacing FAILURE)."""
+        """Adopt this task's healthy instance, or create one (waiting out DELETING, replacing its FAILURE one).
+
+        An existing instance under an explicit name that this task did not record creating raises
+        :class:`~airflow_provider_brev.exceptions.BrevInstanceNotOwnedError` before anything is created or deleted,
+        unless ``adopt_existing`` is set: then it is used and never deleted.
+        """
         self.request.validate()
         name, managed = self.resolve_name(context)
         existing = self.find_existing(name, managed)
+        recorded = False
+        if existing is not None and not managed:
+            recorded = self.recorded_creation(context, existing)
+            if not recorded and not self.request.adopt_existing:
+                raise self.not_owned_error(context, name, existing.status)
+        ours = managed or recorded
         if existing is not None and existing.status == STATUS_DELETING:
             self.log.info("Instance %s is still being deleted; waiting for its name to be released.", existing.name)
             self.hook.wait_until_gone(existing.name, timeout=wait_timeout, poll_interval=self.poll_interval)
             existing = None
         if existing is not None and (existing.status == STATUS_FAILURE or existing.build_status == "CREATE_FAILED"):
+            if not ours:
+                raise BrevInstanceFailedError(
+                    f"Instance {name!r} is in {existing.status} and was not created by this task, so the provider "
+                    "leaves it as it is: delete it yourself or choose another name."
+                )
             self.log.warning("Instance %s from an earlier try is in %s: replacing it.", existing.name, existing.status)
             self.hook.delete_instance(existing.name, wait=True, timeout=wait_timeout, poll_interval=self.poll_interval)
             existing = None
         if existing is not None:
-            self.log.info(
-                "Adopting existing instance %s (%s) instead of creating a second one.", existing.name, existing.status
-            )
-            return ProvisionedInstance(existing.name, existing, created=False, managed=managed)
+            if ours:
+                self.log.info(
+                    "Adopting existing instance %s (%s) instead of creating a second one.",
+                    existing.name,
+                    existing.status,
+                )
+            else:
+                self.log.info(
+                    "Using existing instance %s (%s) as asked (adopt_existing=True): it was not created by this task,"
+                    " so the provider will never delete it.",
+                    existing.name,
+                    existing.status,
+                )
+            return ProvisionedInstance(existing.name, existing, created=False, managed=managed, recorded=recorded)
+        provisioned = ProvisionedInstance(name, self._create(context, name, managed), created=True, managed=managed)
+        if not managed:
+            self.remember_creation(context, provisioned)
+        return provisioned
 
+    def _create(self, context: Any, name: str, managed: bool) -> BrevInstance:
         request = self.request
-        self.pending_name = name
+        self.pending_name = name if managed else None
         try:
-            instance = self.hook.create_instance(
+            return self.hook.create_instance(
                 name,
                 gpu=request.gpu or None,
                 instance_types=instance_types_list(request.instance_types),
-                min_vram=float(request.min_vram) if request.min_vram not in (None, "") else None,  # type: ignore[arg-type]
+                min_vram=request.min_vram_gb(),
                 cloud_cred_id=request.cloud_cred_id or None,
                 workspace_group_id=request.workspace_group_id or None,
             )
-        except (BrevInstanceFailedError, BrevTimeoutError) as err:
-            self.cleanup_after_failure(name, owned=True, reason=str(err))
-            raise
+        except BrevDuplicateNameError as err:
+            if managed:
+                raise
+            # Another run (or a person) created the name between our check and our create: theirs, not ours.
+            existing = self.hook.get_instance(name)
+            raise self.not_owned_error(context, name, existing.status if existing else None) from err
         except BrevError as err:
-            # The request may have reached Brev although the call failed afterwards (a 5xx after the POST, the
-            # status read failing): the name did not exist before, so an instance of that name is ours, and a
+            # The request may have reached Brev although the call failed afterwards (FAILURE, a 5xx after the POST,
+            # the status read failing): the name did not exist before, so an instance of that name is ours, and a
             # failed setup gets no teardown. Errors raised before anything is created need no cleanup.
             if not isinstance(err, _NOTHING_CREATED):
+                if not managed:
+                    self._remember_listed(context, name)  # a retry then recognises it while it is being deleted
                 self.cleanup_after_failure(name, owned=True, reason=str(err))
             raise
         finally:
             self.pending_name = None
-        return ProvisionedInstance(name, instance, created=True, managed=managed)
 
     def wait_ready(
         self, provisioned: ProvisionedInstance, *, timeout: float, require_docker: bool, delete_on_failure: bool
