@@ -38,6 +38,8 @@ BUDGETS = {
     "concurrent_waits_max_detection_lag_s": 2.0,
     "concurrent_waits_failed": 0,
     "boot_calls_per_boot_second": 1.0,  # strictly less
+    "restage_objects_downloaded": 0,
+    "stage_small_provider_vs_boto3_speed": 1.0,  # at least: not slower than boto3's TransferManager
 }
 
 BENCHMARKS: dict[str, dict[str, Any]] = {
@@ -66,6 +68,18 @@ BENCHMARKS: dict[str, dict[str, Any]] = {
         "args": ["--boot-seconds", "300", "--check-seconds", "20"],
         "quick": ["--boot-seconds", "60"],
         "timeout": 300,
+    },
+    "restage_unchanged": {
+        "script": "bench_restage.py",
+        "args": ["--objects", "10000"],
+        "quick": ["--objects", "1000"],
+        "timeout": 400,
+    },
+    "stage_small_objects": {
+        "script": "bench_stage_small.py",
+        "args": ["--objects", "10000"],
+        "quick": ["--objects", "1000"],
+        "timeout": 400,
     },
 }
 
@@ -254,6 +268,9 @@ def assemble(details: dict[str, dict[str, Any]], started: float, quick: bool, ho
                 "check",
             )
         },
+        # 8. re-staging an unchanged input prefix; 9. first sync of many small objects vs boto3
+        "restage_unchanged": details.get("restage_unchanged", {}),
+        "stage_small_objects": details.get("stage_small_objects", {}),
         "timings": {
             "idle": idle.get("timings"),
             "idle_intervals": idle.get("intervals"),
@@ -327,6 +344,7 @@ def assemble(details: dict[str, dict[str, Any]], started: float, quick: bool, ho
         ("50 concurrent: wall time (s)", conc.get("wall_time_s"), "—", None),
         *wait_checks(waits),
         *boot_checks(boot),
+        *staging_checks(details.get("restage_unchanged", {}), details.get("stage_small_objects", {})),
     ]
     results["budget_checks"] = [{"metric": m, "value": v, "budget": b, "met": ok} for m, v, b, ok in checks]
     results["all_budgets_met"] = all(c["met"] is True for c in results["budget_checks"] if c["budget"] != "—")
@@ -369,6 +387,40 @@ def boot_checks(boot: dict[str, Any]) -> list[tuple[str, Any, str, bool | None]]
         ),
         (f"{label}: CLI calls per lifecycle (excl. probes)", boot.get("lifecycle_calls"), "—", None),
         (f"{label}: detection lag, ready → wait returned (s)", boot.get("detection_lag_s"), "—", None),
+    ]
+
+
+def staging_checks(restage: dict[str, Any], small: dict[str, Any]) -> list[tuple[str, Any, str, bool | None]]:
+    """Rows of ``bench_restage.py`` and ``bench_stage_small.py`` (step staging, moto in its own process)."""
+    n_re, n_small = restage.get("objects", 10_000), small.get("objects", 10_000)
+    downloaded, ratio = restage.get("objects_downloaded"), small.get("provider_vs_boto3_speed")
+    return [
+        (
+            f"re-stage {n_re} unchanged objects: objects downloaded",
+            downloaded,
+            "0",
+            _met(downloaded, BUDGETS["restage_objects_downloaded"]),
+        ),
+        (f"re-stage {n_re} unchanged objects: second sync (s)", restage.get("second_sync_s"), "—", None),
+        (f"re-stage {n_re} unchanged objects: first sync (s)", restage.get("first_sync_s"), "—", None),
+        (
+            f"first sync of {n_small} small objects: provider objects/s",
+            (small.get("provider") or {}).get("objects_per_s"),
+            "—",
+            None,
+        ),
+        (
+            f"first sync of {n_small} small objects: boto3 TransferManager (10) objects/s",
+            (small.get("boto3") or {}).get("objects_per_s"),
+            "—",
+            None,
+        ),
+        (
+            f"first sync of {n_small} small objects: provider speed / boto3 speed",
+            ratio,
+            "≥ 1",
+            None if ratio is None else ratio >= BUDGETS["stage_small_provider_vs_boto3_speed"],
+        ),
     ]
 
 

@@ -15,6 +15,7 @@ from airflow_provider_brev.cli.transfer_scripts import (
     FAIL_MARKER,
     FILE_MARKER,
     LISTED_MARKER,
+    MANIFEST_MARKER,
     NODIR_MARKER,
     OK_MARKER,
     TASK_KEY_RE,
@@ -97,6 +98,7 @@ class ListReport:
     """Parsed output of :func:`build_list_script`."""
 
     files: list[RemoteFile] = field(default_factory=list)
+    manifest_lines: list[str] = field(default_factory=list)
     unreadable: list[str] = field(default_factory=list)
     skipped_names: int = 0
     missing_dir: bool = False
@@ -114,6 +116,8 @@ def parse_list_output(lines: Iterable[str]) -> ListReport:
             report.files.append(
                 RemoteFile(relpath=parts[3], size=int(parts[1]), md5=parts[2] if is_md5(parts[2]) else None)
             )
+        elif line.startswith(MANIFEST_MARKER + " "):
+            report.manifest_lines.append(line[len(MANIFEST_MARKER) + 1 :])
         elif line.startswith(UNREADABLE_MARKER + " "):
             report.unreadable.append(line[len(UNREADABLE_MARKER) + 1 :])
         elif line.startswith(LISTED_MARKER):

@@ -9,7 +9,13 @@ with ``brev copy``), never on a command line:
   an ``N <count>`` trailer that proves the file arrived whole.
 * :func:`build_transfer_script` reads the plan into memory and deletes it before the first ``curl`` starts.
   Each URL reaches ``curl`` as a config file on a pipe (``curl -K <(printf 'url = "%s"' ...)``; ``printf`` is a
-  bash builtin), so it is on no process's command line and in no file. The script's stderr goes to
+  bash builtin), so it is on no process's command line and in no file. Downloads go *in one batch* when the
+  instance's curl is 7.75 or newer: one ``curl --parallel --parallel-max <concurrency>`` process reads every
+  ``url``/``output`` pair from such a pipe and writes each file into a private staging directory next to its
+  destination (``<dir>/.airflow-brev-part-<round id>/``); then one ``find`` (sizes), one ``md5sum`` and one
+  ``mv -t`` per destination directory (atomic renames) settle every file, each still verified and reported on
+  its own. Older curls get the per-file pool below (one ``curl`` per file, ``concurrency`` at a time), as
+  uploads always do. The script's stderr goes to
   ``/dev/null`` (curl messages can quote URLs); results travel as marker lines on stdout:
 
   - ``BREV_XFER_OK <task> <bytes> <md5|-> <etag|->`` -- downloads: size and md5 verified, file moved into
@@ -34,6 +40,7 @@ import shlex
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from airflow_provider_brev.cli.manifest import MANIFEST_NAME
 from airflow_provider_brev.cli.transfer_checksums import is_md5, md5_hex_to_base64
 from airflow_provider_brev.cli.transfer_paths import PathFilter, remote_path_word, validate_relpath
 
@@ -49,6 +56,7 @@ UNREADABLE_MARKER = "BREV_XFER_UNREADABLE"
 LISTED_MARKER = "BREV_XFER_LISTED"
 NODIR_MARKER = "BREV_XFER_NODIR"
 CLEANED_MARKER = "BREV_XFER_CLEANED"
+MANIFEST_MARKER = "BREV_XFER_MANIFEST"
 
 #: Failure codes reported by the transfer script.
 FAIL_CODES = ("curl", "size", "md5", "mkdir", "move", "read", "changed", "etag", "nourl")
@@ -226,6 +234,66 @@ __x_part() {
   __x_upload "$k" "$p" "$b64" "$size" "$md5"
   rm -f -- "$p"
 }
+__x_parallel_ok() {  # curl >= 7.75: --parallel and the %{urlnum} / %{exitcode} write-out variables
+  local v maj min
+  read -r _ v _ < <(curl --version) || return 1
+  IFS=. read -r maj min _ <<< "$v"
+  [[ $maj =~ ^[0-9]+$ && $min =~ ^[0-9]+$ ]] || return 1
+  [ "$maj" -gt 7 ] || { [ "$maj" -eq 7 ] && [ "$min" -ge 75 ]; }
+}
+__x_cfg() {  # the curl config of a batch: one url/output pair per download (goes to curl on a pipe)
+  local k p
+  for k in "${__X_G[@]}"; do
+    p=${__X_SP[$k]}; p=${p//\\/\\\\}; p=${p//\"/\\\"}
+    printf 'url = "%s"\noutput = "%s"\n' "${__X_U[$k]}" "$p"
+  done
+}
+__x_batch() {  # every download through one `curl --parallel`, then one find, one md5sum, one mv per directory
+  local k n rc code p dest stage line size got
+  local -A ok=() sizes=() sums=() moves=() md=()
+  for k in "${__X_K[@]}"; do
+    if [ -z "${__X_U[$k]}" ]; then __x_fail "$k" "nourl no URL for this task"; continue; fi
+    dest="$__X_D/${__X_R[$k]}"; stage="${dest%/*}/$__X_PS"
+    __X_G+=("$k"); __X_SP[$k]="$stage/${dest##*/}"; __X_SD[$stage]=1
+  done
+  [ "${#__X_G[@]}" -gt 0 ] || return 0
+  while read -r n rc code; do
+    [[ $n =~ ^[0-9]+$ ]] && [ -n "${__X_G[$n]}" ] || continue
+    k=${__X_G[$n]}
+    if [ "$rc" = 0 ]; then ok[$k]=1; else rm -f -- "${__X_SP[$k]}"; __x_fail "$k" "curl exit $rc (HTTP ${code:-000})"; fi
+  done < <("${__X_CURL[@]}" --parallel --parallel-max "$((__X_P > 300 ? 300 : __X_P))" --create-dirs \
+             -w '%{urlnum} %{exitcode} %{http_code}\n' -K <(__x_cfg))
+  for k in "${!ok[@]}"; do  # curl creates no file for an empty body
+    p=${__X_SP[$k]}; [ -e "$p" ] || { mkdir -p -- "${p%/*}"; : > "$p"; }
+  done
+  while IFS= read -r line; do sizes[${line#* }]=${line%% *}; done \
+    < <(find "${!__X_SD[@]}" -maxdepth 1 -type f -printf '%s %p\n')
+  while IFS= read -r line; do sums[${line#*  }]=${line%% *}; done < <(
+    for k in "${!ok[@]}"; do p=${__X_SP[$k]}; [[ $p == *\\* ]] || printf '%s\0' "$p"; done | xargs -0 -r md5sum --)
+  for k in "${__X_G[@]}"; do
+    [ -n "${ok[$k]}" ] || continue
+    p=${__X_SP[$k]}; size=${sizes[$p]:-0}; unset 'ok[$k]'
+    if [ "$size" != "${__X_FS[$k]}" ]; then
+      rm -f -- "$p"; __x_fail "$k" "size got $size bytes, expected ${__X_FS[$k]}"; continue
+    fi
+    got=${sums[$p]}
+    if [ -z "$got" ]; then got=$(md5sum < "$p"); got=${got%% *}; fi
+    if [ "${__X_M[$k]}" != - ] && [ "$got" != "${__X_M[$k]}" ]; then
+      rm -f -- "$p"; __x_fail "$k" "md5 got $got, expected ${__X_M[$k]}"; continue
+    fi
+    ok[$k]=1; md[$k]=$got; moves[${p%/*}]+="$p"$'\n'
+  done
+  for stage in "${!moves[@]}"; do printf '%s' "${moves[$stage]}" | xargs -d '\n' -r mv -f -t "${stage%/*}" --; done
+  for k in "${__X_G[@]}"; do
+    [ -n "${ok[$k]}" ] || continue
+    if [ -e "${__X_SP[$k]}" ]; then
+      rm -f -- "${__X_SP[$k]}"; __x_fail "$k" "move cannot move into place"
+    else
+      printf 'BREV_XFER_OK %s %s %s -\n' "$k" "${__X_FS[$k]}" "${md[$k]}"
+    fi
+  done
+  rm -rf -- "${!__X_SD[@]}"
+}
 __x_task() {
   if [ -z "${__X_U[$1]}" ]; then __x_fail "$1" "nourl no URL for this task"; return; fi
   case ${__X_OP[$1]} in
@@ -236,9 +304,11 @@ __x_task() {
 }
 __x_clean() {
   rm -f -- "$__X_F"; rm -rf -- "$__X_T"
-  if [ "$__X_GET" = 1 ] && [ -d "$__X_D" ]; then find "$__X_D" -type f -name "*$__X_PS" -delete; fi
+  if [ "${#__X_SD[@]}" -gt 0 ]; then rm -rf -- "${!__X_SD[@]}"; fi
+  if [ "$__X_GET" = 1 ] && [ -d "$__X_D" ]; then find "$__X_D" -name "*$__X_PS" -prune -exec rm -rf -- {} +; fi
 }
-__X_GET=0
+__X_GET=0; __X_G=()
+declare -A __X_SP __X_SD
 trap __x_clean EXIT
 trap '__x_clean; exit 0' HUP INT TERM PIPE
 if ! mkdir -p -- "$__X_BASE" || ! mkdir -m 700 -- "$__X_T"; then
@@ -261,13 +331,14 @@ if ! command -v curl >/dev/null; then echo 'BREV_XFER_ERROR curl is not installe
 if curl --help all 2>/dev/null | grep -q -e --retry-all-errors; then __X_CURL+=(--retry-all-errors); fi
 if [ "${#__X_K[@]}" -gt 0 ] && [ "${__X_OP[${__X_K[0]}]}" = G ]; then __X_GET=1; mkdir -p -- "$__X_D"; fi
 __x_n=0
+if [ "$__X_GET" = 1 ] && [ "$__X_BATCH" = 1 ] && __x_parallel_ok; then __x_batch; __X_K=(); fi
 for __x_k in "${__X_K[@]}"; do
   if [ "$__x_n" -ge "$__X_P" ]; then wait -n; __x_n=$((__x_n - 1)); fi
   __x_task "$__x_k" &
   __x_n=$((__x_n + 1))
 done
 wait
-printf 'BREV_XFER_DONE %s\n' "${#__X_K[@]}"
+printf 'BREV_XFER_DONE %s\n' "$__X_N"
 exit 0
 """
 
@@ -292,6 +363,7 @@ def build_transfer_script(
     curl_retries: int = 3,
     connect_timeout: int = 30,
     stall_seconds: int = 120,
+    parallel_downloads: bool = True,
 ) -> str:
     """The script of one transfer round (reads the plan :func:`plan_path` ``(xfer_id)``; see the module doc).
 
@@ -300,6 +372,8 @@ def build_transfer_script(
     :param curl_retries: ``curl --retry`` count of each task (transient errors and, where supported, all
         errors); the worker retries failed tasks again in later rounds with fresh URLs.
     :param stall_seconds: abort a transfer slower than 1 KiB/s for this long (then it is retried).
+    :param parallel_downloads: fetch every download of the round with one ``curl --parallel`` process (when the
+        instance's curl is 7.75 or newer; else, or when false, one ``curl`` per file, ``concurrency`` at a time).
     """
     _check_xfer_id(xfer_id)
     _check_int("concurrency", concurrency, 1)
@@ -330,6 +404,7 @@ def build_transfer_script(
             f'__X_T="$HOME"/{XFER_BASE}/{shlex.quote(xfer_id)}',
             f"__X_PS={shlex.quote(PART_SUFFIX + '-' + xfer_id)}",
             f"__X_P={concurrency}",
+            f"__X_BATCH={1 if parallel_downloads else 0}",
             "__X_CURL=(" + " ".join(shlex.quote(a) for a in curl) + ")",
         ]
     )
@@ -349,9 +424,11 @@ def build_cleanup_script(xfer_id: str) -> str:
 
 _LIST_BODY = r"""
 if [ ! -d "$__L_D" ]; then echo 'BREV_XFER_NODIR'; exit 0; fi
+if [ "$__L_MAN" = 1 ] && [ -f "$__L_D/$__L_MN" ]; then sed 's/^/BREV_XFER_MANIFEST /' -- "$__L_D/$__L_MN"; fi
 __l_n=0; __l_bad=0
 while IFS= read -r -d '' __l_e; do
   __l_s=${__l_e%%/*}; __l_r=${__l_e#*/}
+  [ "$__l_r" = "$__L_MN" ] && continue
   case $__l_r in *$'\n'*|*$'\r'*|*$'\t'*) __l_bad=$((__l_bad + 1)); continue ;; esac
   if [ -n "$__L_INC" ] && ! [[ $__l_r =~ $__L_INC ]]; then continue; fi
   if [ -n "$__L_EXC" ] && [[ $__l_r =~ $__L_EXC ]]; then continue; fi
@@ -369,8 +446,13 @@ exit 0
 """
 
 
-def build_list_script(remote_dir: str, path_filter: PathFilter | None = None, *, checksums: bool = True) -> str:
-    """List the regular files under ``remote_dir`` (symlinks and special files are skipped).
+def build_list_script(
+    remote_dir: str, path_filter: PathFilter | None = None, *, checksums: bool = True, manifest: bool = False
+) -> str:
+    """List the regular files under ``remote_dir`` (symlinks and special files are skipped; so is the input
+    manifest :data:`~airflow_provider_brev.cli.manifest.MANIFEST_NAME` at its top, which is never uploaded).
+
+    With ``manifest``, first prints each line of that manifest as ``BREV_XFER_MANIFEST <line>``.
 
     Prints ``BREV_XFER_FILE <size> <md5|-> <relpath>`` per selected file, ``BREV_XFER_UNREADABLE <relpath>``
     for a selected file that cannot be read, then ``BREV_XFER_LISTED <count> <names skipped>`` (names with a
@@ -385,6 +467,8 @@ def build_list_script(remote_dir: str, path_filter: PathFilter | None = None, *,
             f"__L_INC={shlex.quote(path_filter.bash_include)}",
             f"__L_EXC={shlex.quote(path_filter.bash_exclude)}",
             f"__L_MD5={1 if checksums else 0}",
+            f"__L_MAN={1 if manifest else 0}",
+            f"__L_MN={shlex.quote(MANIFEST_NAME)}",
         ]
     )
     return _finish(header + _LIST_BODY)

@@ -156,7 +156,11 @@ class S3StagingHook(BaseHook):
         with the md5 the instance must verify: the ETag when it is a plain md5, else this provider's metadata
         (multipart uploads), else none (size only)."""
         objects = self.list_prefix(prefix) if keys is None else self.head_keys(keys)
-        items = select_downloads(objects, prefix if keys is None else None, path_filter)
+        return self.add_md5_sources(select_downloads(objects, prefix if keys is None else None, path_filter))
+
+    def add_md5_sources(self, items: list[StagedDownload]) -> list[StagedDownload]:
+        """Set each item's md5 from its ETag, or (multipart objects) from this provider's metadata (one
+        ``head_object`` each: call it only for what will be downloaded); returns ``items``."""
         for item in items:
             if is_md5(item.etag):
                 item.md5, item.md5_from_etag = item.etag, True

@@ -1,52 +1,30 @@
-"""The base of the S3 <-> Brev transfer operators (:mod:`airflow_provider_brev.transfers.s3`): parameters,
-their validation, and transfer *rounds*.
+"""The base of the S3 <-> Brev transfer operators (:mod:`airflow_provider_brev.transfers.s3`): parameters and
+their validation.
 
-A round ships one plan file of presigned URLs to the instance (``brev copy`` of a private 0600 temp file), runs
-one transfer script there (:mod:`airflow_provider_brev.cli.transfer_scripts`) and parses its report; the files
-a round leaves failed or unreported go into the next round with fresh URLs, up to ``max_attempts`` rounds. The
-S3 side is :class:`~airflow_provider_brev.hooks.s3_staging.S3StagingHook`, imported when a task runs only.
+Transfers run in *rounds* (:class:`~airflow_provider_brev.utils.staging.TransferRunner`, the same machinery
+step staging uses): each round ships one plan file of presigned URLs to the instance (``brev copy`` of a private
+0600 temp file), runs one transfer script there (:mod:`airflow_provider_brev.cli.transfer_scripts`) and parses
+its report; the files a round leaves failed or unreported go into the next round with fresh URLs, up to
+``max_attempts`` rounds. The S3 side is :class:`~airflow_provider_brev.hooks.s3_staging.S3StagingHook`,
+imported when a task runs only.
 """
 
 from __future__ import annotations
 
-import contextlib
-import secrets
-import time
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
-from airflow_provider_brev.cli.transfer_reports import TransferReport, parse_transfer_output, redact
-from airflow_provider_brev.cli.transfer_rounds import (
-    DEFAULT_URL_EXPIRES_IN,
-    Failure,
-    StagedDownload,
-    StagedUpload,
-    TransferSettings,
-    describe_failures,
-    task_order,
-    transfer_settings,
-)
-from airflow_provider_brev.cli.transfer_scripts import (
-    build_cleanup_script,
-    build_plan,
-    build_transfer_script,
-    plan_path,
-)
-from airflow_provider_brev.exceptions import BrevCLIError, BrevTimeoutError, BrevTransferError, BrevTransientError
+from airflow_provider_brev.cli.transfer_rounds import DEFAULT_URL_EXPIRES_IN, TransferSettings, transfer_settings
+from airflow_provider_brev.exceptions import BrevTransferError
 from airflow_provider_brev.operators.base import BrevBaseOperator
 from airflow_provider_brev.utils.mixins import brev_template_fields
+from airflow_provider_brev.utils.staging import DEFAULT_TRANSFER_TIMEOUT, ROUND_ERRORS, TransferRunner
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Sequence
 
-    from airflow_provider_brev.cli.transfer_scripts import TransferTask
     from airflow_provider_brev.hooks.s3_staging import S3StagingHook
 
-DEFAULT_TRANSFER_TIMEOUT = 3600.0
-
-#: Exec failures after which another round may succeed (anything else is raised at once).
-ROUND_ERRORS = (BrevTransientError, BrevTimeoutError, BrevCLIError)
-
-_Item = TypeVar("_Item", StagedDownload, StagedUpload)
+__all__ = ["DEFAULT_TRANSFER_TIMEOUT", "ROUND_ERRORS", "BrevS3TransferBaseOperator"]
 
 
 class BrevS3TransferBaseOperator(BrevBaseOperator):
@@ -136,58 +114,7 @@ class BrevS3TransferBaseOperator(BrevBaseOperator):
             raise BrevTransferError(message + " Set fail_on_empty=False to allow it.")
         self.log.warning(message)
 
-    def _run_round(self, s: TransferSettings, tasks: list[TransferTask], attempt: int) -> TransferReport:
-        """Ship one plan and run one transfer script; an exec that failed part-way reports nothing."""
-        xfer_id = f"{int(time.time())}-{secrets.token_hex(6)}"
-        script = build_transfer_script(
-            xfer_id=xfer_id, remote_dir=s.remote_dir, concurrency=s.concurrency, curl_retries=s.curl_retries
-        )
-        self.log.info(
-            "Transfer round %d/%d on %s: %d task(s) (round id %s).",
-            *(attempt, s.max_attempts, s.instance_name, len(tasks), xfer_id),
-        )
-        try:
-            self.hook.write_file_to_instance(s.instance_name, build_plan(tasks), plan_path(xfer_id), mode=0o600)
-            result = self.hook.exec_script(s.instance_name, script, timeout=s.transfer_timeout)
-        except ROUND_ERRORS as err:
-            self.log.warning("Transfer round %s did not complete: %s", xfer_id, redact(str(err)))
-            with contextlib.suppress(Exception):
-                self.hook.exec_script(s.instance_name, build_cleanup_script(xfer_id), timeout=60)
-            return TransferReport(error=f"the round did not complete ({type(err).__name__})")
-        report = parse_transfer_output(result.stdout_lines)
-        if report.error:
-            self.log.warning("Transfer round %s failed on the instance: %s", xfer_id, report.error)
-        elif not report.complete:
-            self.log.warning("Transfer round %s ended without its final report (connection lost?).", xfer_id)
-        return report
-
-    def _rounds(
-        self,
-        s: TransferSettings,
-        pending: dict[str, _Item],
-        tasks: Callable[[dict[str, _Item]], list[TransferTask]],
-        settle: Callable[[str, _Item, TransferReport], Failure | None],
-        done: Callable[[_Item], None],
-    ) -> tuple[int, dict[str, Failure]]:
-        """Run rounds until nothing is pending or ``max_attempts`` rounds ran; ``pending`` keeps what failed.
-        Returns the number of rounds and the last round's failures by relative path."""
-        attempt = 0
-        failures: dict[str, Failure] = {}
-        while pending and attempt < s.max_attempts:
-            attempt += 1
-            report = self._run_round(s, tasks(pending), attempt)
-            failures = {}
-            for key in sorted(pending, key=task_order):
-                problem = settle(key, pending[key], report)
-                if problem is None:
-                    done(pending.pop(key))
-                else:
-                    failures[pending[key].relpath] = problem
-            if failures:
-                self.log.warning(
-                    "Round %d/%d: %d file(s) failed%s: %s",
-                    *(attempt, s.max_attempts, len(failures)),
-                    ", retrying them with fresh URLs" if attempt < s.max_attempts else "",
-                    describe_failures(failures),
-                )
-        return attempt, failures
+    def _runner(self, settings: TransferSettings, staging: S3StagingHook) -> TransferRunner:
+        """The round machinery (:class:`~airflow_provider_brev.utils.staging.TransferRunner`), shared with step
+        staging."""
+        return TransferRunner(self.hook, settings, staging, self.log)

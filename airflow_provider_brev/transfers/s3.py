@@ -18,30 +18,22 @@ leaves files failed or unreported is followed by another round for just those fi
 
 from __future__ import annotations
 
-import time
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_brev.cli.transfer_checksums import MIB, S3_MAX_PART_SIZE, S3_MIN_PART_SIZE
-from airflow_provider_brev.cli.transfer_reports import parse_list_output
 from airflow_provider_brev.cli.transfer_rounds import (
-    Failure,
-    StagedDownload,
-    StagedUpload,
-    TransferSettings,
     describe_failures,
     name_some,
     parse_bool,
     parse_int,
     parse_keys,
-    plan_uploads,
 )
-from airflow_provider_brev.cli.transfer_scripts import build_list_script
 from airflow_provider_brev.exceptions import (  # re-exported
     BrevInvalidInputError,
     BrevTransferConflictError,
     BrevTransferError,
 )
-from airflow_provider_brev.transfers.base import ROUND_ERRORS, BrevS3TransferBaseOperator
+from airflow_provider_brev.transfers.base import BrevS3TransferBaseOperator
 from airflow_provider_brev.utils.mixins import brev_template_fields
 
 if TYPE_CHECKING:
@@ -49,7 +41,6 @@ if TYPE_CHECKING:
 
     from airflow.sdk import Context
 
-    from airflow_provider_brev.cli.transfer_reports import TransferReport
 
 __all__ = ["BrevToS3Operator", "BrevTransferConflictError", "BrevTransferError", "S3ToBrevOperator"]
 
@@ -119,25 +110,13 @@ class S3ToBrevOperator(BrevS3TransferBaseOperator):
             "Downloading %d file(s), %d bytes, from %s to %s.", len(items), sum(i.size for i in items), source, s.remote
         )
 
-        def settle(key: str, item: StagedDownload, report: TransferReport) -> Failure | None:
-            problem = item.settle(key, report)
-            if problem is not None and item.suspects_etag(problem) and staging.recheck_md5_source(item):
-                self.log.info("s3://%s/%s is KMS-encrypted: its ETag is not an md5.", s.bucket, item.key)
-            return problem
-
-        def done(item: StagedDownload) -> None:
-            verified = "md5 verified" if item.md5 else "size verified"
-            self.log.info(
-                "Downloaded s3://%s/%s -> %s (%d bytes, %s).", s.bucket, item.key, item.relpath, item.size, verified
-            )
-
-        pending = {str(n): item for n, item in enumerate(items)}
-        attempt, failures = self._rounds(s, pending, staging.download_tasks, settle, done)
-        if pending:
+        outcome = self._runner(s, staging).download(items)
+        if outcome.failures:
             raise BrevTransferError(
-                f"{len(pending)} of {len(items)} file(s) from {source} were not downloaded to {s.remote} after "
-                f"{attempt} attempt(s): {describe_failures(failures)}"
+                f"{len(outcome.failures)} of {len(items)} file(s) from {source} were not downloaded to {s.remote} "
+                f"after {outcome.attempts} attempt(s): {describe_failures(outcome.failures)}"
             )
+        attempt = outcome.attempts
         summary = {
             "instance_name": s.instance_name,
             "s3_bucket": s.bucket,
@@ -167,7 +146,7 @@ class BrevToS3Operator(BrevS3TransferBaseOperator):
     uploads keep their finished parts) for up to ``max_attempts`` rounds; then the task fails naming them.
 
     With ``overwrite=False`` (default) existing keys under the prefix are never replaced: the task fails before
-    uploading anything if any differs, so write each run to its own prefix (e.g. ``.../{{ ds_nodash }}/``).
+    uploading anything if any differs, so write each run to its own prefix (e.g. ``.../{{ run_id | run_slug }}/``).
     Keys that already hold identical content (same size and md5) are skipped, so a retried task succeeds.
 
     Returns (XCom) ``{"instance_name", "remote_dir", "s3_bucket", "s3_prefix", "s3_uri", "files", "bytes",
@@ -175,7 +154,8 @@ class BrevToS3Operator(BrevS3TransferBaseOperator):
 
     :param instance_name: the instance (templated).
     :param remote_dir: directory to upload (templated; ``~/x`` or relative = under the remote ``$HOME``).
-        Regular files only; symlinks are not followed.
+        Regular files only; symlinks are not followed; a step-staging input manifest (``.brev-manifest.jsonl``
+        at the top, see :mod:`airflow_provider_brev.utils.staging`) is never uploaded.
     :param s3_bucket: bucket (templated).
     :param s3_prefix: destination "directory" prefix (templated; a trailing ``/`` is implied).
     :param include: glob(s) a path relative to ``remote_dir`` must match (templated); ``*`` also matches ``/``.
@@ -220,10 +200,14 @@ class BrevToS3Operator(BrevS3TransferBaseOperator):
         part_size = parse_int("part_size", self.part_size)
         if not S3_MIN_PART_SIZE <= part_size <= S3_MAX_PART_SIZE:
             raise BrevInvalidInputError("part_size must be between 5 MiB and 5 GiB (S3's limits).")
-        uploads = self._list_remote(s, threshold, part_size)
+        staging = self._staging_hook(s)
+        runner = self._runner(s, staging)
+        listed = runner.list_remote()
+        if listed.missing_dir:
+            raise BrevTransferError(f"The directory {s.remote} does not exist.")
+        uploads = runner.list_uploads(listed, threshold=threshold, part_size=part_size)
         if not uploads:
             self._nothing_to_do(s, f"No files to upload in {s.remote}")
-        staging = self._staging_hook(s)
         skipped, different = staging.compare_existing(uploads, s.prefix)
         if different and not overwrite:
             raise BrevTransferConflictError(
@@ -242,30 +226,13 @@ class BrevToS3Operator(BrevS3TransferBaseOperator):
             *(len(to_send), sum(u.size for u in to_send), sum(1 for u in to_send if u.multipart), s.remote, s.s3_uri),
         )
 
-        def settle(key: str, upload: StagedUpload, report: TransferReport) -> Failure | None:
-            problem = upload.settle_parts(key, report) if upload.multipart else report.outcome(key)
-            if problem is not None:
-                return problem  # finished parts are kept for the next round
-            why = staging.finish_upload(upload)
-            return None if why is None else ("verify", why)
-
-        def done(upload: StagedUpload) -> None:
-            parts = f", {upload.part_count} parts" if upload.multipart else ""
-            self.log.info(
-                "Uploaded %s -> s3://%s/%s (%d bytes%s).", upload.relpath, s.bucket, upload.key, upload.size, parts
-            )
-
-        pending = {str(n): upload for n, upload in enumerate(to_send)}
-        try:
-            attempt, failures = self._rounds(s, pending, staging.upload_tasks, settle, done)
-        finally:
-            for upload in pending.values():
-                staging.abort_multipart(upload)
-        if pending:
+        outcome = runner.upload(to_send)
+        if outcome.failures:
             raise BrevTransferError(
-                f"{len(pending)} of {len(to_send)} file(s) from {s.remote} were not uploaded to {s.s3_uri} after "
-                f"{attempt} attempt(s): {describe_failures(failures)}"
+                f"{len(outcome.failures)} of {len(to_send)} file(s) from {s.remote} were not uploaded to {s.s3_uri} "
+                f"after {outcome.attempts} attempt(s): {describe_failures(outcome.failures)}"
             )
+        attempt = outcome.attempts
         summary = {
             "instance_name": s.instance_name,
             "remote_dir": s.remote_dir,
@@ -284,35 +251,6 @@ class BrevToS3Operator(BrevS3TransferBaseOperator):
             *(len(to_send), sum(u.size for u in to_send), s.s3_uri, attempt, len(skipped)),
         )
         return summary
-
-    def _list_remote(self, s: TransferSettings, threshold: int, part_size: int) -> list[StagedUpload]:
-        """The files under ``remote_dir`` that pass the filter, as uploads (the listing is read-only, so a
-        failed exec is retried)."""
-        script = build_list_script(s.remote_dir, s.path_filter)
-        for attempt in range(1, s.max_attempts + 1):
-            try:
-                result = self.hook.exec_script(s.instance_name, script, timeout=s.transfer_timeout)
-                break
-            except ROUND_ERRORS as err:
-                if attempt >= s.max_attempts:
-                    raise
-                self.log.warning("Listing %s failed (attempt %d), retrying: %s", s.remote, attempt, err)
-                time.sleep(min(2.0**attempt, 30.0))
-        report = parse_list_output(result.stdout_lines)
-        if report.missing_dir:
-            raise BrevTransferError(f"The directory {s.remote} does not exist.")
-        if not report.complete:
-            raise BrevTransferError(f"Listing {s.remote} did not complete (connection lost?).")
-        if report.unreadable:
-            raise BrevTransferError(f"Cannot read these files in {s.remote}: {name_some(report.unreadable)}")
-        if report.skipped_names:
-            self.log.warning(
-                "Skipped %d file(s) in %s whose names contain a tab or newline.", report.skipped_names, s.remote
-            )
-        uploads, bad = plan_uploads(report.files, s.prefix, multipart_threshold=threshold, part_size=part_size)
-        if bad:
-            raise BrevTransferError(f"Cannot upload these files from {s.remote}: {name_some(bad, separator='; ')}")
-        return uploads
 
     def on_kill(self) -> None:
         """Abort multipart uploads this task started (S3 would otherwise keep, and bill, their parts)."""

@@ -187,10 +187,42 @@ FLAKY_CURL = textwrap.dedent(
     """\
     #!/bin/bash
     # Test curl: the first call for each file is "interrupted" (downloads: half the file arrives and curl
-    # still exits 0; uploads: exit 56 before sending); files matching $always always fail. Then real curl.
+    # still exits 0; uploads: exit 56 before sending); files matching $always always fail (downloads: the
+    # connection is refused; uploads: exit 22). Then real curl. A download batch (`--parallel`, url/output pairs
+    # in the config on -K) gets the same per-file rules.
     state={state}
     always={always}
     once={once}
+    first_time() {{  # mode name: true (and remembered) the first time, for the files $once selects
+      if [ -n "$once" ] && [[ $2 != $once ]]; then return 1; fi
+      local mark="$state/$1-$(printf '%s' "$2" | md5sum | cut -c1-32)"
+      [ -e "$mark" ] && return 1
+      : > "$mark"
+    }}
+    if [[ " $* " == *" --parallel "* ]]; then
+      args=(); prev=
+      for a in "$@"; do
+        if [ "$prev" = -K ]; then cfg=$(cat "$a"); elif [ "$a" != -K ]; then args+=("$a"); fi
+        prev=$a
+      done
+      new=; outs=()
+      while IFS= read -r line; do
+        case $line in
+          'url = '*) url=$line ;;
+          'output = '*)
+            out=${{line#output = \\"}}; out=${{out%\\"}}; name="${{out%/{suffix}*}}/${{out##*/}}"
+            echo "get $name" >> "$state/calls"
+            if [ -n "$always" ] && [[ $name == $always ]]; then url='url = "http://127.0.0.1:9/refused"'; fi
+            new+="$url"$'\\n'"$line"$'\\n'; outs+=("$out") ;;
+        esac
+      done <<< "$cfg"
+      /usr/bin/curl "${{args[@]}}" --retry 0 -K <(printf '%s' "$new")
+      for out in "${{outs[@]}}"; do
+        name="${{out%/{suffix}*}}/${{out##*/}}"
+        if [ -e "$out" ] && first_time get "$name"; then size=$(wc -c < "$out"); truncate -s $((size / 2)) "$out"; fi
+      done
+      exit 0
+    fi
     target=; mode=; prev=
     for a in "$@"; do
       case $prev in
@@ -203,10 +235,7 @@ FLAKY_CURL = textwrap.dedent(
     case $target in */.airflow-brev/xfer/*) name=${{target##*/}} ;; *) name=${{target%%{suffix}*}} ;; esac
     echo "$mode $name" >> "$state/calls"
     if [ -n "$always" ] && [[ $name == $always ]]; then exit 22; fi
-    if [ -n "$once" ] && [[ $name != $once ]]; then exec /usr/bin/curl "$@"; fi
-    mark="$state/$mode-$(printf '%s' "$name" | md5sum | cut -c1-32)"
-    [ -e "$mark" ] && exec /usr/bin/curl "$@"
-    : > "$mark"
+    first_time "$mode" "$name" || exec /usr/bin/curl "$@"
     [ "$mode" = put ] && exit 56
     /usr/bin/curl "$@" || exit $?
     size=$(wc -c < "$target"); truncate -s $((size / 2)) "$target"
@@ -274,7 +303,7 @@ def test_a_file_that_keeps_failing_fails_the_task_and_is_named(run_dag, brev_sim
     assert run_state(dag_run) == "failed"
     assert xcom(dag_run, "download") is None  # never reported as success
     assert "1 of 6 file(s) from s3://" in task_logs.text
-    assert "sub/b.bin (curl: exit 22" in task_logs.text
+    assert "sub/b.bin (curl: exit 7 (HTTP 000))" in task_logs.text  # connection refused, every round
     assert_no_secret_anywhere(brev_sim, aws, task_logs)
     wait_for_no_instances(brev_sim)
 

@@ -308,7 +308,8 @@ def test_scripts_fit_on_a_command_line_and_ids_are_checked():
 # ------------------------------------------------------------------------------------------ downloads
 
 
-def test_download_verifies_places_files_and_leaves_no_url_behind(s3, instance):
+@pytest.mark.parametrize("parallel", [True, False], ids=["one-curl-parallel", "curl-per-file"])
+def test_download_verifies_places_files_and_leaves_no_url_behind(s3, instance, parallel):
     rng = random.Random(1)
     files = {
         "top.txt": b"top\n",
@@ -322,7 +323,8 @@ def test_download_verifies_places_files_and_leaves_no_url_behind(s3, instance):
         s3.put_object(Bucket=BUCKET, Key=f"dl1/{rel}", Body=data)
         tasks.append(get_task(s3, f"dl1/{rel}", n, rel, data, md5_hex=None if rel == "top.txt" else "auto"))
     instance.ship("r1", tasks)
-    done = instance.run(build_transfer_script(xfer_id="r1", remote_dir="~/data/in", concurrency=3))
+    script = build_transfer_script(xfer_id="r1", remote_dir="~/data/in", concurrency=3, parallel_downloads=parallel)
+    done = instance.run(script)
     report = parse_transfer_output(done.stdout.splitlines())
     assert report.complete and not report.failed and report.error is None
     assert {k: (r.size, r.md5) for k, r in report.ok.items()} == {
@@ -332,11 +334,13 @@ def test_download_verifies_places_files_and_leaves_no_url_behind(s3, instance):
         assert (instance.home / "data/in" / rel).read_bytes() == data
     assert instance.leftovers() == []
     argv = instance.curl_log.read_text()
-    assert argv.count("-K /dev/fd/") == len(files)
+    assert argv.count("-K /dev/fd/") == (1 if parallel else len(files))
+    assert argv.count("--parallel-max 3") == (1 if parallel else 0)
     assert "X-Amz" not in argv and "Signature" not in argv and "http://" not in argv
 
 
-def test_download_failures_are_reported_per_file_and_never_placed(s3, instance):
+@pytest.mark.parametrize("parallel", [True, False], ids=["one-curl-parallel", "curl-per-file"])
+def test_download_failures_are_reported_per_file_and_never_placed(s3, instance, parallel):
     good, other = b"good data\n", b"other data\n"
     s3.put_object(Bucket=BUCKET, Key="dl2/good", Body=good)
     s3.put_object(Bucket=BUCKET, Key="dl2/other", Body=other)
@@ -350,7 +354,7 @@ def test_download_failures_are_reported_per_file_and_never_placed(s3, instance):
         get_task(s3, "dl2/missing", 3, "missing", b"x"),
     ]
     instance.ship("r2", tasks)
-    script = build_transfer_script(xfer_id="r2", remote_dir="out", curl_retries=0)
+    script = build_transfer_script(xfer_id="r2", remote_dir="out", curl_retries=0, parallel_downloads=parallel)
     report = parse_transfer_output(instance.run(script).stdout.splitlines())
     assert report.complete
     assert list(report.ok) == ["0"]
@@ -392,9 +396,11 @@ def test_setup_errors_are_reported_and_the_plan_is_still_deleted(s3, instance, c
 def test_terminated_round_removes_its_plan_temp_dir_and_partial_files(s3, instance):
     data = random.Random(2).randbytes(2 * MIB)
     s3.put_object(Bucket=BUCKET, Key="dl3/slow", Body=data)
-    # curl gets stuck after writing part of the file (a stalled connection)
+    # curl gets stuck after writing part of the file (a stalled connection); the batch reads its outputs from
+    # the config on -K
     instance.set_curl(
-        pre='for a; do [ "$prev" = -o ] && out=$a; prev=$a; done\n'
+        pre='for a; do [ "$prev" = -o ] && out=$a; [ "$prev" = -K ] && cfg=$a; prev=$a; done\n'
+        'if [ -n "$cfg" ]; then out=$(sed -n \'s/^output = "\\(.*\\)"$/\\1/p\' "$cfg"); mkdir -p "${out%/*}"; fi\n'
         'if [ -n "$out" ]; then head -c 1000 /dev/zero > "$out"; sleep 30; fi'
     )
     instance.ship("r4", [get_task(s3, "dl3/slow", 0, "slow", data)])

@@ -1,0 +1,90 @@
+"""The pure decisions of step staging (``airflow_provider_brev.cli.manifest``): what an incremental input sync
+downloads, and how the manifest on the instance is written and read back."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from airflow_provider_brev.cli.manifest import (
+    ManifestEntry,
+    entry_of,
+    manifest_remote_path,
+    parse_manifest,
+    plan_input_sync,
+    render_manifest,
+)
+from airflow_provider_brev.cli.transfer_rounds import StagedDownload
+
+SOURCE = "s3://bucket/ds/"
+
+
+def obj(rel: str, size: int = 10, etag: str = "e1", key: str | None = None) -> StagedDownload:
+    return StagedDownload(key=key or f"ds/{rel}", relpath=rel, size=size, etag=etag)
+
+
+# (case, S3 object, manifest entry or None, local size or None, downloaded?)
+CASES = [
+    ("unchanged", obj("a"), entry_of(obj("a")), 10, False),
+    ("new object, nothing local", obj("a"), None, None, True),
+    ("file there but no manifest entry", obj("a"), None, 10, True),
+    ("ETag changed in S3", obj("a", etag="e2"), entry_of(obj("a")), 10, True),
+    ("size changed in S3", obj("a", size=11), entry_of(obj("a")), 10, True),
+    ("same size and ETag, other key", obj("a", key="other/a"), entry_of(obj("a")), 10, True),
+    ("deleted locally", obj("a"), entry_of(obj("a")), None, True),
+    ("edited locally to another size", obj("a"), entry_of(obj("a")), 7, True),
+    ("empty object, unchanged", obj("e", size=0), entry_of(obj("e", size=0)), 0, False),
+    ("empty object, deleted locally", obj("e", size=0), entry_of(obj("e", size=0)), None, True),
+]
+
+
+@pytest.mark.parametrize(("case", "item", "known", "local", "fetch"), CASES, ids=[c[0] for c in CASES])
+def test_what_an_input_sync_downloads(case, item, known, local, fetch):
+    manifest = {} if known is None else {known.relpath: known}
+    sizes = {} if local is None else {item.relpath: local}
+    plan = plan_input_sync([item], manifest, sizes)
+    assert (plan.fetch, plan.unchanged) == (([item], []) if fetch else ([], [item])), case
+
+
+def test_a_mixed_listing_keeps_its_order_and_splits():
+    listing = [obj("a"), obj("b", etag="new"), obj("c")]
+    manifest = {e.relpath: e for e in map(entry_of, [obj("a"), obj("b"), obj("c")])}
+    plan = plan_input_sync(listing, manifest, {"a": 10, "b": 10})
+    assert [i.relpath for i in plan.fetch] == ["b", "c"]
+    assert [i.relpath for i in plan.unchanged] == ["a"]
+
+
+def test_manifest_round_trip_and_source_check():
+    entries = [entry_of(obj("z/ü name.bin", 3)), entry_of(obj("a"))]
+    text = render_manifest(SOURCE, entries)
+    lines = text.splitlines()
+    assert json.loads(lines[0]) == {"source": SOURCE}
+    assert [json.loads(line)["path"] for line in lines[1:]] == ["a", "z/ü name.bin"]
+    assert parse_manifest(lines, SOURCE) == {e.relpath: e for e in entries}
+    assert parse_manifest(lines, "s3://bucket/other/") == {}  # another prefix's manifest: nothing is known
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        [],
+        ["not json", json.dumps({"source": SOURCE})],
+        [json.dumps({"source": SOURCE}), '{"path": "a", "key": "k", "size": -1, "etag": "e"}'],
+        [json.dumps({"source": SOURCE}), '{"path": "a", "key": "k", "size": "x", "etag": "e"}'],
+        [json.dumps({"source": SOURCE}), '{"path": "a", "size": 1, "etag": "e"}', "[1, 2]", '{"trunc'],
+    ],
+)
+def test_unreadable_manifest_lines_are_simply_unknown(lines):
+    assert parse_manifest(lines, SOURCE) == {}
+
+
+def test_a_truncated_manifest_keeps_the_lines_that_arrived():
+    text = render_manifest(SOURCE, [entry_of(obj("a")), entry_of(obj("b"))])
+    assert parse_manifest(text[:-8].splitlines(), SOURCE) == {"a": ManifestEntry("a", "ds/a", 10, "e1")}
+
+
+def test_manifest_path_for_brev_copy():
+    assert manifest_remote_path("data/ds") == "data/ds/.brev-manifest.jsonl"
+    assert manifest_remote_path("~/data") == "data/.brev-manifest.jsonl"
+    assert manifest_remote_path("/mnt/ds") == "/mnt/ds/.brev-manifest.jsonl"
