@@ -28,6 +28,17 @@ def squash_carriage_returns(line: str) -> str:
     return parts[-1] if parts else ""
 
 
+def utf8_boundary(data: bytes | bytearray, limit: int) -> int:
+    """The largest cut ``<= limit`` that does not split a UTF-8 character (``limit`` itself for other bytes).
+
+    A piece of an over-long line then decodes without U+FFFD at the cut.
+    """
+    cut = limit
+    while cut > limit - 4 and cut > 0 and (data[cut] & 0xC0) == 0x80:  # a continuation byte: step back
+        cut -= 1
+    return cut if cut > limit - 4 and cut > 0 else limit
+
+
 class LineSplitter:
     """Incremental bytes → lines splitter with a bound on line length."""
 
@@ -45,8 +56,9 @@ class LineSplitter:
             del self._buffer[: index + 1]
             self._emit(raw)
         while len(self._buffer) > MAX_LINE:
-            raw = bytes(self._buffer[:MAX_LINE])
-            del self._buffer[:MAX_LINE]
+            cut = utf8_boundary(self._buffer, MAX_LINE)
+            raw = bytes(self._buffer[:cut])
+            del self._buffer[:cut]
             self._emit(raw)
 
     def close(self) -> None:

@@ -288,7 +288,7 @@ class LogLineAssembler:
     """Turn log chunks (bytes, split anywhere) into text lines.
 
     UTF-8 with replacement; carriage-return progress bars keep only the text after the last ``\\r``; very long
-    lines come out in pieces (:data:`~airflow_provider_brev.hooks.process.MAX_LINE`).
+    lines come out in pieces (:data:`~airflow_provider_brev.cli.lines.MAX_LINE`).
     """
 
     def __init__(self) -> None:

@@ -5,6 +5,8 @@ import os
 import sys
 import time
 
+import pytest
+
 from airflow_provider_brev.cli.lines import squash_carriage_returns
 from airflow_provider_brev.hooks.process import arun_process, run_process
 
@@ -80,3 +82,17 @@ def test_async_runner_timeout():
     result = asyncio.run(main())
     assert result.timed_out
     assert time.monotonic() - started < 8
+
+
+@pytest.mark.parametrize("char", ["é", "€", "😀"])
+def test_over_long_lines_split_on_character_boundaries(char):
+    from airflow_provider_brev.cli.lines import MAX_LINE, LineSplitter
+
+    lines: list[str] = []
+    splitter = LineSplitter(lines.append)
+    text = ("a" + char * (MAX_LINE // len(char.encode()))) * 2  # every cut point lands inside a character
+    splitter.feed(text.encode())
+    splitter.close()
+    assert "\ufffd" not in "".join(lines)
+    assert "".join(lines) == text
+    assert all(len(line.encode()) <= MAX_LINE for line in lines)
