@@ -26,8 +26,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from airflow_provider_brev.cli.argv import instance_type_list
 from airflow_provider_brev.cli.names import managed_instance_name, parse_managed_name, validate_instance_name
-from airflow_provider_brev.cli.output import STATUS_DELETING, STATUS_FAILURE, BrevInstance, parse_gpu_spec
+from airflow_provider_brev.cli.output import STATUS_DELETING, STATUS_FAILURE, BrevInstance
 from airflow_provider_brev.exceptions import (
     BrevAuthError,
     BrevCLINotFoundError,
@@ -89,12 +90,12 @@ class InstanceRequest:
 
     def validate(self) -> None:
         """Reject bad input before anything is created or paid for."""
-        if self.gpu and instance_types_list(self.instance_types):
+        gpu, types = instance_type_list(self.gpu, self.instance_types)  # shape checks, in the pure core
+        if not gpu and not types:
             raise BrevInvalidInputError(
-                "Pass either gpu (e.g. 'L40S:1') or instance_types (e.g. ['g6e.xlarge']), not both."
+                "No instance type requested: pass gpu (e.g. 'L40S:1') or instance_types (e.g. ['g6e.xlarge']). "
+                "An empty value (such as a template that rendered to '') does not mean 'a default instance'."
             )
-        if self.gpu:
-            parse_gpu_spec(self.gpu)
         if self.min_vram not in (None, ""):
             try:
                 if float(self.min_vram) <= 0:  # type: ignore[arg-type]

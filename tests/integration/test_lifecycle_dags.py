@@ -116,6 +116,8 @@ def test_ready_sensor_fails_fast_on_failure(run_dag, brev_sim, mode):
         ({"gpu": "NOSUCHGPU:1"}, "No Brev instance type offers"),
         ({"gpu": "L40S:1", "instance_types": "g6e.xlarge"}, "either gpu"),
         ({"gpu": "L40S:1", "conn_id": "no_such_connection"}, "is not defined"),
+        ({}, "No instance type requested"),  # gpu="" rendered from a template: not a default instance
+        ({"gpu": "  "}, "No instance type requested"),
     ],
 )
 def test_bad_input_fails_before_anything_is_created(run_dag, brev_sim, conf, expected, task_logs):
