@@ -180,15 +180,22 @@ class BrevHook(BrevInstancesHook):
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise BrevTimeoutError(f"Command on {name!r} did not finish within {budget:.0f} s.", command="exec")
-            result = self.run_cli(
-                ["exec", name, remote],
-                timeout=remaining,
-                retry=False,
-                check=False,
-                on_stdout=on_stdout,
-                on_stderr=on_stderr,
-                output_view=lambda r: ("", "") if parse_once_marker(r.stderr_lines, marker) is not None else view(r),
-            )
+            try:
+                result = self.run_cli(
+                    ["exec", name, remote],
+                    timeout=remaining,
+                    retry=False,
+                    check=False,
+                    on_stdout=on_stdout,
+                    on_stderr=on_stderr,
+                    output_view=lambda r: (
+                        ("", "") if parse_once_marker(r.stderr_lines, marker) is not None else view(r)
+                    ),
+                )
+            except BrevTimeoutError:
+                for line in pending:  # what the command printed before the budget ran out is not lost
+                    emit(line)
+                raise
             for line in strip_once_stdout(list(pending), name):
                 emit(line)
             code = parse_once_marker(result.stderr_lines, marker)

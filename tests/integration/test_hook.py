@@ -20,6 +20,7 @@ from airflow_provider_brev.exceptions import (
     BrevNoCapacityError,
     BrevNoMatchingTypeError,
     BrevPlacementRequiredError,
+    BrevTimeoutError,
 )
 from airflow_provider_brev.hooks.base import _reset_process_caches
 from airflow_provider_brev.hooks.brev import BrevHook
@@ -294,3 +295,18 @@ def test_delete_of_gone_instance_is_false_in_a_session_that_prints_breadcrumbs(b
     assert hook.delete_instance("crumb-1") is False  # just deleted
     assert hook.delete_instance("never-created-1") is False
     assert not sim.calls("login")  # nothing was taken for "logged out"
+
+
+def test_run_command_timeout_keeps_every_line_printed_before_it(brev_sim, hook):
+    hook.create_instance("fg-timeout-1", gpu="L40S:1")
+    hook.wait_until_ready("fg-timeout-1", 60, poll_interval=0.1)
+    lines: list[str] = []
+    with pytest.raises(BrevTimeoutError):
+        hook.run_command(
+            "fg-timeout-1",
+            "echo one; echo two; echo three; touch printed; sleep 30",
+            timeout=5,
+            on_line=lines.append,
+        )
+    assert lines == ["one", "two", "three"]  # the last two were held back for the trailer strip, then lost
+    hook.delete_instance("fg-timeout-1")
