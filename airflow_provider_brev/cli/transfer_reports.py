@@ -113,6 +113,9 @@ def parse_list_output(lines: Iterable[str]) -> ListReport:
             parts = line.split(" ", 3)
             if len(parts) != 4 or not parts[1].isdigit():
                 continue
+            if "\ufffd" in parts[3]:  # not UTF-8 (decoded with replacement): no S3 key can name it; skip it
+                report.skipped_names += 1
+                continue
             report.files.append(
                 RemoteFile(relpath=parts[3], size=int(parts[1]), md5=parts[2] if is_md5(parts[2]) else None)
             )
@@ -124,7 +127,7 @@ def parse_list_output(lines: Iterable[str]) -> ListReport:
             parts = line.split()
             report.complete = True
             if len(parts) >= 3 and parts[2].isdigit():
-                report.skipped_names = int(parts[2])
+                report.skipped_names += int(parts[2])
         elif line.strip() == NODIR_MARKER:
             report.missing_dir = True
             report.complete = True

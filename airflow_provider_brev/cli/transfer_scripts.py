@@ -456,13 +456,14 @@ def build_list_script(
 
     Prints ``BREV_XFER_FILE <size> <md5|-> <relpath>`` per selected file, ``BREV_XFER_UNREADABLE <relpath>``
     for a selected file that cannot be read, then ``BREV_XFER_LISTED <count> <names skipped>`` (names with a
-    tab or newline are skipped and counted); or ``BREV_XFER_NODIR`` when the directory does not exist.
+    tab or newline are skipped and counted; so are names that are not UTF-8, by :func:`parse_list_output`); or ``BREV_XFER_NODIR`` when the directory does not exist.
     Always exits 0. Parse with :func:`parse_list_output`.
     """
     path_filter = path_filter or PathFilter()
     header = "\n".join(
         [
             "exec 2>/dev/null",
+            "export LC_ALL=C",  # patterns match bytes: a name that is not UTF-8 can never break the listing
             f"__L_D={remote_path_word(remote_dir)}",
             f"__L_INC={shlex.quote(path_filter.bash_include)}",
             f"__L_EXC={shlex.quote(path_filter.bash_exclude)}",

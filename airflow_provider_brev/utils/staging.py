@@ -245,7 +245,9 @@ class TransferRunner:
             raise BrevTransferError(f"Cannot read these files in {s.remote}: {name_some(report.unreadable)}")
         if report.skipped_names:
             self.log.warning(
-                "Skipped %d file(s) in %s whose names contain a tab or newline.", report.skipped_names, s.remote
+                "Skipped %d file(s) in %s whose names contain a tab or newline or are not valid UTF-8.",
+                report.skipped_names,
+                s.remote,
             )
         return report
 

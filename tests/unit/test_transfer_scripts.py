@@ -576,3 +576,28 @@ def test_redact_removes_urls_and_signature_parameters():
     text = "failed https://b.s3.amazonaws.com/k?X-Amz-Credential=AKIA/x&X-Amz-Signature=abc and X-Amz-Signature=def"
     assert redact(text) == "failed <url> and X-Amz-Signature=***"
     assert redact("AWSAccessKeyId=AKIAX&Signature=zz") == "AWSAccessKeyId=***&Signature=***"
+
+
+@pytest.mark.parametrize("exclude", [None, ["bad*"]])
+def test_list_script_skips_names_that_are_not_utf8_deliberately(instance, exclude):
+    """A file named with byte \\xff once failed the whole upload under a UTF-8 locale: bash's ``=~`` and the
+    S3 key. Matching is bytewise (LC_ALL=C); such names are skipped and counted (S3 keys are UTF-8)."""
+    root = instance.home / "odd"
+    root.mkdir()
+    (root / "good.txt").write_bytes(b"ok")
+    (root / "bad-but-valid.txt").write_bytes(b"ok")
+    with open(os.path.join(os.fsencode(root), b"bad\xff.bin"), "wb") as handle:
+        handle.write(b"x")
+    script = build_list_script("odd", PathFilter.create(exclude=exclude) if exclude else None)
+    done = subprocess.run(
+        ["bash", "-c", script], env=instance.env(), cwd=instance.home, capture_output=True, check=False
+    )
+    assert done.returncode == 0 and done.stderr == b""
+    lines = done.stdout.decode("utf-8", "replace").splitlines()  # as the hook decodes the CLI's output
+    listed = parse_list_output(lines)
+    assert listed.complete
+    if exclude:
+        assert [f.relpath for f in listed.files] == ["good.txt"]
+    else:
+        assert [f.relpath for f in listed.files] == ["bad-but-valid.txt", "good.txt"]
+        assert listed.skipped_names == 1
