@@ -57,11 +57,11 @@ def user_command(
     appear on a command line.
     """
     body = f"{env_prefix(env)}bash -c {shlex.quote(command)} </dev/null"
-    if secret_env_path:
-        path = shlex.quote(secret_env_path)
-        body = f"( set -a; . {path}; __brev_src=$?; rm -f -- {path}; set +a; [ $__brev_src -eq 0 ] && {body} )"
     if cwd:
         body = f"cd {shlex.quote(cwd)} && {body}"
+    if secret_env_path:  # source and delete first: nothing that can fail (a bad cwd) runs before the delete
+        path = shlex.quote(secret_env_path)
+        body = f"( set -a; . {path}; __brev_src=$?; rm -f -- {path}; set +a; [ $__brev_src -eq 0 ] && {body} )"
     return body
 
 

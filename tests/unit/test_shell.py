@@ -100,3 +100,15 @@ def test_unreadable_secret_file_does_not_run_the_command(tmp_path):
     done = run(script, tmp_path)
     assert "ran" not in done.stdout
     assert parse_once_marker(done.stderr.splitlines(), MARKER) != 0
+
+
+def test_secret_file_is_deleted_even_when_cwd_does_not_exist(tmp_path):
+    secret = tmp_path / "s.env"
+    secret.write_text("export TOKEN='s3cr3t'\n")
+    script = build_once_command(
+        "echo ran", run_id="badcwd", marker=MARKER, cwd=str(tmp_path / "no-such-dir"), secret_env_path=str(secret)
+    )
+    done = run(script, tmp_path)
+    assert parse_once_marker(done.stderr.splitlines(), MARKER) != 0  # the cd failed: the command did not run
+    assert "ran" not in done.stdout
+    assert not secret.exists()  # ... and the secret did not stay behind
