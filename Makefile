@@ -41,7 +41,7 @@ typecheck: sync
 	$(BIN)/mypy
 
 test: lint typecheck
-	$(BIN)/pytest
+	$(BIN)/pytest --cov --cov-report=term
 
 demo: sync
 	$(BIN)/python scripts/demo.py
