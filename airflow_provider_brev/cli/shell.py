@@ -56,13 +56,30 @@ def user_command(
     sourced into the command's environment and deleted before the command starts, so secret values never
     appear on a command line.
     """
-    body = f"{env_prefix(env)}bash -c {shlex.quote(command)} </dev/null"
+    body = _detached_stdio(f"{env_prefix(env)}bash -c {shlex.quote(command)}")
     if cwd:
         body = f"cd {shlex.quote(cwd)} && {body}"
     if secret_env_path:  # source and delete first: nothing that can fail (a bad cwd) runs before the delete
         path = shlex.quote(secret_env_path)
         body = f"( set -a; . {path}; __brev_src=$?; rm -f -- {path}; set +a; [ $__brev_src -eq 0 ] && {body} )"
     return body
+
+
+def _detached_stdio(command: str) -> str:
+    """Run ``command`` with its output in private files that ``tail --pid`` streams until it exits.
+
+    ``brev exec`` (ssh) ends only when every holder of the session's stdout/stderr has closed them: a background
+    child (``sleep 30 & echo launched``) would hold the exec open until it exits. Here only the files are held;
+    the streaming stops when the command itself exits, and the files are removed.
+    """
+    return (
+        "__brev_o=$(mktemp) && __brev_e=$(mktemp) && "
+        f'{{ {command} </dev/null >"$__brev_o" 2>"$__brev_e" & __brev_p=$!; '
+        'tail -s 0.1 -n +1 --pid=$__brev_p -f "$__brev_o" & __brev_t1=$!; '
+        'tail -s 0.1 -n +1 --pid=$__brev_p -f "$__brev_e" >&2 & __brev_t2=$!; '
+        'wait $__brev_p; __brev_x=$?; wait $__brev_t1 $__brev_t2; rm -f -- "$__brev_o" "$__brev_e"; '
+        "( exit $__brev_x ); }"
+    )
 
 
 def marker_line_re(marker: str) -> re.Pattern[str]:

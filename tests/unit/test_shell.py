@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 
 import pytest
@@ -112,3 +114,21 @@ def test_secret_file_is_deleted_even_when_cwd_does_not_exist(tmp_path):
     assert parse_once_marker(done.stderr.splitlines(), MARKER) != 0  # the cd failed: the command did not run
     assert "ran" not in done.stdout
     assert not secret.exists()  # ... and the secret did not stay behind
+
+
+def test_a_background_child_does_not_hold_the_command_open(tmp_path):
+    script = build_once_command("sleep 30 & echo launched", run_id="bg", marker=MARKER)
+    proc = subprocess.Popen(  # the pipes are what ssh waits on: they must close when the command exits
+        ["bash", "-c", script],
+        env={"HOME": str(tmp_path), "PATH": "/usr/bin:/bin"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        stdout, stderr = proc.communicate(timeout=15)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)  # the background sleep
+    assert stdout.splitlines()[0] == "launched"
+    assert parse_once_marker(stderr.splitlines(), MARKER) == 0
