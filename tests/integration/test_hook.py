@@ -7,6 +7,7 @@ import logging
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 from helpers import cli_calls
@@ -310,3 +311,13 @@ def test_run_command_timeout_keeps_every_line_printed_before_it(brev_sim, hook):
         )
     assert lines == ["one", "two", "three"]  # the last two were held back for the trailer strip, then lost
     hook.delete_instance("fg-timeout-1")
+
+
+def test_run_command_with_a_background_child_returns_when_the_command_exits(brev_sim, hook):
+    hook.create_instance("fg-bg-1", gpu="L40S:1")
+    hook.wait_until_ready("fg-bg-1", 60, poll_interval=0.1)
+    started = time.monotonic()
+    result = hook.run_command("fg-bg-1", "sleep 30 & echo launched", timeout=25)
+    assert (result.exit_code, result.last_line) == (0, "launched")
+    assert time.monotonic() - started < 20  # not held open until the child exits (30 s)
+    hook.delete_instance("fg-bg-1")
