@@ -11,6 +11,8 @@ machine decides:
 * whether to poll again at once (more log is waiting), wait ``poll_interval``, or back off after a failed call;
 * whether the failure budget (``max_poll_failures`` *consecutive* transient failures) is spent;
 * whether the absolute deadline passed (then the job is killed once and followed until it ends);
+* whether the step's outputs are due to be synced while the job runs (:class:`SyncOutputs`: every
+  ``sync_interval`` seconds, and as soon as a log line shows a new checkpoint);
 * what the outcome is, and which error a non-successful outcome means (:func:`outcome_error`).
 
 It also holds the pure part of *attach-or-launch*: the deterministic job ids of every try of a task instance
@@ -40,6 +42,8 @@ from airflow_provider_brev.exceptions import BrevError, BrevJobLostError, BrevTi
 
 #: Outcome states beyond the job's own (``finished``/``lost``/``missing``).
 TIMED_OUT = "timeout"
+#: Not an end: the async driver stops following so the worker can sync the step's outputs (then follows again).
+SYNC_DUE = "sync_due"
 #: Longest back-off between failed polls, in seconds.
 MAX_BACKOFF = 60.0
 
@@ -109,6 +113,12 @@ class Wait:
 
 
 @dataclass(frozen=True)
+class SyncOutputs:
+    """Sync the step's outputs now (the interval passed or a new checkpoint appeared); then answer with
+    :meth:`JobFollower.receive_synced`."""
+
+
+@dataclass(frozen=True)
 class JobDone:
     """The job ended and its whole log was read."""
 
@@ -122,7 +132,7 @@ class GiveUp:
     error: BaseException
 
 
-Action = PollJob | KillJob | Wait | JobDone | GiveUp
+Action = PollJob | KillJob | SyncOutputs | Wait | JobDone | GiveUp
 
 
 @dataclass(frozen=True)
@@ -136,6 +146,9 @@ class FollowPolicy:
     :param deadline: absolute deadline (epoch seconds) or ``None``; past it the job is killed.
     :param progress_regex: a regex with two groups ``(done, total)``; matching lines are also reported as a
         percentage.
+    :param sync_interval: seconds between output syncs while the job runs (``None``: no periodic sync).
+    :param checkpoint_regex: with ``sync_interval``, a log line matching it (a new checkpoint) makes a sync due
+        at once.
     """
 
     poll_interval: float = 5.0
@@ -143,6 +156,8 @@ class FollowPolicy:
     max_poll_failures: int = 30
     deadline: float | None = None
     progress_regex: str | None = None
+    sync_interval: float | None = None
+    checkpoint_regex: str | None = None
 
 
 # -------------------------------------------------------------------------------------------------- machine
@@ -156,10 +171,19 @@ class JobFollower:
     :param job_id: the job's id (for messages).
     :param offset: byte offset already shown (resume point after a deferral or a re-attach).
     :param last_line: the last non-empty line shown so far.
+    :param next_sync_at: when the next periodic output sync is due (epoch seconds); default: ``sync_interval``
+        after the first :meth:`next_action`.
     """
 
     def __init__(
-        self, policy: FollowPolicy, *, instance_name: str, job_id: str, offset: int = 0, last_line: str = ""
+        self,
+        policy: FollowPolicy,
+        *,
+        instance_name: str,
+        job_id: str,
+        offset: int = 0,
+        last_line: str = "",
+        next_sync_at: float | None = None,
     ) -> None:
         self.policy = policy
         self.instance_name = instance_name
@@ -168,12 +192,15 @@ class JobFollower:
         self.last_line = last_line
         self.timed_out = False
         self.failures = 0
+        self.next_sync_at = next_sync_at
+        self.checkpoint_seen = False
         self._progress_re = re.compile(policy.progress_regex) if policy.progress_regex else None
+        self._checkpoint_re = re.compile(policy.checkpoint_regex) if policy.checkpoint_regex else None
         self._last_percent: int | None = None
         self._assembler = LogLineAssembler()
         self._notes: list[Note] = []
         self._wait: float | None = None
-        self._in_flight: PollJob | KillJob | None = None
+        self._in_flight: PollJob | KillJob | SyncOutputs | None = None
         self._final: JobDone | GiveUp | None = None
 
     # -- asking ------------------------------------------------------------------------------------
@@ -184,10 +211,17 @@ class JobFollower:
         if self._in_flight is not None:
             raise RuntimeError(f"{self._in_flight!r} is still waiting for its answer")
         deadline = self.policy.deadline
+        if self.policy.sync_interval is not None and self.next_sync_at is None:
+            self.next_sync_at = now + float(self.policy.sync_interval)
+        if self.sync_due(now):
+            self._wait = None  # syncing takes the place of the wait
+            self._in_flight = SyncOutputs()
+            return self._in_flight
         if self._wait is not None:
             seconds, self._wait = self._wait, None
-            if deadline is not None and not self.timed_out:
-                seconds = min(seconds, max(0.0, deadline - now))
+            for limit in (None if self.timed_out else deadline, self.next_sync_at):
+                if limit is not None:
+                    seconds = min(seconds, max(0.0, limit - now))
             return Wait(seconds)
         if deadline is not None and not self.timed_out and now >= deadline:
             self.timed_out = True
@@ -196,6 +230,14 @@ class JobFollower:
         else:
             self._in_flight = PollJob(self.offset, self.policy.max_bytes)
         return self._in_flight
+
+    def sync_due(self, now: float) -> bool:
+        """Whether the step's outputs should be synced at ``now``: periodic sync on, the job not being killed,
+        and either the interval passed or a new checkpoint appeared in the log since the last sync."""
+        deadline = self.policy.deadline
+        if self.policy.sync_interval is None or self.timed_out or (deadline is not None and now >= deadline):
+            return False
+        return self.checkpoint_seen or (self.next_sync_at is not None and now >= self.next_sync_at)
 
     def take_notes(self) -> list[Note]:
         """The log records decided since the last call, in order."""
@@ -217,12 +259,21 @@ class JobFollower:
                 self.last_line = line
             if progress := self._progress(line):
                 self._note(logging.INFO, f"Job {self.job_id} {progress}")
+            if self._checkpoint_re is not None and self._checkpoint_re.search(line) and not poll.complete:
+                self.checkpoint_seen = True
         if poll.complete:
             state = TIMED_OUT if self.timed_out else poll.state
             exit_code = poll.exit_code if poll.state == FINISHED else None
             self._final = JobDone(JobOutcome(state, exit_code, self.last_line, self.offset))
         elif self.offset >= poll.log_size:  # nothing more waiting: poll again after the interval
             self._wait = float(self.policy.poll_interval)
+
+    def receive_synced(self, now: float) -> None:
+        """The answer to :class:`SyncOutputs` (whatever the sync achieved: its failures are the caller's to log);
+        the next periodic sync is due ``sync_interval`` after ``now``."""
+        self._answered(SyncOutputs)
+        self.checkpoint_seen = False
+        self.next_sync_at = now + float(self.policy.sync_interval or 0.0)
 
     def receive_kill(self, result: str) -> None:
         """The answer to :class:`KillJob` (what the kill command reported)."""
@@ -251,7 +302,7 @@ class JobFollower:
         self._wait = min(float(self.policy.poll_interval) * self.failures, MAX_BACKOFF)
 
     # -- internals ---------------------------------------------------------------------------------
-    def _answered(self, kind: type[PollJob] | type[KillJob]) -> None:
+    def _answered(self, kind: type[PollJob] | type[KillJob] | type[SyncOutputs]) -> None:
         if not isinstance(self._in_flight, kind):
             raise RuntimeError(f"Got the answer to {kind.__name__} while waiting for {self._in_flight!r}")
         self._in_flight = None

@@ -8,8 +8,11 @@
   gap-analysis ``unreachable_kpi.txt``, and known fault signatures from the job log.
 * :func:`classify_fault` -- program faults (out of memory, CUDA assert, bad spec) that retrying cannot fix.
 * :func:`verify_tao_run` -- whether a finished run counts as success: exit code 0 **and** a final ``SUCCESS``
-  record in ``status.json`` (and, where required, a checkpoint written by this run); otherwise which failure it
-  is (:class:`TaoVerdict`), which the TAO operators turn into their typed errors.
+  record in ``status.json`` (and, where required, a checkpoint written by this run -- after a resume, one beyond
+  the checkpoint it resumed from); otherwise which failure it is (:class:`TaoVerdict`), which the TAO operators
+  turn into their typed errors.
+* :func:`checkpoints_uri` / :func:`newest_checkpoint` / :func:`resume_overrides` -- resuming an interrupted
+  ``train`` from the newest checkpoint of the same run in the step's S3 ``outputs``.
 
 Every interpolated value is ``shlex.quote``-d.
 """
@@ -21,9 +24,12 @@ import binascii
 import json
 import re
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from airflow_provider_brev.cli.manifest import StagingPair
 
 #: Container path where the results directory is mounted.
 CONTAINER_RESULTS = "/results"
@@ -343,13 +349,15 @@ def verify_tao_run(
     action: str,
     results_dir: str,
     require_new_checkpoint: bool,
+    resumed_from: str | None = None,
 ) -> TaoVerdict:
     """Judge a finished TAO run from its exit code and the report of what it left (:func:`parse_report`).
 
     Order matters: gap analysis's ``unreachable_kpi.txt`` wins over everything; a non-zero exit is a program
     fault when the log shows one (:func:`classify_fault`), else a plain command failure; an exit code 0 still
     needs a last ``status.json`` record ``SUCCESS`` and, with ``require_new_checkpoint``, a checkpoint newer than
-    the launch (TAO can report PASS without training).
+    the launch (TAO can report PASS without training) -- after a resume from ``resumed_from`` (a checkpoint file
+    name restored just before the launch), one of a later epoch.
     """
     what = f"TAO {task} {action}"
     if report.unreachable_kpi is not None:
@@ -374,6 +382,12 @@ def verify_tao_run(
             f"{what} exited 0 but the last status.json record is {status or 'missing'} "
             f"(in {results_dir.rstrip('/')}/{action}/status.json): not counted as success.",
         )
+    if require_new_checkpoint and resumed_from and not checkpoints_after(report.new_checkpoints, resumed_from):
+        return TaoVerdict(
+            NOT_VERIFIED,
+            f"{what} exited 0 and status.json says SUCCESS, but it wrote no checkpoint beyond {resumed_from}, the one "
+            "it resumed from: the resume trained nothing (e.g. that checkpoint was already at train.num_epochs).",
+        )
     if require_new_checkpoint and not report.new_checkpoints:
         return TaoVerdict(
             NOT_VERIFIED,
@@ -382,3 +396,63 @@ def verify_tao_run(
             "train.pretrained_model_path.",
         )
     return TaoVerdict(VERIFIED, f"{what} succeeded.")
+
+
+# ------------------------------------------------------------------------------------------------ resume
+
+#: A training checkpoint's file name (``model_epoch_<EEE>_step_<SSS>.pth``; epochs are 0-based).
+CHECKPOINT_NAME_RE = re.compile(r"^model_epoch_(\d+)_step_(\d+)\.pth$")
+#: A job log line that shows a new checkpoint was saved (makes an output sync due at once).
+CHECKPOINT_LOG_REGEX = r"(?i)sav(?:ed|ing) checkpoint.*model_epoch_\d+_step_\d+\.pth"
+#: The override that continues an interrupted run of the same job (never for a new recurring run).
+RESUME_KEY = "resume_training_checkpoint_path"
+
+
+def checkpoint_order(name: str) -> tuple[int, int] | None:
+    """``(epoch, step)`` of a checkpoint path or file name, ``None`` when it is not a training checkpoint."""
+    match = CHECKPOINT_NAME_RE.match(name.rsplit("/", 1)[-1])
+    return (int(match.group(1)), int(match.group(2))) if match else None
+
+
+def newest_checkpoint(names: Iterable[str]) -> str | None:
+    """The checkpoint of the latest epoch (then step) among ``names`` (other files ignored), or ``None``."""
+    ranked = [(order, name) for name in names if (order := checkpoint_order(name)) is not None]
+    return max(ranked)[1] if ranked else None
+
+
+def checkpoints_after(paths: Iterable[str], resumed_from: str) -> list[str]:
+    """The checkpoints among ``paths`` of a later epoch/step than ``resumed_from``."""
+    base = checkpoint_order(resumed_from)
+    later = []
+    for path in paths:
+        order = checkpoint_order(path)
+        if order is not None and (base is None or order > base):
+            later.append(path)
+    return later
+
+
+def _anchor(directory: str) -> str:
+    """A directory on the instance as a comparable path (``x`` and ``~/x`` are the same place)."""
+    directory = directory.rstrip("/")
+    return directory if directory.startswith("/") else "~/" + directory.removeprefix("~/")
+
+
+def checkpoints_uri(outputs: Sequence[StagingPair], *, results_dir: str, action: str) -> str | None:
+    """The S3 URI prefix where the step's ``outputs`` put ``<results_dir>/<action>/`` (the checkpoints), or
+    ``None`` when no output directory covers it (then there is nothing to resume from).
+
+    :param outputs: the validated ``outputs`` (:func:`~airflow_provider_brev.cli.manifest.validate_outputs`).
+    """
+    action_dir = _anchor(f"{results_dir.rstrip('/')}/{action}")
+    for pair in outputs:
+        directory = _anchor(pair.directory)
+        if action_dir == directory:
+            return pair.uri
+        if action_dir.startswith(directory + "/"):
+            return f"{pair.uri}{action_dir[len(directory) + 1 :]}/"
+    return None
+
+
+def resume_overrides(checkpoint: str, *, action: str) -> dict[str, str]:
+    """The override that resumes ``action`` from ``checkpoint`` (a file in ``<results_dir>/<action>/``)."""
+    return {f"{action}.{RESUME_KEY}": f"{CONTAINER_RESULTS}/{action}/{checkpoint.rsplit('/', 1)[-1]}"}

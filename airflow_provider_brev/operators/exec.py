@@ -13,15 +13,25 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_brev._compat import AirflowSkipException, default_deferrable, mask_secret
-from airflow_provider_brev.cli.job_follower import FollowPolicy, JobOutcome, outcome_error, try_job_ids
+from airflow_provider_brev.cli.job_follower import (
+    SYNC_DUE,
+    TIMED_OUT,
+    FollowPolicy,
+    JobOutcome,
+    outcome_error,
+    try_job_ids,
+)
 from airflow_provider_brev.cli.names import validate_instance_name
 from airflow_provider_brev.cli.readiness import STAGE_MISSING
+from airflow_provider_brev.cli.recovery import DEFAULT_MAX_INSTANCE_RECOVERIES, EVENT_INSTANCE_LOST, validate_budget
 from airflow_provider_brev.cli.remote_job import DEFAULT_MAX_BYTES, RemoteJob
 from airflow_provider_brev.exceptions import (
     BrevCommandError,
+    BrevError,
     BrevInstanceNotFoundError,
     BrevInstanceNotReadyError,
     BrevInvalidInputError,
+    error_from_event,
 )
 from airflow_provider_brev.operators.base import BrevBaseOperator
 from airflow_provider_brev.sensors.brev import DEFAULT_READY_TIMEOUT
@@ -35,8 +45,13 @@ from airflow_provider_brev.utils.provisioning import (
     ProvisionedInstance,
     instance_types_list,
 )
+from airflow_provider_brev.utils.recovery import InstanceRecovery, upstream_task_ids
+from airflow_provider_brev.utils.staging import validate_inputs, validate_outputs
+from airflow_provider_brev.utils.step_data import StepData, render_keys, sync_seconds
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from airflow.sdk import Context
 
 XCOM_INSTANCE_NAME = "instance_name"
@@ -45,6 +60,8 @@ STATE_STORE_JOB_KEY = "brev_job"
 #: Airflow 3 gives ``on_kill`` about 5 s before SIGKILL: a delete request must fit.
 ON_KILL_TIMEOUT = 4.0
 ON_KILL_ACTIONS = ("kill", "keep")
+#: Default seconds between output syncs while the command runs.
+DEFAULT_OUTPUT_SYNC_INTERVAL = 300.0
 
 
 class BrevExecOperator(BrevBaseOperator):
@@ -72,6 +89,19 @@ class BrevExecOperator(BrevBaseOperator):
 
     ``detach=False`` runs a short command in the foreground, still exactly once and with its real exit code.
 
+    **The step owns its data** (:mod:`airflow_provider_brev.utils.step_data`). ``inputs`` are synced
+    incrementally before a launch (not a re-attach); ``outputs`` are uploaded every ``output_sync_interval`` while
+    the command runs (and at a log line matching ``checkpoint_regex``) and when it ends, **success or failure** (an
+    upload failure never masks the command's error). Deferred, the trigger hands back a ``sync_due`` event, the
+    worker uploads and defers again. The result gains ``outputs`` (``{directory: uri}``) and ``sync`` (reports).
+
+    **A lost instance is recovered.** When the instance is gone (not listed, FAILURE, or unreachable past the
+    failure budget) before launch or while the command runs, the step re-creates it under the same name with the
+    spec its create task recorded (the upstream task whose XCom ``brev_instance`` names it, or
+    ``create_task_id``), waits until it is ready, re-syncs its inputs and runs the command again
+    (:mod:`airflow_provider_brev.utils.recovery`), at most ``max_instance_recoveries`` times per task instance.
+    Only instances the DAG created are re-created; ephemeral instances are created again with the same request.
+
     :param command: the shell command (templated; a path ending in ``.sh``/``.bash`` is read as a template).
     :param instance_name: the instance (templated; e.g. ``create.output``). Omit it for ephemeral mode.
     :param env: plain environment variables (they are on the remote command line; not for secrets).
@@ -96,11 +126,19 @@ class BrevExecOperator(BrevBaseOperator):
     :param max_poll_failures: consecutive failed polls (connection drops) tolerated before failing.
     :param progress_regex: a regex with two groups ``(done, total)``; matching output lines are also logged as a
         percentage (the TAO operators use it for epochs).
+    :param inputs: S3 URI prefix -> directory on the instance (templated; relative = under the remote home).
+    :param outputs: directory on the instance -> S3 URI prefix (templated).
+    :param aws_conn_id: the Amazon connection for ``inputs``/``outputs`` (its keys never reach the instance).
+    :param output_sync_interval: seconds (or timedelta) between output syncs while the command runs.
+    :param checkpoint_regex: a log line matching it makes an output sync due at once (TAO ``train`` sets it).
+    :param max_instance_recoveries: how often this task instance may re-create its lost instance (all tries).
+    :param create_task_id: the task that created the instance (default: the upstream task whose XCom
+        ``brev_instance`` names it).
     :param brev_conn_id: the Airflow connection id of type ``brev``.
     """
 
     template_fields = brev_template_fields(
-        "instance_name", "command", "env", "secret_env", "cwd", "gpu", "instance_types", "min_vram"
+        "instance_name", "command", "env", "secret_env", "cwd", "gpu", "instance_types", "min_vram", "inputs", "outputs"
     )
     template_ext = (".sh", ".bash")
     template_fields_renderers = {"command": "bash", "env": "json"}
@@ -128,10 +166,24 @@ class BrevExecOperator(BrevBaseOperator):
         log_chunk_bytes: int = DEFAULT_MAX_BYTES,
         max_poll_failures: int = 30,
         progress_regex: str | None = None,
+        inputs: dict[str, str] | None = None,
+        outputs: dict[str, str] | None = None,
+        aws_conn_id: str | None = "aws_default",
+        output_sync_interval: float | timedelta = DEFAULT_OUTPUT_SYNC_INTERVAL,
+        checkpoint_regex: str | None = None,
+        max_instance_recoveries: int = DEFAULT_MAX_INSTANCE_RECOVERIES,
+        create_task_id: str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self.progress_regex = progress_regex
+        self.inputs = inputs
+        self.outputs = outputs
+        self.aws_conn_id = aws_conn_id
+        self.output_sync_interval = output_sync_interval
+        self.checkpoint_regex = checkpoint_regex
+        self.max_instance_recoveries = max_instance_recoveries
+        self.create_task_id = create_task_id
         self.command = command
         self.instance_name = instance_name
         self.env = env
@@ -154,6 +206,7 @@ class BrevExecOperator(BrevBaseOperator):
         self._handle: dict[str, Any] | None = None
         self._ephemeral_name: str | None = None
         self._ti: Any = None
+        self._deferring = False
 
     # -- input -----------------------------------------------------------------------------------
     @property
@@ -184,6 +237,18 @@ class BrevExecOperator(BrevBaseOperator):
         for name, mapping in (("env", self.env), ("secret_env", self.secret_env)):
             if mapping is not None and not isinstance(mapping, dict):
                 raise BrevInvalidInputError(f"{name} must be a dict of environment variables.")
+        validate_inputs(self.inputs), validate_outputs(self.outputs), sync_seconds(self.output_sync_interval)
+        validate_budget(self.max_instance_recoveries)
+
+    def render_template_fields(self, context: Context, jinja_env: Any = None) -> None:
+        """Also render the keys of ``inputs`` (S3 URIs) and ``outputs`` (directories): Airflow renders values only."""
+        super().render_template_fields(context, jinja_env)
+        render_keys(self, context, jinja_env, "inputs", "outputs")
+
+    def _step_data(self, context: Context) -> StepData:
+        data = StepData(self.hook, self.log, inputs=self.inputs, outputs=self.outputs, aws_conn_id=self.aws_conn_id)
+        data.ti = context["ti"]
+        return data
 
     def _timeout_seconds(self) -> float | None:
         if self.timeout is None:
@@ -240,39 +305,57 @@ class BrevExecOperator(BrevBaseOperator):
     def execute(self, context: Context) -> Any:
         self._validate()
         self._ti = context["ti"]
-        for value in (self._secret_env() or {}).values():
-            mask_secret(value)
+        self._prepare_command()
         seconds = self._timeout_seconds()
         deadline = None if seconds is None else time.time() + seconds
-        deferring = False
+        self._deferring = False
         try:
             name = self._instance(context)
-            self._prepare_instance(context, name)
-            if not self.detach:
-                return self._run_foreground(name, deadline)
-            job = self._attach_or_launch(context, name)
-            self._handle = {
-                "instance_name": name,
-                "job": job.to_dict(),
-                "deadline": deadline,
-                "ephemeral": self.ephemeral,
-            }
-            self._ti.xcom_push(key=XCOM_JOB, value=self._handle)
-            self._store(context, self._handle)
-            if self.deferrable:
-                deferring = True
-                self._defer_following(name, job, deadline)
-            runner = JobRunner(self.hook, name, job, self._follow_policy(deadline), self.log)
-            return self._complete(context, name, job, runner.follow())
+            return self._with_recovery(context, name, lambda current: self._run(context, current, deadline), deadline)
         finally:
-            if self.ephemeral and not deferring:
+            if self.ephemeral and not self._deferring:
                 self._delete_ephemeral(self._ephemeral_name)  # set as soon as the instance exists
 
+    def _prepare_command(self) -> None:
+        """Before the first launch (and again before a launch after a deferral): mask the secrets. Subclasses
+        also build their command here."""
+        for value in (self._secret_env() or {}).values():
+            mask_secret(value)
+
+    def _with_recovery(self, context: Context, name: str, step: Callable[[str], Any], deadline: float | None) -> Any:
+        """Run ``step`` on the instance; when it fails because the instance is lost, re-create the instance and
+        run the command again on it (within ``max_instance_recoveries``)."""
+        while True:
+            try:
+                return step(name)
+            except BrevError as err:
+                name = self._recover(context, name, err)
+                self._prepare_command()
+                step = lambda current: self._run(context, current, deadline)  # noqa: E731
+
+    def _recover(self, context: Context, name: str, error: BrevError, *, launched: bool = True) -> str:
+        """Re-create ``name`` if ``error`` means it is lost, else re-raise ``error``; returns the instance name."""
+        recovery = InstanceRecovery(
+            self.hook,
+            self.log,
+            budget=int(self.max_instance_recoveries),
+            ephemeral=self.ephemeral,
+            create_task_id=self.create_task_id or None,
+            upstream=upstream_task_ids(self),
+            ready_timeout=float(self.ready_timeout),
+            require_docker=bool(self.require_docker),
+            recreate_ephemeral=lambda: self._instance(context),
+        )
+        return recovery.recover_if_lost(context, name, error, launched=launched)
+
     def _instance(self, context: Context) -> str:
-        """The instance to run on: the given one (which must be ready), or a new ephemeral one once it is ready."""
+        """The instance to run on: the given one (which must be ready, or is recovered), or a new ephemeral one."""
         if not self.ephemeral:
             name = validate_instance_name(self.instance_name)
-            self._check_target(name)
+            try:
+                self._check_target(name)
+            except BrevError as err:
+                return self._recover(context, name, err, launched=False)
             return name
         provisioner = self._ephemeral_provisioner()
         provisioned: ProvisionedInstance = provisioner.ensure(context, wait_timeout=float(self.ready_timeout))
@@ -286,18 +369,39 @@ class BrevExecOperator(BrevBaseOperator):
         )
         return name
 
+    def _run(self, context: Context, name: str, deadline: float | None) -> Any:
+        """Prepare the instance, launch (or re-attach to) the command and follow it to its result."""
+        self._prepare_instance(context, name)
+        if not self.detach:
+            return self._run_foreground(context, name, self._before_launch(context, name), deadline)
+        job = self._attach_or_launch(context, name, before_launch=lambda: self._before_launch(context, name))
+        self._handle = {"instance_name": name, "job": job.to_dict(), "deadline": deadline, "ephemeral": self.ephemeral}
+        self._ti.xcom_push(key=XCOM_JOB, value=self._handle)
+        self._store(context, self._handle)
+        if self.deferrable:
+            self._defer_following(name, job, deadline)
+        runner = JobRunner(self.hook, name, job, self._follow_policy(deadline), self.log)
+        outcome = runner.follow(on_sync=lambda: self._step_data(context).periodic_sync(name))
+        return self._complete(context, name, job, outcome)
+
     def _follow_policy(self, deadline: float | None) -> FollowPolicy:
+        syncing = bool(self.outputs)
         return FollowPolicy(
             poll_interval=float(self.poll_interval),
             max_bytes=int(self.log_chunk_bytes),
             max_poll_failures=int(self.max_poll_failures),
             deadline=deadline,
             progress_regex=self.progress_regex,
+            sync_interval=sync_seconds(self.output_sync_interval) if syncing else None,
+            checkpoint_regex=self.checkpoint_regex if syncing else None,
         )
 
-    def _defer_following(self, name: str, job: RemoteJob, deadline: float | None) -> None:
+    def _defer_following(
+        self, name: str, job: RemoteJob, deadline: float | None, *, offset: int = 0, last_line: str = ""
+    ) -> None:
         from airflow_provider_brev.triggers.brev import BrevRemoteJobTrigger  # triggerer-side code: lazy
 
+        self._deferring = True
         self.defer(
             trigger=BrevRemoteJobTrigger.for_policy(
                 instance_name=name,
@@ -306,6 +410,8 @@ class BrevExecOperator(BrevBaseOperator):
                 policy=self._follow_policy(deadline),
                 on_kill_action=self.on_kill_action,
                 ephemeral=self.ephemeral,
+                offset=offset,
+                last_line=last_line,
             ),
             method_name="execute_complete",
         )
@@ -313,30 +419,44 @@ class BrevExecOperator(BrevBaseOperator):
     def execute_complete(self, context: Context, event: dict[str, Any] | None = None) -> Any:
         event = validate_event(event, "instance_name", "job")
         name = event["instance_name"]
+        self._ti = context["ti"]
+        self._deferring = False
+        deadline = event.get("deadline")
         try:
-            raise_for_error_event(event, "Following the remote job failed")
-            outcome = JobOutcome(
-                state=event.get("state", event["status"]),
-                exit_code=event.get("exit_code"),
-                last_line=event.get("last_line", ""),
-                offset=int(event.get("offset", 0)),
-            )
-            return self._complete(context, name, RemoteJob.from_dict(event["job"]), outcome)
+            return self._with_recovery(context, name, lambda current: self._resume(context, event), deadline)
         finally:
-            if event.get("ephemeral"):
-                self._delete_ephemeral(name)
+            if event.get("ephemeral") and not self._deferring:
+                self._delete_ephemeral(self._ephemeral_name or name)
 
-    def _run_foreground(self, name: str, deadline: float | None) -> Any:
+    def _resume(self, context: Context, event: dict[str, Any]) -> Any:
+        """Act on the trigger's event: sync outputs and defer again, report a loss, or collect the result."""
+        name, job = event["instance_name"], RemoteJob.from_dict(event["job"])
+        if event["status"] == SYNC_DUE:
+            self._step_data(context).periodic_sync(name)
+            offset, last_line = int(event.get("offset", 0)), str(event.get("last_line", ""))
+            self._defer_following(name, job, event.get("deadline"), offset=offset, last_line=last_line)
+        if event["status"] == EVENT_INSTANCE_LOST:
+            raise error_from_event(str(event.get("message")), event.get("error_type"))
+        raise_for_error_event(event, "Following the remote job failed")
+        outcome = JobOutcome(
+            state=event.get("state", event["status"]),
+            exit_code=event.get("exit_code"),
+            last_line=event.get("last_line", ""),
+            offset=int(event.get("offset", 0)),
+        )
+        return self._complete(context, name, job, outcome)
+
+    def _run_foreground(self, context: Context, name: str, command: str, deadline: float | None) -> Any:
         remaining = None if deadline is None else max(deadline - time.time(), 1.0)
         result = self.hook.run_command(
             name,
-            self.command,
+            command,
             timeout=remaining,
             env=self._plain_env(),
             cwd=self.cwd,
             secret_env=self._secret_env(),
         )
-        return self._result(name, None, result.exit_code, result.last_line)
+        return self._finish(context, name, None, result.exit_code, result.last_line)
 
     # -- detached jobs ---------------------------------------------------------------------------
     def _store(self, context: Context, handle: dict[str, Any] | None) -> None:
@@ -366,7 +486,9 @@ class BrevExecOperator(BrevBaseOperator):
             return RemoteJob.from_dict(stored_job)
         return None
 
-    def _attach_or_launch(self, context: Context, name: str) -> RemoteJob:
+    def _attach_or_launch(
+        self, context: Context, name: str, *, before_launch: Callable[[], Any] | None = None
+    ) -> RemoteJob:
         ti = context["ti"]
         map_index = getattr(ti, "map_index", -1)
         current, *earlier_ids = try_job_ids(
@@ -389,6 +511,7 @@ class BrevExecOperator(BrevBaseOperator):
             env=self._plain_env(),
             cwd=self.cwd,
             secret_env=self._secret_env(),
+            before_launch=before_launch,
         )
 
     def _complete(self, context: Context, name: str, job: RemoteJob, outcome: JobOutcome) -> Any:
@@ -396,15 +519,32 @@ class BrevExecOperator(BrevBaseOperator):
         try:
             error = outcome_error(outcome, name, job.job_id)
             if error is not None:
+                if outcome.state == TIMED_OUT:  # killed at its deadline: what it wrote is evidence
+                    self._step_data(context).final_sync(name, command_failed=True)
                 raise error
-            return self._result(name, job, int(outcome.exit_code), outcome.last_line)  # type: ignore[arg-type]
+            return self._finish(context, name, job, int(outcome.exit_code), outcome.last_line)  # type: ignore[arg-type]
         finally:
             if outcome.collected:
                 cleanup_job(self.hook, name, job)
                 self._store(context, None)
 
+    def _finish(self, context: Context, name: str, job: RemoteJob | None, exit_code: int, last_line: str) -> Any:
+        """Upload the outputs (success or failure: a failed upload never masks the command's error), then judge
+        the exit code; the result gains ``outputs`` and ``sync`` when the step declares data."""
+        data = self._step_data(context)
+        data.final_sync(name, command_failed=exit_code != 0)
+        result = self._result(name, job, exit_code, last_line)
+        if self.inputs or self.outputs:
+            result.update(outputs=data.output_map(), sync=data.recorded())
+        return result
+
     def _prepare_instance(self, context: Context, name: str) -> None:
-        """Hook for subclasses: runs once the instance is ready, before the command is launched."""
+        """Hook for subclasses: runs once the instance is ready, before the command is launched or re-attached."""
+
+    def _before_launch(self, context: Context, name: str) -> str:
+        """Right before a launch (not a re-attach): sync the inputs; returns the command to launch."""
+        self._step_data(context).sync_inputs(name)
+        return self.command
 
     def _result(self, name: str, job: RemoteJob | None, exit_code: int, last_line: str) -> dict[str, Any]:
         if exit_code in self._skip_codes():

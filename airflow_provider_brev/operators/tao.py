@@ -11,7 +11,11 @@ deferrable, ephemeral mode), adding what TAO needs:
 * success requires exit code 0 **and** a final ``SUCCESS`` record in ``status.json`` -- and for ``train`` a new
   checkpoint (TAO can report PASS without training); program faults (out of memory, CUDA assert, bad spec) and
   gap analysis's ``unreachable_kpi.txt`` fail without retry; infrastructure faults may retry.
-* KPIs (``status.json``, ``metrics.json``, ``threshold.txt``) go to XCom; epochs are logged as a percentage.
+* KPIs (``status.json``, ``metrics.json``, ``threshold.txt``) go to XCom; epochs are logged as a percentage;
+* ``train`` with ``outputs`` covering its results: checkpoints are uploaded as soon as the log shows them (and every
+  ``output_sync_interval``), and a launch on an instance without the run's newest checkpoint (after a recovery,
+  or a retry) restores it from those outputs and resumes with ``train.resume_training_checkpoint_path``. A run
+  whose outputs hold no checkpoint (a new recurring run: the outputs prefix is per run) never resumes.
 """
 
 from __future__ import annotations
@@ -22,15 +26,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_brev._compat import mask_secret
+from airflow_provider_brev.cli.manifest import validate_outputs
 from airflow_provider_brev.cli.tao import (
+    CHECKPOINT_LOG_REGEX,
     NOT_VERIFIED,
     PROGRAM_FAULT,
     UNREACHABLE_KPI,
     build_report_command,
     build_tao_command,
+    checkpoint_order,
+    checkpoints_uri,
     image_registry,
+    newest_checkpoint,
     parse_report,
     remote_path,
+    resume_overrides,
     validate_image,
     verify_tao_run,
 )
@@ -53,6 +63,7 @@ from airflow_provider_brev.utils.preflight import (
     connection_secret,
     split_s3_uri,
 )
+from airflow_provider_brev.utils.step_data import restore_newest
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -67,6 +78,8 @@ _VERDICT_ERRORS: dict[str, type[TaoVerificationError | TaoUnreachableKpiError]] 
 
 #: Epoch lines as TAO prints them ("Epoch 3/10").
 EPOCH_PROGRESS_REGEX = r"[Ee]poch[ :]+(\d+)\s*/\s*(\d+)"
+#: XCom key: the checkpoint file this try's launch resumed from (``None``: a fresh start).
+XCOM_RESUMED_FROM = "tao_resumed_from"
 
 
 def _load_spec_file(path: str) -> dict[str, Any]:
@@ -113,14 +126,16 @@ class TaoOperator(BrevExecOperator):
     :param ngc_conn_id: connection whose password is the NGC API key (or ``NGC_API_KEY``); used for nvcr.io images.
     :param hf_conn_id: connection whose password is the Hugging Face token (or ``HF_TOKEN``); required only when
         the spec references Hugging Face, then passed to the container as ``HF_TOKEN``.
-    :param aws_conn_id: AWS connection for the S3 pre-launch checks and ``spec_s3_uri``.
+    :param aws_conn_id: AWS connection for the S3 pre-launch checks, ``spec_s3_uri``, ``inputs`` and ``outputs``.
     :param s3_inputs: S3 URIs that must exist before anything is paid for.
     :param input_paths: paths the job reads that are not staged from S3 (refused unless in ``instance_paths``).
     :param instance_paths: paths declared as already on the instance; verified with ``test -e`` before GPU work.
     :param pull_timeout: seconds for the image pull (its own timed step).
     :param require_new_checkpoint: require a checkpoint written by this run (default: ``action == "train"``).
     :param kwargs: everything :class:`~airflow_provider_brev.operators.brev.BrevExecOperator` takes
-        (``instance_name`` or ephemeral ``gpu``, ``timeout``, ``deferrable``, ``on_kill_action`` ...).
+        (``instance_name`` or ephemeral ``gpu``, ``timeout``, ``deferrable``, ``on_kill_action``, ``inputs``,
+        ``outputs``, ``output_sync_interval``, ``max_instance_recoveries`` ...). For ``train``, put the results
+        directory (or ``<results_dir>/train``) in ``outputs`` under a per-run S3 prefix to make it resumable.
     """
 
     template_fields = tuple(
@@ -172,7 +187,9 @@ class TaoOperator(BrevExecOperator):
         **kwargs: Any,
     ) -> None:
         kwargs.setdefault("progress_regex", EPOCH_PROGRESS_REGEX)
-        super().__init__(command=f"{task} {action}", **kwargs)
+        if action == "train":
+            kwargs.setdefault("checkpoint_regex", CHECKPOINT_LOG_REGEX)
+        super().__init__(command=f"{task} {action}", aws_conn_id=aws_conn_id, **kwargs)
         self.image = image
         self.task = task
         self.action = action
@@ -189,7 +206,6 @@ class TaoOperator(BrevExecOperator):
         self.container_secret_env = container_secret_env
         self.ngc_conn_id = ngc_conn_id
         self.hf_conn_id = hf_conn_id
-        self.aws_conn_id = aws_conn_id
         self.s3_inputs = s3_inputs
         self.input_paths = input_paths
         self.instance_paths = instance_paths
@@ -198,6 +214,7 @@ class TaoOperator(BrevExecOperator):
         self._spec_text = ""
         self._ngc_key: str | None = None
         self._timings: dict[str, float] = {}
+        self._resumed_from: str | None = None
 
     @property
     def spec_name(self) -> str:
@@ -237,18 +254,23 @@ class TaoOperator(BrevExecOperator):
         self.secret_env = secrets or None
         return spec
 
-    def execute(self, context: Context) -> Any:
+    def _prepare_command(self) -> None:
+        """Pre-launch checks, then the ``docker run`` command (before the first launch and after a recovery)."""
         import yaml
 
         spec = self.preflight()
         self._spec_text = yaml.safe_dump(spec, sort_keys=False)
+        self._build_command()
+        super()._prepare_command()
+
+    def _build_command(self, extra_overrides: dict[str, str] | None = None) -> None:
         self.command = build_tao_command(
             image=self.image,
             task=self.task,
             action=self.action,
             spec_file=self.spec_name,
             results_dir=self.results_dir,
-            overrides=self.overrides,
+            overrides={**(self.overrides or {}), **(extra_overrides or {})},
             mounts=self.mounts,
             env=self.container_env,
             secret_env_names=sorted(self.secret_env or {}),
@@ -256,7 +278,6 @@ class TaoOperator(BrevExecOperator):
             shm_size=self.shm_size,
             ipc=self.ipc,
         )
-        return super().execute(context)
 
     # -- once the instance is ready, before the GPU work ------------------------------------------
     def _prepare_instance(self, context: Context, name: str) -> None:
@@ -296,6 +317,49 @@ class TaoOperator(BrevExecOperator):
         )
         context["ti"].xcom_push(key="tao_pull_seconds", value=self._timings["pull_seconds"])
 
+    def _before_launch(self, context: Context, name: str) -> str:
+        """Sync the inputs; for ``train``, restore the run's newest checkpoint from its outputs and resume."""
+        command = super()._before_launch(context, name)
+        self._resumed_from = self._restore_checkpoint(name)
+        context["ti"].xcom_push(key=XCOM_RESUMED_FROM, value=self._resumed_from)
+        if self._resumed_from is None:
+            return command
+        self._build_command(resume_overrides(self._resumed_from, action=self.action))
+        return self.command
+
+    def _restore_checkpoint(self, name: str) -> str | None:
+        """The newest checkpoint of this run in the outputs, placed in ``<results_dir>/train/`` (downloaded only
+        when the instance lacks it), or ``None``: no outputs cover the results, or they hold no checkpoint."""
+        uri = checkpoints_uri(validate_outputs(self.outputs), results_dir=self.results_dir, action=self.action)
+        if self.action != "train" or uri is None:
+            return None
+        action_dir = f"{self.results_dir.rstrip('/')}/{self.action}"
+        present = self.hook.exec_script(name, f"ls -1 {remote_path(action_dir)} 2>/dev/null; exit 0").stdout_lines
+        chosen = restore_newest(
+            self.hook,
+            name,
+            uri=uri,
+            directory=action_dir,
+            pick=newest_checkpoint,
+            aws_conn_id=self.aws_conn_id,
+            log=self.log,
+            present=[line.strip() for line in present],
+        )
+        if chosen is not None:
+            epoch = (checkpoint_order(chosen) or (0, 0))[0]
+            self.log.info("TAO train: resuming from epoch %d (checkpoint %s from %s).", epoch + 1, chosen, uri)
+        return chosen
+
+    def _resumed_checkpoint(self, context_ti: Any) -> str | None:
+        """The checkpoint this try's launch resumed from (kept in XCom across deferrals)."""
+        if self._resumed_from is not None or context_ti is None:
+            return self._resumed_from
+        try:
+            value = context_ti.xcom_pull(task_ids=context_ti.task_id, key=XCOM_RESUMED_FROM)
+        except Exception:
+            return None
+        return value if isinstance(value, str) else None
+
     # -- after the container exited ---------------------------------------------------------------
     def _result(self, name: str, job: RemoteJob | None, exit_code: int, last_line: str) -> dict[str, Any]:
         """Collect what TAO left on the instance and judge it with :func:`verify_tao_run`."""
@@ -313,6 +377,7 @@ class TaoOperator(BrevExecOperator):
             action=self.action,
             results_dir=self.results_dir,
             require_new_checkpoint=self.require_new_checkpoint,
+            resumed_from=self._resumed_checkpoint(self._ti),
         )
         if verdict.kind == PROGRAM_FAULT:
             raise TaoProgramFaultError(verdict.message, exit_code=exit_code)
@@ -327,6 +392,7 @@ class TaoOperator(BrevExecOperator):
             "status": report.last_status,
             "checkpoints": report.new_checkpoints,
             "results_dir": f"{self.results_dir.rstrip('/')}/{self.action}",
+            "resumed_from": self._resumed_checkpoint(self._ti),
             "image": self.image,
             **self._timings,
         }

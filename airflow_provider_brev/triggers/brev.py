@@ -19,8 +19,9 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
-from airflow_provider_brev.cli.job_follower import FollowPolicy
+from airflow_provider_brev.cli.job_follower import SYNC_DUE, FollowPolicy
 from airflow_provider_brev.cli.readiness import ReadinessWait
+from airflow_provider_brev.cli.recovery import EVENT_INSTANCE_LOST, may_be_lost
 from airflow_provider_brev.cli.remote_job import RemoteJob
 from airflow_provider_brev.exceptions import BrevError, BrevTimeoutError
 from airflow_provider_brev.hooks.brev import DEFAULT_PROBE_TIMEOUT, BrevHook
@@ -34,6 +35,7 @@ from airflow_provider_brev.utils.events import EVENT_ERROR, EVENT_FAILED, EVENT_
 __all__ = [
     "EVENT_ERROR",
     "EVENT_FAILED",
+    "EVENT_INSTANCE_LOST",
     "EVENT_SUCCESS",
     "EVENT_TIMEOUT",
     "BrevBaseTrigger",
@@ -182,6 +184,8 @@ _POLICY_FIELDS = {
     "log_chunk_bytes": "max_bytes",
     "max_poll_failures": "max_poll_failures",
     "progress_regex": "progress_regex",
+    "sync_interval": "sync_interval",
+    "checkpoint_regex": "checkpoint_regex",
 }
 
 
@@ -191,6 +195,13 @@ class BrevRemoteJobTrigger(BrevBaseTrigger):
     The job keeps running on the instance whatever happens to the triggerer: a triggerer restart resumes from
     the serialised ``offset`` (lines since then may be shown twice, none are lost). At the end the *whole*
     remaining log is drained before the event is sent (no cap on the tail).
+
+    Events (each carries ``instance_name``, ``job``, ``ephemeral`` and ``deadline``): the job's end
+    (``finished``/``lost``/``missing``/``timeout`` with ``state``, ``exit_code``, ``last_line``, ``offset``);
+    ``sync_due`` (with ``offset`` and ``last_line``) when the step's outputs are due -- every ``sync_interval``
+    seconds, or at a log line matching ``checkpoint_regex`` -- so the worker uploads them and defers again (the
+    triggerer never needs AWS credentials); ``instance_lost`` (``error_type``, ``offset``) when following failed
+    in a way that may mean the instance is gone; ``error`` otherwise.
 
     :param instance_name: the instance the job runs on.
     :param job: the job handle (:meth:`RemoteJob.to_dict`): job id and base dir, no secrets.
@@ -204,6 +215,9 @@ class BrevRemoteJobTrigger(BrevBaseTrigger):
     :param max_poll_failures: consecutive failed polls (connection drops) tolerated before giving up.
     :param last_line: the last non-empty line shown so far.
     :param progress_regex: a regex with two groups ``(done, total)`` (e.g. epochs) logged as a percentage.
+    :param sync_interval: seconds between ``sync_due`` events while the job runs (``None``: never).
+    :param checkpoint_regex: with ``sync_interval``, a log line matching it makes a sync due at once.
+    :param next_sync_at: when the next sync is due (epoch seconds; default ``sync_interval`` after the start).
     """
 
     serialized_fields = (
@@ -219,8 +233,11 @@ class BrevRemoteJobTrigger(BrevBaseTrigger):
         "max_poll_failures",
         "last_line",
         "progress_regex",
+        "sync_interval",
+        "checkpoint_regex",
+        "next_sync_at",
     )
-    event_fields = ("instance_name", "job", "ephemeral")
+    event_fields = ("instance_name", "job", "ephemeral", "deadline")
 
     def __init__(
         self,
@@ -237,9 +254,15 @@ class BrevRemoteJobTrigger(BrevBaseTrigger):
         max_poll_failures: int = 30,
         last_line: str = "",
         progress_regex: str | None = None,
+        sync_interval: float | None = None,
+        checkpoint_regex: str | None = None,
+        next_sync_at: float | None = None,
     ) -> None:
         super().__init__()
         self.progress_regex = progress_regex
+        self.sync_interval = None if sync_interval is None else float(sync_interval)
+        self.checkpoint_regex = checkpoint_regex
+        self.next_sync_at = None if next_sync_at is None else float(next_sync_at)
         self.instance_name = instance_name
         self.job = dict(job)
         self.brev_conn_id = brev_conn_id
@@ -265,17 +288,28 @@ class BrevRemoteJobTrigger(BrevBaseTrigger):
     async def run(self) -> AsyncIterator[TriggerEvent]:
         job = RemoteJob.from_dict(self.job)
         runner = JobRunner(
-            self._hook(), self.instance_name, job, self.policy, self.log, offset=self.offset, last_line=self.last_line
+            self._hook(),
+            self.instance_name,
+            job,
+            self.policy,
+            self.log,
+            offset=self.offset,
+            last_line=self.last_line,
+            next_sync_at=self.next_sync_at,
         )
         self.log.info("Following job %s on %s from the triggerer.", job.job_id, self.instance_name)
         try:
             outcome = await runner.afollow()
         except BrevError as err:
-            yield self._event(EVENT_ERROR, str(err), error_type=type(err).__name__, offset=runner.offset)
+            status = EVENT_INSTANCE_LOST if may_be_lost(err) else EVENT_ERROR
+            yield self._event(status, str(err), error_type=type(err).__name__, offset=runner.offset)
             return
         except Exception as err:
             self.log.exception("Unexpected error while following job %s", job.job_id)
             yield self._event(EVENT_ERROR, f"{type(err).__name__}: {err}", error_type=type(err).__name__)
+            return
+        if outcome.state == SYNC_DUE:
+            yield self._event(SYNC_DUE, f"Job {job.job_id}: outputs due", **outcome.to_dict())
             return
         yield self._event(outcome.state, f"Job {job.job_id} ended: {outcome.state}", **outcome.to_dict())
 

@@ -6,7 +6,10 @@ does I/O around it:
 * :meth:`JobRunner.follow` (sync, the operators on a worker) and :meth:`JobRunner.afollow` (async,
   :class:`~airflow_provider_brev.triggers.brev.BrevRemoteJobTrigger`) ask the machine for the next action, run it
   (``poll_job`` / ``apoll_job``, ``kill_job`` / ``akill_job``, sleep), feed the answer back and emit the log
-  records it decided -- so the worker and the triggerer cannot drift apart;
+  records it decided -- so the worker and the triggerer cannot drift apart. When the machine says the step's
+  outputs are due (:class:`~airflow_provider_brev.cli.job_follower.SyncOutputs`), the sync driver calls its
+  ``on_sync`` callback and goes on; the async driver stops with a ``sync_due`` outcome (the triggerer holds no
+  AWS credentials: the worker syncs, then defers again);
 * :func:`attach_or_launch` finds a job an earlier try left running (deterministic per-try job ids, plus a
   handle from the task state store), re-attaches to it or collects it, and otherwise launches this try's job
   (the launch guard on the instance makes a second launch of the same id start nothing).
@@ -26,6 +29,7 @@ from airflow_provider_brev.cli.job_follower import (
     COLLECT,
     REATTACH,
     RELAUNCH,
+    SYNC_DUE,
     FollowPolicy,
     GiveUp,
     JobDone,
@@ -33,6 +37,7 @@ from airflow_provider_brev.cli.job_follower import (
     JobOutcome,
     KillJob,
     PollJob,
+    SyncOutputs,
     Wait,
     earlier_job_verdict,
 )
@@ -94,6 +99,7 @@ class JobRunner:
     :param offset: byte offset already shown (resume point).
     :param last_line: the last non-empty line shown so far.
     :param clock: the wall clock (epoch seconds), for the deadline.
+    :param next_sync_at: when the next periodic output sync is due (epoch seconds; policy ``sync_interval``).
     """
 
     def __init__(
@@ -107,6 +113,7 @@ class JobRunner:
         offset: int = 0,
         last_line: str = "",
         clock: Callable[[], float] = time.time,
+        next_sync_at: float | None = None,
     ) -> None:
         self.hook = hook
         self.instance_name = instance_name
@@ -114,7 +121,12 @@ class JobRunner:
         self.log = log
         self.clock = clock
         self.machine = JobFollower(
-            policy, instance_name=instance_name, job_id=job.job_id, offset=offset, last_line=last_line
+            policy,
+            instance_name=instance_name,
+            job_id=job.job_id,
+            offset=offset,
+            last_line=last_line,
+            next_sync_at=next_sync_at,
         )
 
     @property
@@ -122,7 +134,7 @@ class JobRunner:
         """Bytes of log shown so far (where a resumed follower starts)."""
         return self.machine.offset
 
-    def _next(self) -> PollJob | KillJob | Wait | JobDone:
+    def _next(self) -> PollJob | KillJob | SyncOutputs | Wait | JobDone:
         """The machine's next action, with the log records it decided emitted; raises on :class:`GiveUp`."""
         action = self.machine.next_action(self.clock())
         for level, message in self.machine.take_notes():
@@ -148,11 +160,27 @@ class JobRunner:
             return await self.hook.akill_job(self.instance_name, self.job)
         return await self.hook.apoll_job(self.instance_name, self.job, offset=action.offset, max_bytes=action.max_bytes)
 
-    def follow(self, sleep: Callable[[float], Any] = time.sleep) -> JobOutcome:
-        """Follow the job until it ended and its whole log was emitted (sync driver)."""
+    def _sync_due_outcome(self) -> JobOutcome:
+        """What the async driver returns when outputs are due: not an end, a place to resume from."""
+        return JobOutcome(SYNC_DUE, None, self.machine.last_line, self.machine.offset)
+
+    def follow(
+        self, sleep: Callable[[float], Any] = time.sleep, on_sync: Callable[[], Any] | None = None
+    ) -> JobOutcome:
+        """Follow the job until it ended and its whole log was emitted (sync driver).
+
+        :param on_sync: called when the step's outputs are due (it must not raise); without it the async
+            driver's rule applies: stop with a :data:`~airflow_provider_brev.cli.job_follower.SYNC_DUE` outcome.
+        """
         while not isinstance(action := self._next(), JobDone):
             if isinstance(action, Wait):
                 sleep(action.seconds)
+                continue
+            if isinstance(action, SyncOutputs):
+                if on_sync is None:
+                    return self._sync_due_outcome()
+                on_sync()
+                self.machine.receive_synced(self.clock())
                 continue
             try:
                 self._answer(self._call(action))
@@ -161,11 +189,14 @@ class JobRunner:
         return action.outcome
 
     async def afollow(self, sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep) -> JobOutcome:
-        """Async twin of :meth:`follow` (the triggerer's driver): the same decisions, awaited I/O."""
+        """Async twin of :meth:`follow` (the triggerer's driver): the same decisions, awaited I/O; when outputs
+        are due it stops with a :data:`~airflow_provider_brev.cli.job_follower.SYNC_DUE` outcome."""
         while not isinstance(action := self._next(), JobDone):
             if isinstance(action, Wait):
                 await sleep(action.seconds)
                 continue
+            if isinstance(action, SyncOutputs):
+                return self._sync_due_outcome()
             try:
                 self._answer(await self._acall(action))
             except BrevError as err:
@@ -190,6 +221,7 @@ def attach_or_launch(
     env: dict[str, str] | None = None,
     cwd: str | None = None,
     secret_env: dict[str, str] | None = None,
+    before_launch: Callable[[], str | None] | None = None,
 ) -> RemoteJob:
     """The job this try follows: an earlier try's job still running or finished well, else this try's own.
 
@@ -197,6 +229,9 @@ def attach_or_launch(
         through the launch guard).
     :param earlier: jobs earlier tries may have left on the instance, most likely first.
     :param secret_env: secret values: delivered in a 0600 file by the hook, never on a command line.
+    :param before_launch: called right before this try's job is launched (not when re-attaching to or collecting
+        an earlier try's job), e.g. to sync the step's inputs; it may return the command to launch instead of
+        ``command`` (e.g. one that resumes from a restored checkpoint).
     """
     for job in earlier:
         if job.job_id == current.job_id:
@@ -221,6 +256,8 @@ def attach_or_launch(
                 current.job_id,
             )
             cleanup_job(hook, instance_name, job)
+    if before_launch is not None:
+        command = before_launch() or command
     launch = hook.launch_job(instance_name, current, command, env=env, cwd=cwd, secret_env=secret_env)
     if launch.launched:
         log.info("Launched job %s on %s (pid %s).", current.job_id, instance_name, launch.pid)

@@ -22,12 +22,15 @@ from airflow_provider_brev.cli.job_follower import (
     MAX_BACKOFF,
     REATTACH,
     RELAUNCH,
+    SYNC_DUE,
     TIMED_OUT,
     FollowPolicy,
     JobFollower,
     JobOutcome,
     KillJob,
     PollJob,
+    SyncOutputs,
+    Wait,
     earlier_job_verdict,
     outcome_error,
     try_job_ids,
@@ -370,8 +373,91 @@ def test_outcome_errors(outcome, error):
 def test_the_trigger_follows_with_the_policy_the_worker_uses():
     from airflow_provider_brev.triggers.brev import BrevRemoteJobTrigger
 
-    policy = FollowPolicy(poll_interval=0.5, max_bytes=1234, max_poll_failures=7, deadline=START, progress_regex="x")
+    policy = FollowPolicy(
+        poll_interval=0.5,
+        max_bytes=1234,
+        max_poll_failures=7,
+        deadline=START,
+        progress_regex="x",
+        sync_interval=30.0,
+        checkpoint_regex="ckpt",
+    )
     trigger = BrevRemoteJobTrigger.for_policy(instance_name=NAME, job=JOB.to_dict(), policy=policy)
     assert trigger.policy == policy
     _, kwargs = trigger.serialize()
     assert BrevRemoteJobTrigger(**kwargs).policy == policy
+
+
+# ------------------------------------------------------------------------------------------ output syncs
+
+
+def follow_with_syncs(hook: FakeJobHook, policy: FollowPolicy, mode: str, clock: FakeClock) -> tuple:
+    """Follow until the end (sync: ``on_sync`` records each sync) or the first ``sync_due`` (async)."""
+    logger = logging.getLogger(f"test.job_runner.sync.{mode}")
+    logger.handlers[:] = [Records()]
+    logger.propagate = False
+    runner = JobRunner(hook, NAME, JOB, policy, logger, clock=lambda: clock.now)
+    synced: list[tuple[float, int]] = []
+    if mode == "sync":
+        outcome = runner.follow(sleep=clock.sleep, on_sync=lambda: synced.append((clock.now, runner.offset)))
+    else:
+        outcome = asyncio.run(runner.afollow(sleep=clock.asleep))
+    return outcome, synced
+
+
+def test_outputs_sync_every_interval_while_the_job_runs():
+    clock = FakeClock()
+    hook = FakeJobHook(log=lines_of(40), grow=8, ends_at_poll=20, clock=clock)
+    outcome, synced = follow_with_syncs(hook, FollowPolicy(poll_interval=2.0, sync_interval=10.0), "sync", clock)
+    assert outcome.state == FINISHED and outcome.offset == len(lines_of(40))
+    assert [t - START for t, _ in synced] == [10.0, 20.0, 30.0]  # the waits were cut to the due time
+    assert [call[-1] - START for call in hook.calls if call[-1] - START > 36] == [38.0]  # no sync after the end
+
+
+def test_the_async_driver_stops_where_the_sync_driver_syncs():
+    policy = FollowPolicy(poll_interval=2.0, sync_interval=10.0)
+    clocks = FakeClock(), FakeClock()
+    hooks = [FakeJobHook(log=lines_of(40), grow=8, ends_at_poll=20, clock=c) for c in clocks]
+    _, synced = follow_with_syncs(hooks[0], policy, "sync", clocks[0])
+    stopped, _ = follow_with_syncs(hooks[1], policy, "async", clocks[1])
+    assert stopped.state == SYNC_DUE and stopped.exit_code is None and not stopped.collected
+    assert (clocks[1].now, stopped.offset) == synced[0]
+    assert hooks[1].calls == hooks[0].calls[: len(hooks[1].calls)]
+
+
+def test_a_checkpoint_line_makes_a_sync_due_at_once():
+    log = b"Epoch 1/3\nSaved checkpoint: /results/train/model_epoch_000_step_00010.pth\nEpoch 2/3\n"
+    clock = FakeClock()
+    hook = FakeJobHook(log=log, grow=74, ends_at_poll=4, clock=clock)  # poll 1 ends with the checkpoint line
+    policy = FollowPolicy(poll_interval=2.0, sync_interval=3600.0, checkpoint_regex=r"Saved checkpoint")
+    outcome, synced = follow_with_syncs(hook, policy, "sync", clock)
+    assert outcome.state == FINISHED
+    assert synced == [(START, 74)]  # right after the poll that showed the checkpoint, before any wait
+
+
+@pytest.mark.parametrize(
+    ("policy", "next_sync_at", "checkpoint_seen", "now", "due"),
+    [
+        ({}, START, True, START, False),  # no periodic sync configured
+        ({"sync_interval": 10.0}, START + 10, False, START + 9.9, False),
+        ({"sync_interval": 10.0}, START + 10, False, START + 10, True),
+        ({"sync_interval": 10.0}, START + 10, True, START, True),  # a new checkpoint
+        ({"sync_interval": 10.0, "deadline": START + 5}, START + 10, True, START + 5, False),  # being killed
+    ],
+)
+def test_sync_due_decisions(policy, next_sync_at, checkpoint_seen, now, due):
+    machine = JobFollower(FollowPolicy(**policy), instance_name=NAME, job_id="j", next_sync_at=next_sync_at)
+    machine.checkpoint_seen = checkpoint_seen
+    assert machine.sync_due(now) is due
+
+
+def test_a_sync_is_answered_and_schedules_the_next():
+    machine = JobFollower(FollowPolicy(sync_interval=10.0), instance_name=NAME, job_id="j", next_sync_at=START)
+    assert machine.next_action(START) == SyncOutputs()
+    with pytest.raises(RuntimeError, match="SyncOutputs"):
+        machine.receive_kill("killed")
+    machine.receive_synced(START + 3)
+    assert machine.next_sync_at == START + 13
+    assert isinstance(machine.next_action(START + 3), PollJob)
+    machine.receive_poll(PollResult(state=RUNNING, exit_code=None, log_size=0, pid=1))
+    assert machine.next_action(START + 4) == Wait(5.0)  # the poll interval, not cut: the sync is 9 s away

@@ -8,6 +8,7 @@ import subprocess
 
 import pytest
 
+from airflow_provider_brev.cli.manifest import validate_outputs
 from airflow_provider_brev.cli.tao import (
     COMMAND_FAILED,
     NOT_VERIFIED,
@@ -17,9 +18,13 @@ from airflow_provider_brev.cli.tao import (
     TaoReport,
     build_report_command,
     build_tao_command,
+    checkpoints_after,
+    checkpoints_uri,
     classify_fault,
     format_override,
+    newest_checkpoint,
     parse_report,
+    resume_overrides,
     spec_references_hugging_face,
     validate_image,
     verify_tao_run,
@@ -132,15 +137,84 @@ OOM = "torch.cuda.OutOfMemoryError: CUDA out of memory."
     ],
 )
 def test_verify_tao_run(exit_code, tao_report, require_ckpt, kind, in_message):
-    verdict = verify_tao_run(
+    verdict = judge(tao_report, exit_code, require_ckpt)
+    assert verdict.kind == kind
+    assert verdict.ok == (kind == VERIFIED)
+    assert in_message in verdict.message
+    assert verdict.message.startswith("TAO visual_changenet train")
+
+
+def judge(tao_report, exit_code=0, require_ckpt=True, resumed_from=None):
+    return verify_tao_run(
         tao_report,
         exit_code=exit_code,
         task="visual_changenet",
         action="train",
         results_dir="runs/",
         require_new_checkpoint=require_ckpt,
+        resumed_from=resumed_from,
     )
-    assert verdict.kind == kind
-    assert verdict.ok == (kind == VERIFIED)
-    assert in_message in verdict.message
-    assert verdict.message.startswith("TAO visual_changenet train")
+
+
+RESTORED = "model_epoch_005_step_00036.pth"
+
+
+@pytest.mark.parametrize(
+    ("checkpoints", "kind", "in_message"),
+    [
+        # the restored file was written just before the launch: it looks new, but it is not training
+        ([(150.0, 10, RESTORED)], NOT_VERIFIED, f"no checkpoint beyond {RESTORED}"),
+        ([], NOT_VERIFIED, "resume trained nothing"),
+        ([(150.0, 10, RESTORED), (160.0, 10, "model_epoch_006_step_00042.pth")], VERIFIED, "succeeded"),
+        ([(160.0, 10, "model_epoch_009_step_00060.pth")], VERIFIED, "succeeded"),
+        ([(150.0, 10, "model_epoch_004_step_00030.pth")], NOT_VERIFIED, "resume trained nothing"),
+    ],
+)
+def test_a_resume_must_write_a_checkpoint_beyond_the_restored_one(checkpoints, kind, in_message):
+    verdict = judge(report("SUCCESS", checkpoints=checkpoints), resumed_from=RESTORED)
+    assert (verdict.kind, in_message in verdict.message) == (kind, True)
+
+
+@pytest.mark.parametrize(
+    ("names", "newest"),
+    [
+        ([], None),
+        (["status.json", "changenet_model_classify_latest.pth"], None),
+        (
+            ["model_epoch_009_step_00060.pth", "model_epoch_010_step_00066.pth", "model_epoch_002_step_9.pth"],
+            "model_epoch_010_step_00066.pth",
+        ),
+        (["model_epoch_003_step_00010.pth", "model_epoch_003_step_00020.pth"], "model_epoch_003_step_00020.pth"),
+        (["model_epoch_1.pth", "x/model_epoch_001_step_00001.pth"], "x/model_epoch_001_step_00001.pth"),
+    ],
+)
+def test_newest_checkpoint(names, newest):
+    assert newest_checkpoint(names) == newest
+
+
+def test_checkpoints_after():
+    paths = ["model_epoch_004_step_1.pth", "model_epoch_005_step_2.pth", "model_epoch_006_step_3.pth", "x.onnx"]
+    assert checkpoints_after(paths, "model_epoch_005_step_2.pth") == ["model_epoch_006_step_3.pth"]
+
+
+@pytest.mark.parametrize(
+    ("outputs", "results_dir", "uri"),
+    [
+        ({"vcn/results/train": "s3://bkt/runs/r1/train"}, "vcn/results", "s3://bkt/runs/r1/train/"),
+        ({"vcn/results": "s3://bkt/runs/r1/"}, "vcn/results", "s3://bkt/runs/r1/train/"),
+        ({"~/vcn/results/": "s3://bkt/runs/r1/"}, "vcn/results", "s3://bkt/runs/r1/train/"),
+        ({"vcn": "s3://bkt/r/"}, "~/vcn/results", "s3://bkt/r/results/train/"),
+        ({"/abs/results": "s3://bkt/r/"}, "/abs/results", "s3://bkt/r/train/"),
+        ({"vcn/results/evaluate": "s3://bkt/r/"}, "vcn/results", None),
+        ({"vcn/res": "s3://bkt/r/"}, "vcn/results", None),  # a name prefix is not a parent directory
+        ({}, "vcn/results", None),
+    ],
+)
+def test_checkpoints_uri(outputs, results_dir, uri):
+    assert checkpoints_uri(validate_outputs(outputs), results_dir=results_dir, action="train") == uri
+
+
+def test_resume_overrides_point_at_the_container_path():
+    assert resume_overrides("model_epoch_005_step_00036.pth", action="train") == {
+        "train.resume_training_checkpoint_path": "/results/train/model_epoch_005_step_00036.pth"
+    }

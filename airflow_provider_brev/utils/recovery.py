@@ -1,0 +1,233 @@
+"""Re-creating a step's lost instance under the same name and spec (the I/O around :mod:`..cli.recovery`).
+
+When a step's instance is gone -- not listed by ``brev ls``, in FAILURE, or RUNNING but unreachable past the
+failure budget -- before its command is launched or while it runs,
+:class:`~airflow_provider_brev.operators.exec.BrevExecOperator` (and every TAO operator) asks
+:class:`InstanceRecovery` to:
+
+1. confirm the loss (:meth:`InstanceRecovery.diagnose`: one listing, a probe only for a RUNNING instance after a
+   transient error; the verdict is :func:`~airflow_provider_brev.cli.recovery.diagnose_loss`);
+2. find the record of the create task (the upstream task whose XCom ``brev_instance`` names the instance, or
+   ``create_task_id``) and decide (:func:`~airflow_provider_brev.cli.recovery.decide_recovery`): only an instance
+   the DAG owns is re-created, within ``max_instance_recoveries`` per task instance (counted in the task state
+   store on Airflow 3.3+, shared by every try, and in XCom, which lasts for the try and its deferrals);
+3. clear the name (a FAILURE or unreachable instance is deleted and waited out: never two instances of one name),
+   re-create it with the recorded spec and wait until it is ready
+   (:class:`~airflow_provider_brev.utils.provisioning.InstanceProvisioner`). The name -- for managed names, with
+   its expiry -- is unchanged, so the existing teardown and the janitor delete the new instance as they would have
+   deleted the old one.
+
+The step then re-syncs its inputs, restores what it needs from its outputs and launches its command again.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from airflow_provider_brev.cli.recovery import (
+    GIVE_UP,
+    decide_recovery,
+    diagnose_loss,
+    may_be_lost,
+    needs_probe,
+    recoveries_used,
+)
+from airflow_provider_brev.exceptions import BrevError, BrevInstanceLostError
+from airflow_provider_brev.utils.provisioning import (
+    InstanceProvisioner,
+    InstanceRecord,
+    InstanceRequest,
+    read_instance_record,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    from airflow_provider_brev.hooks.brev import BrevHook
+
+#: XCom key and task state store key of the recovery count (``{"count": n, "instance": name}``).
+XCOM_RECOVERIES = "brev_recoveries"
+STATE_STORE_RECOVERIES_KEY = "brev_recoveries"
+
+
+def upstream_task_ids(task: Any) -> list[str]:
+    """Where a step looks for its create task's record: its direct upstream tasks, then every other upstream."""
+    direct = sorted(task.upstream_task_ids)
+    if getattr(task, "dag", None) is None:
+        return direct
+    return direct + sorted(set(task.get_flat_relative_ids(upstream=True)) - set(direct))
+
+
+class InstanceRecovery:
+    """Confirm a loss and re-create the instance (see the module doc).
+
+    :param hook: the step's Brev hook.
+    :param log: the task's logger.
+    :param budget: ``max_instance_recoveries``.
+    :param ephemeral: the step created its instance itself (then ``recreate_ephemeral`` makes it again).
+    :param create_task_id: the create task to read the record from, or ``None`` to search ``upstream``.
+    :param upstream: task ids to search for the record, nearest first.
+    :param ready_timeout: seconds to wait for the re-created instance.
+    :param require_docker: readiness also requires ``docker info``.
+    :param recreate_ephemeral: ephemeral mode: creates the instance again and waits for it; returns its name.
+    """
+
+    def __init__(
+        self,
+        hook: BrevHook,
+        log: Any,
+        *,
+        budget: int,
+        ephemeral: bool,
+        create_task_id: str | None,
+        upstream: Sequence[str],
+        ready_timeout: float,
+        require_docker: bool = False,
+        recreate_ephemeral: Callable[[], str] | None = None,
+    ) -> None:
+        self.hook = hook
+        self.log = log
+        self.budget = budget
+        self.ephemeral = ephemeral
+        self.create_task_id = create_task_id
+        self.upstream = list(upstream)
+        self.ready_timeout = float(ready_timeout)
+        self.require_docker = require_docker
+        self.recreate_ephemeral = recreate_ephemeral
+
+    # -- is it lost? -----------------------------------------------------------------------------
+    def diagnose(self, name: str, error: BaseException) -> str | None:
+        """The loss verdict for ``name`` after ``error`` (``None``: not lost, or it cannot be told)."""
+        if not may_be_lost(error):
+            return None
+        try:
+            instance = self.hook.get_instance(name)
+            reachable = None
+            if needs_probe(error, instance):
+                reachable = self.hook.check_readiness(name).ready
+        except BrevError as err:
+            self.log.warning("Could not check whether instance %s is lost (%s).", name, err)
+            return None
+        return diagnose_loss(error, instance, reachable=reachable)
+
+    # -- the record and the count ----------------------------------------------------------------
+    def find_record(self, context: Any, name: str) -> InstanceRecord | None:
+        """The create task's record of ``name``: from ``create_task_id``, else the nearest upstream task."""
+        for task_id in [self.create_task_id] if self.create_task_id else self.upstream:
+            try:
+                record = read_instance_record(context, task_id, name)
+            except Exception:
+                record = None
+            if record is not None:
+                return record
+        return None
+
+    def used(self, context: Any) -> int:
+        """Recoveries this task instance made so far (task state store across tries; XCom within a try)."""
+        stored = xcom = None
+        store = context.get("task_state_store")
+        if store is not None:
+            try:
+                stored = store.get(STATE_STORE_RECOVERIES_KEY)
+            except Exception:
+                stored = None
+        ti = context["ti"]
+        try:
+            xcom = ti.xcom_pull(task_ids=ti.task_id, key=XCOM_RECOVERIES)
+        except Exception:
+            xcom = None
+        return recoveries_used(stored, xcom)
+
+    def _count(self, context: Any, name: str, count: int) -> None:
+        value = {"count": count, "instance": name}
+        store = context.get("task_state_store")
+        if store is not None:
+            try:
+                store.set(STATE_STORE_RECOVERIES_KEY, value)
+            except Exception:
+                self.log.warning("Could not record the recovery count in the task state store.", exc_info=True)
+        try:
+            context["ti"].xcom_push(key=XCOM_RECOVERIES, value=value)
+        except Exception:
+            self.log.warning("Could not record the recovery count in XCom.", exc_info=True)
+
+    # -- recovery --------------------------------------------------------------------------------
+    def recover_if_lost(self, context: Any, name: str, error: BaseException, *, launched: bool = True) -> str:
+        """Re-create ``name`` if ``error`` means it is lost, else re-raise ``error``; returns the instance name.
+
+        :param launched: the step got past its pre-launch check; before it, an instance no create task recorded
+            keeps its plain "does not exist" / "not ready" error.
+        """
+        loss = self.diagnose(name, error)
+        if loss is None:
+            raise error
+        if not launched and not self.ephemeral and self.find_record(context, name) is None:
+            raise error
+        return self.recover(context, name, loss)
+
+    def recover(self, context: Any, name: str, loss: str) -> str:
+        """Re-create the lost instance ``name`` and wait until it is ready; returns its name.
+
+        Raises :class:`~airflow_provider_brev.exceptions.BrevInstanceLostError` when it must not or may no longer
+        be re-created (adopted, no record, budget spent).
+        """
+        lost_at = datetime.now(UTC)
+        record = None if self.ephemeral else self.find_record(context, name)
+        decision = decide_recovery(
+            name=name,
+            loss=loss,
+            owned=None if record is None else record.owned,
+            ephemeral=self.ephemeral,
+            used=self.used(context),
+            budget=self.budget,
+            lost_at=lost_at,
+            create_task_id=self.create_task_id,
+        )
+        if decision.action == GIVE_UP:
+            raise BrevInstanceLostError(decision.message)
+        self._count(context, name, decision.number)  # counted first: a crash half-way still spends it
+        self.log.warning(
+            "Instance %s lost (%s): re-creating it under the same name (recovery %d/%d).",
+            *(name, loss, decision.number, self.budget),
+        )
+        self._clear(name)
+        if self.ephemeral:
+            assert self.recreate_ephemeral is not None
+            new_name = self.recreate_ephemeral()
+        else:
+            assert record is not None
+            new_name = self._recreate(context, record)
+        self.log.warning("%s", decision.message)
+        return new_name
+
+    def _clear(self, name: str) -> None:
+        """Make sure no instance holds the name (delete a FAILURE/unreachable one, wait out DELETING)."""
+        if self.hook.get_instance(name) is None:
+            return
+        self.log.info("Deleting what is left of instance %s before re-creating it.", name)
+        self.hook.delete_instance(name, wait=True, timeout=self.ready_timeout)
+
+    def _recreate(self, context: Any, record: InstanceRecord) -> str:
+        spec = record.spec
+        types = spec.get("instance_types") or (
+            [spec["instance_type"]] if not spec.get("gpu") and spec.get("instance_type") else None
+        )
+        request = InstanceRequest(
+            instance_name=record.name,
+            gpu=spec.get("gpu") or None,
+            instance_types=types,
+            min_vram=spec.get("min_vram"),
+            cloud_cred_id=spec.get("cloud_cred_id"),
+            workspace_group_id=spec.get("workspace_group_id"),
+            require_docker=bool(spec.get("require_docker")),
+        )
+        provisioner = InstanceProvisioner(self.hook, self.log, request, poll_interval=1.0)
+        provisioned = provisioner.ensure(context, wait_timeout=self.ready_timeout)
+        provisioner.wait_ready(
+            provisioned,
+            timeout=self.ready_timeout,
+            require_docker=request.require_docker or self.require_docker,
+            delete_on_failure=False,  # the name is the create task's: its teardown deletes it
+        )
+        return provisioned.name
