@@ -30,10 +30,10 @@ from airflow_provider_brev.cli.job_handle import (
     check_path,
     shell_path,
 )
-from airflow_provider_brev.cli.shell import validate_env
+from airflow_provider_brev.cli.shell import redact_filter, validate_env
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping
+    from collections.abc import Iterable, Mapping, Sequence
 
 
 # ------------------------------------------------------------------------------------------ shell fragments
@@ -137,7 +137,13 @@ def _check_offsets(offset: int, max_bytes: int) -> None:
 
 
 def _job_script(
-    job: RemoteJob, command: str, *, env: Mapping[str, str], cwd: str | None, secret_env_path: str | None
+    job: RemoteJob,
+    command: str,
+    *,
+    env: Mapping[str, str],
+    cwd: str | None,
+    secret_env_path: str | None,
+    secret_names: Sequence[str] = (),
 ) -> str:
     lines = [
         f"# Detached job {job.job_id}, written by airflow-provider-brev. Runs once; never re-launched.",
@@ -167,7 +173,11 @@ def _job_script(
             "fi",
         ]
     lines += [f"export {name}={shlex.quote(value)}" for name, value in env.items()]
-    lines += [f"bash -c {shlex.quote(command)} </dev/null", '__bj_finish "$?"', ""]
+    if secret_names:  # the values leave the instance redacted (see cli.shell.redact_filter)
+        lines += [f"bash -c {shlex.quote(command)} </dev/null 2>&1 | {redact_filter(secret_names)}"]
+        lines += ['__bj_finish "${PIPESTATUS[0]}"', ""]
+    else:
+        lines += [f"bash -c {shlex.quote(command)} </dev/null", '__bj_finish "$?"', ""]
     return "\n".join(lines)
 
 
@@ -178,6 +188,7 @@ def build_launch_command(
     env: Mapping[str, str] | None = None,
     cwd: str | None = None,
     secret_env_path: str | None = None,
+    secret_names: Sequence[str] = (),
 ) -> str:
     """Start ``command`` detached (own session and process group, survives ssh), at most once per job id.
 
@@ -191,6 +202,8 @@ def build_launch_command(
         If it does not exist, the job ends with :data:`SETUP_FAILED_EXIT_CODE` and a message in the log.
     :param secret_env_path: remote file of ``export K='v'`` lines (:func:`build_secret_env_file`), relative to
         ``$HOME`` unless absolute. The job sources then deletes it; it is also deleted when nothing is launched.
+    :param secret_names: names of the secret variables: their values are redacted from the job's log on the
+        instance (:func:`~airflow_provider_brev.cli.shell.redact_filter`).
     """
     if not isinstance(command, str) or not command.strip():
         raise ValueError("command must be a non-empty string")
@@ -204,7 +217,9 @@ def build_launch_command(
         raise ValueError(f"cwd must be a non-empty path without NUL characters, got {cwd!r}")
     if secret_env_path is not None:
         check_path(secret_env_path, "secret_env_path")
-    script = _job_script(job, command, env=plain_env, cwd=cwd, secret_env_path=secret_env_path)
+    script = _job_script(
+        job, command, env=plain_env, cwd=cwd, secret_env_path=secret_env_path, secret_names=list(secret_names)
+    )
     job_id = shlex.quote(job.job_id)
     drop_secret = (
         f"rm -f -- {shell_path(secret_env_path, relative_to_home=True)}" if secret_env_path is not None else ":"

@@ -49,6 +49,7 @@ def user_command(
     env: Mapping[str, str] | None = None,
     cwd: str | None = None,
     secret_env_path: str | None = None,
+    secret_names: Iterable[str] = (),
 ) -> str:
     """Run ``command`` with ``bash -c`` (optionally in ``cwd``, with extra env), stdin closed.
 
@@ -56,7 +57,7 @@ def user_command(
     sourced into the command's environment and deleted before the command starts, so secret values never
     appear on a command line.
     """
-    body = _detached_stdio(f"{env_prefix(env)}bash -c {shlex.quote(command)}")
+    body = _detached_stdio(f"{env_prefix(env)}bash -c {shlex.quote(command)}", secret_names)
     if cwd:
         body = f"cd {shlex.quote(cwd)} && {body}"
     if secret_env_path:  # source and delete first: nothing that can fail (a bad cwd) runs before the delete
@@ -65,18 +66,42 @@ def user_command(
     return body
 
 
-def _detached_stdio(command: str) -> str:
+#: The awk program of :func:`redact_filter`: every occurrence of each value is replaced, literally (``index``, not
+#: a regex); the values come from awk's environment, so they never appear on a command line.
+_REDACT_AWK = (
+    'BEGIN{n=split(N,k," ");for(i=1;i<=n;i++)v[i]=ENVIRON[k[i]]}'
+    '{l=$0;for(i=1;i<=n;i++){s=v[i];if(length(s)<1)continue;o="";'
+    'while((p=index(l,s))>0){o=o substr(l,1,p-1) "***";l=substr(l,p+length(s))}l=o l}print l;fflush()}'
+)
+
+
+def redact_filter(names: Iterable[str]) -> str:
+    """A filter (``| <this>``) that replaces the values of the environment variables ``names`` with ``***``.
+
+    Runs on the instance, where the secret values already are: output that prints a ``secret_env`` value leaves
+    the instance redacted, so no log, XCom, trigger event or exception downstream can carry it.
+
+    :param names: names of the secret environment variables (not secret themselves).
+    """
+    listed = sorted(validate_env(dict.fromkeys(names, "")))
+    return f"awk -v N={shlex.quote(' '.join(listed))} {shlex.quote(_REDACT_AWK)}"
+
+
+def _detached_stdio(command: str, secret_names: Iterable[str] = ()) -> str:
     """Run ``command`` with its output in private files that ``tail --pid`` streams until it exits.
 
     ``brev exec`` (ssh) ends only when every holder of the session's stdout/stderr has closed them: a background
     child (``sleep 30 & echo launched``) would hold the exec open until it exits. Here only the files are held;
-    the streaming stops when the command itself exits, and the files are removed.
+    the streaming stops when the command itself exits, and the files are removed. With ``secret_names`` the
+    streams pass through :func:`redact_filter`.
     """
+    names = list(secret_names)
+    redact = f" | {redact_filter(names)}" if names else ""
     return (
         "__brev_o=$(mktemp) && __brev_e=$(mktemp) && "
         f'{{ {command} </dev/null >"$__brev_o" 2>"$__brev_e" & __brev_p=$!; '
-        'tail -s 0.1 -n +1 --pid=$__brev_p -f "$__brev_o" & __brev_t1=$!; '
-        'tail -s 0.1 -n +1 --pid=$__brev_p -f "$__brev_e" >&2 & __brev_t2=$!; '
+        f'tail -s 0.1 -n +1 --pid=$__brev_p -f "$__brev_o"{redact} & __brev_t1=$!; '
+        f'tail -s 0.1 -n +1 --pid=$__brev_p -f "$__brev_e"{redact} >&2 & __brev_t2=$!; '
         'wait $__brev_p; __brev_x=$?; wait $__brev_t1 $__brev_t2; rm -f -- "$__brev_o" "$__brev_e"; '
         "( exit $__brev_x ); }"
     )
@@ -94,11 +119,14 @@ def build_once_command(
     env: Mapping[str, str] | None = None,
     cwd: str | None = None,
     secret_env_path: str | None = None,
+    secret_names: Iterable[str] = (),
 ) -> str:
     """Wrap ``command`` to run at most once for ``run_id`` and report its exit code behind ``marker``.
 
     :param command: the user's shell command (run with ``bash -c``).
     :param run_id: unique per logical call (the hook's retries of the same call reuse it).
+    :param secret_names: names of the ``secret_env`` variables: their values are redacted from the output on the
+        instance (:func:`redact_filter`).
     :param marker: a random token; the wrapper prints ``<marker>=<exit code>`` on stderr at the end,
         or ``<marker>=started`` when an earlier attempt of the same call already started the command.
     """
@@ -111,7 +139,7 @@ def build_once_command(
         [
             f'mkdir -p "{RUNS_DIR}"',
             f"if mkdir {guard} 2>/dev/null; then "
-            + user_command(command, env=env, cwd=cwd, secret_env_path=secret_env_path),
+            + user_command(command, env=env, cwd=cwd, secret_env_path=secret_env_path, secret_names=secret_names),
             f"__brev_rc=$?; printf '%s' \"$__brev_rc\" > {guard}/rc.tmp && mv -f {guard}/rc.tmp {guard}/rc",
             f"else __brev_rc=$(cat {guard}/rc 2>/dev/null || echo {STARTED_ELSEWHERE})"
             + (f"; rm -f -- {shlex.quote(secret_env_path)}; fi" if secret_env_path else "; fi"),

@@ -150,7 +150,13 @@ class BrevHook(BrevInstancesHook):
             secret_path = f".airflow-brev-secret-{run_id}.env"
             self._ship_secrets(name, secret_env, secret_path)
         remote = build_once_command(
-            command, run_id=run_id, marker=marker, env=env, cwd=cwd, secret_env_path=secret_path
+            command,
+            run_id=run_id,
+            marker=marker,
+            env=env,
+            cwd=cwd,
+            secret_env_path=secret_path,
+            secret_names=list(secret_env or ()),
         )
         budget = timeout or DEFAULT_EXEC_TIMEOUT
         deadline = time.monotonic() + budget
@@ -300,7 +306,9 @@ class BrevHook(BrevInstancesHook):
         if secret_env:
             secret_path = f".airflow-brev-secret-{job.job_id}.env"
             self._ship_secrets(name, secret_env, secret_path)
-        script = build_launch_command(job, command, env=env, cwd=cwd, secret_env_path=secret_path)
+        script = build_launch_command(
+            job, command, env=env, cwd=cwd, secret_env_path=secret_path, secret_names=list(secret_env or ())
+        )
         try:
             result = self.retry_sync(lambda: self.exec_script(name, script, timeout=timeout))
         except BaseException:

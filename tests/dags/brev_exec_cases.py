@@ -149,3 +149,19 @@ with DAG(dag_id="brev_exec_retry_reattach", schedule=None, start_date=START, par
     )
     delete = BrevDeleteInstanceOperator(task_id="delete", instance_name=create.output)
     create >> run >> delete.as_teardown(setups=create)
+
+
+with DAG(dag_id="brev_exec_secret_printed", schedule=None, start_date=START, params={"secret": ""}):
+    # Commands that PRINT a secret (a debugging `env`, a library echoing its config): the output leaves the
+    # instance redacted, in every mode.
+    create = BrevCreateInstanceOperator(task_id="create", gpu="L40S:1", ready_timeout=60, poll_interval=0.2)
+    printed = {
+        "command": 'echo "key=$API_SECRET"',
+        "secret_env": {"API_SECRET": "{{ params.secret }}"},
+        "instance_name": create.output,
+    }
+    detached = BrevExecOperator(task_id="detached", poll_interval=0.2, **printed)  # type: ignore[arg-type]
+    foreground = BrevExecOperator(task_id="foreground", detach=False, **printed)  # type: ignore[arg-type]
+    deferred = BrevExecOperator(task_id="deferred", deferrable=True, poll_interval=0.2, **printed)  # type: ignore[arg-type]
+    delete = BrevDeleteInstanceOperator(task_id="delete", instance_name=create.output)
+    create >> detached >> foreground >> deferred >> delete.as_teardown(setups=create)

@@ -219,3 +219,19 @@ def test_retry_reattaches_to_the_previous_trys_running_job(run_dag, brev_sim):
     assert run_ti.try_number == 2
     name = only_instance_name(brev_sim)
     assert (brev_sim.sandbox(name) / "counter").read_text() == "once\n"  # the command ran exactly once
+
+
+def test_a_secret_printed_by_the_command_is_redacted_everywhere(run_dag, brev_sim, task_logs):
+    secret = "pr1nted-" + os.urandom(8).hex()
+    dag_run = run_dag("brev_exec_secret_printed", conf={"secret": secret})
+    assert run_state(dag_run) == "success", task_states(dag_run)
+    for task_id in ("detached", "foreground", "deferred"):
+        ti = next(t for t in dag_run.get_task_instances() if t.task_id == task_id)
+        result = ti.xcom_pull(task_ids=task_id)
+        assert result["last_line"] == "key=***", task_id  # the line is there, redacted on the instance
+        assert secret not in json.dumps(result, default=str)
+    assert "key=***" in task_logs.text  # logs carry the redacted line (worker and triggerer side)
+    assert secret not in task_logs.text
+    name = only_instance_name(brev_sim)
+    leftovers = [p for p in brev_sim.sandbox(name).rglob("*") if p.is_file() and secret in p.read_text(errors="ignore")]
+    assert leftovers == []  # not even the job's log on the instance holds it

@@ -132,3 +132,20 @@ def test_a_background_child_does_not_hold_the_command_open(tmp_path):
         os.killpg(proc.pid, signal.SIGKILL)  # the background sleep
     assert stdout.splitlines()[0] == "launched"
     assert parse_once_marker(stderr.splitlines(), MARKER) == 0
+
+
+def test_secret_values_printed_by_the_command_leave_redacted(tmp_path):
+    secret = tmp_path / "s.env"
+    secret.write_text("export API_SECRET='p@ss w0rd/*'\nexport OTHER='x'\n")
+    script = build_once_command(
+        'echo "key=$API_SECRET"; echo "twice $API_SECRET$API_SECRET" >&2; echo "other=$OTHER"',
+        run_id="redact",
+        marker=MARKER,
+        secret_env_path=str(secret),
+        secret_names=["API_SECRET"],
+    )
+    done = run(script, tmp_path)
+    assert done.stdout.splitlines()[:2] == ["key=***", "other=x"]
+    assert "twice ******" in done.stderr
+    assert "p@ss" not in done.stdout + done.stderr
+    assert parse_once_marker(done.stderr.splitlines(), MARKER) == 0
