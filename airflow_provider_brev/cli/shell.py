@@ -50,6 +50,7 @@ def user_command(
     cwd: str | None = None,
     secret_env_path: str | None = None,
     secret_names: Iterable[str] = (),
+    pid_file: str | None = None,
 ) -> str:
     """Run ``command`` with ``bash -c`` (optionally in ``cwd``, with extra env), stdin closed.
 
@@ -57,7 +58,7 @@ def user_command(
     sourced into the command's environment and deleted before the command starts, so secret values never
     appear on a command line.
     """
-    body = _detached_stdio(f"{env_prefix(env)}bash -c {shlex.quote(command)}", secret_names)
+    body = _detached_stdio(f"{env_prefix(env)}bash -c {shlex.quote(command)}", secret_names, pid_file)
     if cwd:
         body = f"cd {shlex.quote(cwd)} && {body}"
     if secret_env_path:  # source and delete first: nothing that can fail (a bad cwd) runs before the delete
@@ -87,19 +88,22 @@ def redact_filter(names: Iterable[str]) -> str:
     return f"awk -v N={shlex.quote(' '.join(listed))} {shlex.quote(_REDACT_AWK)}"
 
 
-def _detached_stdio(command: str, secret_names: Iterable[str] = ()) -> str:
+def _detached_stdio(command: str, secret_names: Iterable[str] = (), pid_file: str | None = None) -> str:
     """Run ``command`` with its output in private files that ``tail --pid`` streams until it exits.
 
     ``brev exec`` (ssh) ends only when every holder of the session's stdout/stderr has closed them: a background
     child (``sleep 30 & echo launched``) would hold the exec open until it exits. Here only the files are held;
     the streaming stops when the command itself exits, and the files are removed. With ``secret_names`` the
-    streams pass through :func:`redact_filter`.
+    streams pass through :func:`redact_filter`. The command runs in its own session (``setsid``) whose id is
+    written to ``pid_file``, so :func:`build_foreground_kill_command` can stop it and its children.
     """
     names = list(secret_names)
     redact = f" | {redact_filter(names)}" if names else ""
+    record = f" printf '%s' \"$__brev_p\" > {pid_file};" if pid_file else ""
     return (
-        "__brev_o=$(mktemp) && __brev_e=$(mktemp) && "
-        f'{{ {command} </dev/null >"$__brev_o" 2>"$__brev_e" & __brev_p=$!; '
+        "__brev_o=$(mktemp) && __brev_e=$(mktemp) && __brev_ss= && "
+        "{ command -v setsid >/dev/null 2>&1 && __brev_ss=setsid; "
+        f'$__brev_ss {command} </dev/null >"$__brev_o" 2>"$__brev_e" & __brev_p=$!;{record} '
         f'tail -s 0.1 -n +1 --pid=$__brev_p -f "$__brev_o"{redact} & __brev_t1=$!; '
         f'tail -s 0.1 -n +1 --pid=$__brev_p -f "$__brev_e"{redact} >&2 & __brev_t2=$!; '
         'wait $__brev_p; __brev_x=$?; wait $__brev_t1 $__brev_t2; rm -f -- "$__brev_o" "$__brev_e"; '
@@ -139,7 +143,14 @@ def build_once_command(
         [
             f'mkdir -p "{RUNS_DIR}"',
             f"if mkdir {guard} 2>/dev/null; then "
-            + user_command(command, env=env, cwd=cwd, secret_env_path=secret_env_path, secret_names=secret_names),
+            + user_command(
+                command,
+                env=env,
+                cwd=cwd,
+                secret_env_path=secret_env_path,
+                secret_names=secret_names,
+                pid_file=f"{guard}/pid",
+            ),
             f"__brev_rc=$?; printf '%s' \"$__brev_rc\" > {guard}/rc.tmp && mv -f {guard}/rc.tmp {guard}/rc",
             f"else __brev_rc=$(cat {guard}/rc 2>/dev/null || echo {STARTED_ELSEWHERE})"
             + (f"; rm -f -- {shlex.quote(secret_env_path)}; fi" if secret_env_path else "; fi"),
@@ -148,6 +159,28 @@ def build_once_command(
             f"printf '%s=%s\\n' {shlex.quote(marker)} \"$__brev_rc\" >&2",
             "exit 0",
         ]
+    )
+
+
+#: What :func:`build_foreground_kill_command` prints when it signalled the command / found none.
+FOREGROUND_KILLED = "BREV_FG_KILLED"
+FOREGROUND_NONE = "BREV_FG_NONE"
+
+
+def build_foreground_kill_command(run_id: str, *, grace_seconds: float = 1.0) -> str:
+    """Stop the foreground command of ``run_id`` (:func:`build_once_command`): SIGTERM to its whole session,
+    SIGKILL after ``grace_seconds``. Prints :data:`FOREGROUND_KILLED` or :data:`FOREGROUND_NONE`; exits 0.
+
+    :param run_id: the call's run id.
+    :param grace_seconds: seconds between SIGTERM and SIGKILL.
+    """
+    if not re.fullmatch(r"[A-Za-z0-9_.-]+", run_id):
+        raise ValueError(f"run_id {run_id!r} must be alphanumeric")
+    guard = f'"{RUNS_DIR}"/{shlex.quote(run_id)}'
+    return (
+        f'__p=$(cat {guard}/pid 2>/dev/null); case "$__p" in ""|*[!0-9]*) echo {FOREGROUND_NONE}; exit 0 ;; esac; '
+        f'kill -TERM -- -"$__p" 2>/dev/null || kill -TERM "$__p" 2>/dev/null; sleep {float(grace_seconds):g}; '
+        f'kill -KILL -- -"$__p" 2>/dev/null; echo {FOREGROUND_KILLED}; exit 0'
     )
 
 

@@ -24,6 +24,8 @@ import fcntl
 import json
 import os
 import shutil
+import signal
+import subprocess
 import threading
 import time
 from functools import cached_property
@@ -122,6 +124,8 @@ class BrevBaseHook(BaseHook):
         self.retry_delay = retry_delay
         self.retry_args = dict(retry_args or {})
         self.log_cli_output = log_cli_output
+        #: ``brev`` processes this hook started (the sync runner), for :meth:`stop_running` (``on_kill``).
+        self._running: list[subprocess.Popen[bytes]] = []
 
     # ------------------------------------------------------------------ connection form (Airflow < 3.2)
     @classmethod
@@ -372,6 +376,31 @@ class BrevBaseHook(BaseHook):
             error,
         )
 
+    def _track(self, proc: subprocess.Popen[bytes]) -> None:
+        self._running = [p for p in self._running if p.poll() is None]
+        self._running.append(proc)
+
+    def stop_running(self, grace_seconds: float = 1.0) -> int:
+        """Stop every ``brev`` process this hook started that still runs (their whole process groups: the CLI
+        and its ``ssh``); returns how many were running. For ``on_kill``: they run in their own sessions, so the
+        task's own SIGKILL would not reach them.
+
+        :param grace_seconds: seconds between SIGTERM and SIGKILL.
+        """
+        alive = [proc for proc in self._running if proc.poll() is None]
+        for proc in alive:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGTERM)
+        deadline = time.monotonic() + grace_seconds
+        for proc in alive:
+            try:
+                proc.wait(timeout=max(deadline - time.monotonic(), 0.01))
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+        self._running = [proc for proc in self._running if proc.poll() is None]
+        return len(alive)
+
     def retry_sync(self, func: Callable[[], Any]) -> Any:
         """Call ``func`` under the hook's retry policy (transient errors only, logged, with back-off)."""
         for retry_attempt in self._retrying():
@@ -460,6 +489,7 @@ class BrevBaseHook(BaseHook):
                     capture_stdout=capture,
                     on_stdout=out,
                     on_stderr=err,
+                    on_start=self._track,
                 ),
             )
 

@@ -44,6 +44,7 @@ from airflow_provider_brev.cli.remote_job import (
 )
 from airflow_provider_brev.cli.shell import (
     STARTED_ELSEWHERE,
+    build_foreground_kill_command,
     build_once_command,
     parse_once_marker,
     strip_once_stdout,
@@ -51,6 +52,7 @@ from airflow_provider_brev.cli.shell import (
 )
 from airflow_provider_brev.exceptions import (
     BrevCLIError,
+    BrevCommandError,
     BrevConnectionLostError,
     BrevError,
     BrevInvalidInputError,
@@ -111,6 +113,9 @@ class BrevHook(BrevInstancesHook):
     :param brev_conn_id: the Airflow connection id (default ``brev_default``).
     """
 
+    #: The foreground command running now: ``(instance, run id)``, for :meth:`stop_foreground`.
+    _foreground: tuple[str, str] | None = None
+
     # ------------------------------------------------------------------ commands
     def run_command(
         self,
@@ -161,6 +166,7 @@ class BrevHook(BrevInstancesHook):
         budget = timeout or DEFAULT_EXEC_TIMEOUT
         deadline = time.monotonic() + budget
         tail: deque[str] = deque(maxlen=OUTPUT_TAIL_LINES)
+        self._foreground = (name, run_id)  # for stop_foreground (on_kill)
 
         def emit(line: str) -> None:
             tail.append(line)
@@ -172,6 +178,8 @@ class BrevHook(BrevInstancesHook):
         view = exec_view(3)
 
         def run_once() -> CommandResult:
+            if self._foreground is None:  # stop_foreground ran (on_kill): no retry may start it again
+                raise BrevCommandError(f"The command on {name!r} was stopped (the task was killed).", exit_code=-15)
             pending: deque[str] = deque()
 
             def on_stdout(line: str) -> None:
@@ -217,7 +225,33 @@ class BrevHook(BrevInstancesHook):
                 )
             raise classify_failure("exec", result.exit_code, *view(result))
 
-        return self.retry_sync(run_once)  # type: ignore[no-any-return]
+        try:
+            return self.retry_sync(run_once)  # type: ignore[no-any-return]
+        finally:
+            self._foreground = None
+
+    def stop_foreground(self, *, timeout: float = 4.0) -> bool:
+        """Stop the foreground command :meth:`run_command` is running (from ``on_kill``, another thread): the
+        local ``brev exec`` process group, and the remote command's whole session. Returns whether one ran.
+
+        :param timeout: budget of the remote kill (Airflow gives ``on_kill`` about 5 s).
+        """
+        running = self._foreground
+        stopped = self.stop_running(grace_seconds=0.5)
+        if running is None:
+            return stopped > 0
+        name, run_id = running
+        self._foreground = None
+        self.log.warning("Stopping the foreground command on %s.", name)
+        with contextlib.suppress(BrevError):
+            self.run_cli(
+                ["exec", name, build_foreground_kill_command(run_id, grace_seconds=0.5)],
+                timeout=timeout,
+                retry=False,
+                check=False,
+                log_output=False,
+            )
+        return True
 
     # ------------------------------------------------------------------ files
     def copy_to_instance(self, name: str, local_path: str, remote_path: str, *, timeout: float | None = None) -> None:

@@ -562,7 +562,11 @@ class BrevExecOperator(BrevBaseOperator):
         }
 
     def on_kill(self) -> None:
-        """Kill the remote job (default) or keep it; delete an ephemeral instance. Fast: Airflow allows ~5 s."""
+        """Stop a foreground command (local ``brev exec`` and the remote session); kill the remote job (default)
+        or keep it; delete an ephemeral instance. Fast: Airflow allows ~5 s."""
+        if not self.detach or self.on_kill_action == "kill":  # foreground work (also TAO's docker login/pull)
+            with contextlib.suppress(Exception):
+                self.hook.stop_foreground(timeout=ON_KILL_TIMEOUT / 2)
         handle = self._handle or self._handle_from_xcom()
         name = (handle or {}).get("instance_name") or self._ephemeral_name
         if self.ephemeral and name:

@@ -13,6 +13,7 @@ import sys
 import textwrap
 import time
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 from helpers import cli_calls, run_state, task_states
@@ -235,3 +236,61 @@ def test_a_secret_printed_by_the_command_is_redacted_everywhere(run_dag, brev_si
     name = only_instance_name(brev_sim)
     leftovers = [p for p in brev_sim.sandbox(name).rglob("*") if p.is_file() and secret in p.read_text(errors="ignore")]
     assert leftovers == []  # not even the job's log on the instance holds it
+
+
+class _TaskInstance:
+    """The few task-instance attributes a foreground run reads (the subject here is on_kill, not Airflow)."""
+
+    dag_id, task_id, run_id, try_number, map_index = "d", "fg", "manual__1", 1, -1
+
+    def __init__(self) -> None:
+        self.xcom: dict[str, object] = {}
+
+    def xcom_push(self, key: str, value: object) -> None:
+        self.xcom[key] = value
+
+    def xcom_pull(self, **kwargs: object) -> object:
+        return self.xcom.get(str(kwargs.get("key")))
+
+
+def test_killing_a_foreground_task_stops_the_local_and_the_remote_command(brev_sim, monkeypatch):
+    import threading
+
+    from airflow_provider_brev.operators.exec import BrevExecOperator
+
+    monkeypatch.setenv("AIRFLOW_CONN_BREV_DEFAULT", brev_sim.connection_json())
+    brev_sim.create_instance_directly("fg-kill-1")
+    op = BrevExecOperator(
+        task_id="fg",
+        instance_name="fg-kill-1",
+        command="echo $$ > fg.pid; sleep 300 & sleep 301; echo finished > fg.done",
+        detach=False,
+    )
+    outcome: list[BaseException | object] = []
+
+    def run() -> None:
+        try:
+            outcome.append(op.execute({"ti": _TaskInstance()}))  # type: ignore[arg-type]
+        except BaseException as err:
+            outcome.append(err)
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    pid_file = brev_sim.sandbox("fg-kill-1") / "fg.pid"
+    deadline = time.monotonic() + 60
+    while not (pid_file.exists() and pid_file.read_text().strip()):  # bounded wait: the command started
+        assert time.monotonic() < deadline and worker.is_alive(), outcome
+        time.sleep(0.05)
+    local = [proc for proc in op.hook._running if proc.poll() is None]
+    assert local  # the local `brev exec` runs in its own session
+    op.on_kill()  # what Airflow calls on SIGTERM
+    worker.join(timeout=30)
+    assert not worker.is_alive()
+    assert all(proc.poll() is not None for proc in local)  # the local brev exec is gone
+    remote = int(pid_file.read_text())
+    deadline = time.monotonic() + 10
+    while Path(f"/proc/{remote}").exists():  # the remote command's session is gone (reaped: bounded wait)
+        assert time.monotonic() < deadline, "the remote command still runs"
+        time.sleep(0.05)
+    assert not (brev_sim.sandbox("fg-kill-1") / "fg.done").exists()
+    assert isinstance(outcome[0], BaseException)

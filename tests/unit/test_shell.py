@@ -5,10 +5,14 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import time
 
 import pytest
 
 from airflow_provider_brev.cli.shell import (
+    FOREGROUND_KILLED,
+    FOREGROUND_NONE,
+    build_foreground_kill_command,
     build_once_command,
     env_prefix,
     parse_once_marker,
@@ -129,7 +133,8 @@ def test_a_background_child_does_not_hold_the_command_open(tmp_path):
     try:
         stdout, stderr = proc.communicate(timeout=15)
     finally:
-        os.killpg(proc.pid, signal.SIGKILL)  # the background sleep
+        pid = int((tmp_path / ".airflow-brev/runs/bg/pid").read_text())
+        os.killpg(pid, signal.SIGKILL)  # the background sleep, in the command's own session
     assert stdout.splitlines()[0] == "launched"
     assert parse_once_marker(stderr.splitlines(), MARKER) == 0
 
@@ -149,3 +154,31 @@ def test_secret_values_printed_by_the_command_leave_redacted(tmp_path):
     assert "twice ******" in done.stderr
     assert "p@ss" not in done.stdout + done.stderr
     assert parse_once_marker(done.stderr.splitlines(), MARKER) == 0
+
+
+def test_foreground_kill_stops_the_command_and_its_children(tmp_path):
+    script = build_once_command("sleep 300 & sleep 301; echo never", run_id="kill1", marker=MARKER)
+    proc = subprocess.Popen(
+        ["bash", "-c", script],
+        env={"HOME": str(tmp_path), "PATH": "/usr/bin:/bin"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    pid_file = tmp_path / ".airflow-brev/runs/kill1/pid"
+    deadline = time.monotonic() + 10
+    while not pid_file.exists() or not pid_file.read_text():  # bounded wait for the command to have started
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.02)
+    session = int(pid_file.read_text())
+    killed = run(build_foreground_kill_command("kill1", grace_seconds=0.2), tmp_path)
+    assert killed.stdout.strip() == FOREGROUND_KILLED
+    stdout, stderr = proc.communicate(timeout=15)  # the wrapper ends: its command was killed
+    assert "never" not in stdout
+    assert parse_once_marker(stderr.splitlines(), MARKER) not in (0, None)
+    deadline = time.monotonic() + 10  # signalled processes disappear once reaped: wait (bounded) for that
+    while subprocess.run(["pgrep", "-s", str(session)], capture_output=True, check=False).stdout.strip():
+        assert time.monotonic() < deadline, "a process of the command's session is still alive"
+        time.sleep(0.05)
+    assert run(build_foreground_kill_command("nothing-ran"), tmp_path).stdout.strip() == FOREGROUND_NONE
