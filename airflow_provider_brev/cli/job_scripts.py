@@ -30,7 +30,7 @@ from airflow_provider_brev.cli.job_handle import (
     check_path,
     shell_path,
 )
-from airflow_provider_brev.cli.shell import redact_filter, validate_env
+from airflow_provider_brev.cli.shell import redact_filter, stale_secret_cleanup, validate_env
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
@@ -189,6 +189,7 @@ def build_launch_command(
     cwd: str | None = None,
     secret_env_path: str | None = None,
     secret_names: Sequence[str] = (),
+    earlier_job_ids: Sequence[str] = (),
 ) -> str:
     """Start ``command`` detached (own session and process group, survives ssh), at most once per job id.
 
@@ -204,6 +205,7 @@ def build_launch_command(
         ``$HOME`` unless absolute. The job sources then deletes it; it is also deleted when nothing is launched.
     :param secret_names: names of the secret variables: their values are redacted from the job's log on the
         instance (:func:`~airflow_provider_brev.cli.shell.redact_filter`).
+    :param earlier_job_ids: jobs of earlier tries: their secret files, if a dead worker left them, are removed.
     """
     if not isinstance(command, str) or not command.strip():
         raise ValueError("command must be a non-empty string")
@@ -231,6 +233,7 @@ def build_launch_command(
     return _join(
         [
             "set +m",
+            stale_secret_cleanup(earlier_job_ids),
             "trap '' HUP",  # an ssh drop half-way must not leave a guard without a job
             *_prelude(job),
             f"__bj_base={job.shell_path(job.base_dir)}",

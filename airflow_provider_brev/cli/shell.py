@@ -25,6 +25,29 @@ RUNS_DIR = "$HOME/.airflow-brev/runs"
 STARTED_ELSEWHERE = "started"
 
 
+#: Secret env files left by a worker that died between ``brev copy`` and the launch are removed after this long
+#: (a live one is sourced and deleted within seconds of its copy).
+STALE_SECRET_MINUTES = 60
+
+
+def secret_file_name(call_id: str) -> str:
+    """The remote file (relative to ``$HOME``) that carries one call's ``secret_env`` values."""
+    if not re.fullmatch(r"[A-Za-z0-9_.-]+", call_id):
+        raise ValueError(f"call id {call_id!r} must be alphanumeric")
+    return f".airflow-brev-secret-{call_id}.env"
+
+
+def stale_secret_cleanup(call_ids: Iterable[str] = ()) -> str:
+    """Remove the secret files of ``call_ids`` (earlier tries of the same task) and any secret file older than
+    :data:`STALE_SECRET_MINUTES`: a worker that died after copying one never left it behind for good."""
+    named = " ".join(f'"$HOME"/{shlex.quote(secret_file_name(i))}' for i in call_ids)
+    sweep = (
+        f"find \"$HOME\" -maxdepth 1 -name '.airflow-brev-secret-*.env' -mmin +{STALE_SECRET_MINUTES} "
+        "-delete 2>/dev/null"
+    )
+    return f"{{ rm -f -- {named} 2>/dev/null; {sweep}; }}" if named else f"{{ {sweep}; }}"
+
+
 def validate_env(env: Mapping[str, str] | None) -> dict[str, str]:
     """Check environment variable names; values are converted to ``str``."""
     result: dict[str, str] = {}
@@ -141,6 +164,7 @@ def build_once_command(
     guard = f'"{RUNS_DIR}"/{shlex.quote(run_id)}'
     return "; ".join(
         [
+            stale_secret_cleanup(),
             f'mkdir -p "{RUNS_DIR}"',
             f"if mkdir {guard} 2>/dev/null; then "
             + user_command(

@@ -47,6 +47,7 @@ from airflow_provider_brev.cli.shell import (
     build_foreground_kill_command,
     build_once_command,
     parse_once_marker,
+    secret_file_name,
     strip_once_stdout,
     validate_env,
 )
@@ -66,7 +67,7 @@ from airflow_provider_brev.hooks.instances import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
 
     from airflow_provider_brev.hooks.process import LineCallback, ProcessResult
 
@@ -152,7 +153,7 @@ class BrevHook(BrevInstancesHook):
         marker = "BREV_AIRFLOW_RC_" + secrets.token_hex(8)
         secret_path = None
         if secret_env:
-            secret_path = f".airflow-brev-secret-{run_id}.env"
+            secret_path = secret_file_name(run_id)
             self._ship_secrets(name, secret_env, secret_path)
         remote = build_once_command(
             command,
@@ -330,18 +331,26 @@ class BrevHook(BrevInstancesHook):
         cwd: str | None = None,
         secret_env: dict[str, str] | None = None,
         timeout: float = DEFAULT_PROBE_TIMEOUT,
+        earlier_jobs: Sequence[RemoteJob] = (),
     ) -> LaunchResult:
         """Start ``command`` detached on ``name`` as ``job`` (at most once per job id).
 
         ``secret_env`` values travel in a 0600 file copied with ``brev copy``; the job sources and deletes it.
-        They never appear on any command line, in logs or in the returned handle.
+        They never appear on any command line, in logs or in the returned handle. Secret files that
+        ``earlier_jobs`` (earlier tries) may have left behind are removed first.
         """
         secret_path = None
         if secret_env:
-            secret_path = f".airflow-brev-secret-{job.job_id}.env"
+            secret_path = secret_file_name(job.job_id)
             self._ship_secrets(name, secret_env, secret_path)
         script = build_launch_command(
-            job, command, env=env, cwd=cwd, secret_env_path=secret_path, secret_names=list(secret_env or ())
+            job,
+            command,
+            env=env,
+            cwd=cwd,
+            secret_env_path=secret_path,
+            secret_names=list(secret_env or ()),
+            earlier_job_ids=[earlier.job_id for earlier in earlier_jobs],
         )
         try:
             result = self.retry_sync(lambda: self.exec_script(name, script, timeout=timeout))

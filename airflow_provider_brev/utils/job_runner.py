@@ -83,6 +83,7 @@ class JobLauncher(JobHook, Protocol):
         env: dict[str, str] | None = ...,
         cwd: str | None = ...,
         secret_env: dict[str, str] | None = ...,
+        earlier_jobs: Sequence[RemoteJob] = ...,
     ) -> LaunchResult: ...
 
     def cleanup_job(self, name: str, job: RemoteJob) -> str: ...
@@ -258,7 +259,9 @@ def attach_or_launch(
             cleanup_job(hook, instance_name, job)
     if before_launch is not None:
         command = before_launch() or command
-    launch = hook.launch_job(instance_name, current, command, env=env, cwd=cwd, secret_env=secret_env)
+    launch = hook.launch_job(
+        instance_name, current, command, env=env, cwd=cwd, secret_env=secret_env, earlier_jobs=earlier
+    )
     if launch.launched:
         log.info("Launched job %s on %s (pid %s).", current.job_id, instance_name, launch.pid)
     else:

@@ -321,3 +321,27 @@ def test_run_command_with_a_background_child_returns_when_the_command_exits(brev
     assert (result.exit_code, result.last_line) == (0, "launched")
     assert time.monotonic() - started < 20  # not held open until the child exits (30 s)
     hook.delete_instance("fg-bg-1")
+
+
+def test_a_launch_removes_secret_files_that_earlier_tries_left_behind(brev_sim, hook):
+    """A worker that died between `brev copy` of the secret file and the launch left it on the instance."""
+    from airflow_provider_brev.cli.remote_job import RemoteJob
+
+    hook.create_instance("secret-left-1", gpu="L40S:1")
+    hook.wait_until_ready("secret-left-1", 60, poll_interval=0.1)
+    home = brev_sim.sandbox("secret-left-1")
+    leftover = home / ".airflow-brev-secret-try1-job.env"
+    leftover.write_text("export API_SECRET='from-a-dead-worker'\n")
+    unrelated = home / ".airflow-brev-secret-other-task.env"  # another task's fresh file: not ours to remove
+    unrelated.write_text("export X='y'\n")
+    launch = hook.launch_job(
+        "secret-left-1",
+        RemoteJob("try2-job"),
+        "echo ok",
+        secret_env={"API_SECRET": "v"},
+        earlier_jobs=[RemoteJob("try1-job")],
+    )
+    assert launch.launched
+    assert not leftover.exists()
+    assert unrelated.exists()
+    hook.delete_instance("secret-left-1")

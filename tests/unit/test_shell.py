@@ -16,6 +16,7 @@ from airflow_provider_brev.cli.shell import (
     build_once_command,
     env_prefix,
     parse_once_marker,
+    stale_secret_cleanup,
     strip_once_stdout,
     validate_env,
 )
@@ -182,3 +183,16 @@ def test_foreground_kill_stops_the_command_and_its_children(tmp_path):
         assert time.monotonic() < deadline, "a process of the command's session is still alive"
         time.sleep(0.05)
     assert run(build_foreground_kill_command("nothing-ran"), tmp_path).stdout.strip() == FOREGROUND_NONE
+
+
+def test_stale_secret_cleanup_removes_named_and_old_files_only(tmp_path):
+    named = tmp_path / ".airflow-brev-secret-try1.env"
+    old = tmp_path / ".airflow-brev-secret-dead-worker.env"
+    fresh = tmp_path / ".airflow-brev-secret-running-task.env"
+    for path in (named, old, fresh):
+        path.write_text("export K='v'\n")
+    two_hours_ago = time.time() - 7200
+    os.utime(old, (two_hours_ago, two_hours_ago))
+    done = run(stale_secret_cleanup(["try1"]), tmp_path)
+    assert done.returncode == 0
+    assert (named.exists(), old.exists(), fresh.exists()) == (False, False, True)
