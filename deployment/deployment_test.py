@@ -41,7 +41,10 @@ DAGS = {
     "lifecycle": "example_brev_lifecycle",
     "flagship": "tao_visual_changenet_retrain",
     "worker_kill": "deploy_brev_worker_kill",
+    "secret": "deploy_brev_secret_printed",
 }
+#: A secret the deploy_brev_secret_printed DAG's commands print (connection ``wandb``): it must be redacted.
+PRINTED_SECRET = "wandb-deploy-" + "9c3a" * 6
 # tasks that defer (their waits must go through the triggerer)
 DEFERRABLE_TASKS = {
     "example_brev_lifecycle": ["wait_until_ready"],
@@ -497,6 +500,7 @@ class Deployment:
                     }
                 ),
                 "AIRFLOW_CONN_NGC_DEFAULT": json.dumps({"conn_type": "generic", "password": NGC_KEY}),
+                "AIRFLOW_CONN_WANDB": json.dumps({"conn_type": "generic", "password": PRINTED_SECRET}),
                 "AWS_EC2_METADATA_DISABLED": "true",
                 "AWS_CONFIG_FILE": "/dev/null",
                 "AWS_SHARED_CREDENTIALS_FILE": "/dev/null",
@@ -847,6 +851,34 @@ class Deployment:
             f"success in {result['seconds']:.0f} s: {len(result['states'])} tasks; {len(keys)} result objects in "
             f"s3://{self.bucket}/runs/{others}"
         )
+
+    def check_secret_printed(self, result: dict[str, Any]) -> str:
+        """A secret printed by the remote commands is in no task log, trigger log file or XCom; ``key=***`` is."""
+        from client import AirflowClient
+
+        if result["state"] != "success":
+            raise AssertionError(f"run {result['state']}: {result['states']}")
+        client = AirflowClient(self.api_url)
+        dag_id, run_id = result["dag_id"], result["run_id"]
+        folder = self.workdir / "airflow" / "logs" / f"dag_id={dag_id}" / f"run_id={run_id}"
+        trigger_logs = sorted(folder.glob("task_id=deferred/attempt=*.log.trigger.*.log"))
+        if not trigger_logs:
+            raise AssertionError("the deferred task left no trigger log file")
+        texts = {f"{p.parent.name}/{p.name}": p.read_text(errors="replace") for p in trigger_logs}
+        for task_id in ("detached", "foreground", "deferred"):
+            texts[f"{task_id} task log"] = client.task_log(dag_id, run_id, task_id, 1)
+            value = client.get(
+                f"/api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances/{task_id}/xcomEntries/return_value"
+            )
+            texts[f"{task_id} XCom"] = json.dumps(value)
+            if "key=***" not in texts[f"{task_id} XCom"]:
+                raise AssertionError(f"{task_id}: the XCom lacks the redacted line: {value}")
+        leaked = [name for name, text in texts.items() if PRINTED_SECRET in text]
+        if leaked:
+            raise AssertionError(f"the printed secret appears in {leaked}")
+        if not any("key=***" in text for name, text in texts.items() if "trigger" in name):
+            raise AssertionError("the trigger log does not show the redacted line")
+        return f"secret in none of {len(texts)} logs/XComs (task logs, {len(trigger_logs)} trigger log file(s))"
 
     def check_deferred(self, results: list[dict[str, Any]]) -> str:
         """Every deferrable task deferred on its worker and its trigger ran in our triggerer process."""
@@ -1200,6 +1232,7 @@ def run_stage(args: argparse.Namespace) -> int:
                 ),
             ),
             threading.Thread(target=scenario, args=("worker_kill", dep.worker_kill_scenario)),
+            threading.Thread(target=scenario, args=("secret", dep.run_and_wait, "secret")),
         ]
         for t in threads:
             t.start()
@@ -1216,6 +1249,12 @@ def run_stage(args: argparse.Namespace) -> int:
 
         checks.run("lifecycle DAG triggered via REST succeeds", from_result, "lifecycle", dep.check_lifecycle)
         checks.run("flagship DAG triggered via REST succeeds", from_result, "flagship", dep.check_flagship)
+        checks.run(
+            "a printed secret_env value is redacted in task logs, trigger logs and XCom",
+            from_result,
+            "secret",
+            dep.check_secret_printed,
+        )
         ok_runs = [results[k] for k in ("lifecycle", "flagship") if isinstance(results.get(k), dict)]
         checks.run("deferrable tasks went through the triggerer", dep.check_deferred, ok_runs)
         checks.run(
