@@ -3,9 +3,16 @@
 Weekly (Monday 03:00 UTC) and whenever the dataset asset gets a new event, one GPU instance serves the whole
 pipeline between a setup and a teardown:
 
-    preflight → create (setup) → stage dataset from S3 → gap analysis → train → evaluate → upload results to a
-    per-run S3 prefix → metrics gate (explicit direction) → "model promoted" asset event
-                                                           ↘ delete (teardown: runs even when training fails)
+    preflight → create (setup) → gap analysis → train → evaluate → metrics gate (explicit direction)
+                                                                  → "model promoted" asset event
+                               ↘ delete (teardown: runs even when a step fails)
+
+Every TAO step owns its data: its ``inputs`` (the dataset, and for ``evaluate`` the trained checkpoints) are
+synced from S3 before it launches -- incrementally, so the later steps download nothing already there -- and its
+``outputs`` go to its own folder under the run's S3 prefix, ``s3://<bucket>/runs/<run slug>/{gap_analysis,train,
+evaluate}/``, while it runs (``train``: at every checkpoint) and when it ends, success or failure. A lost
+instance is re-created from the create task's record and the step runs again on it; ``train`` resumes from its
+newest checkpoint in S3.
 
 Nothing is paid for before the pre-launch checks pass (S3 inputs readable, NGC key for nvcr.io images). TAO
 success is verified beyond the exit code (status.json SUCCESS, a new checkpoint). Program faults (out of
@@ -31,7 +38,6 @@ from airflow_provider_brev.operators.tao import (
     VisualChangeNetGapAnalysisOperator,
     VisualChangeNetTrainOperator,
 )
-from airflow_provider_brev.transfers import BrevToS3Operator, S3ToBrevOperator
 from airflow_provider_brev.utils.templates import run_slug
 
 BUCKET = os.environ.get("TAO_VCN_BUCKET", "tao-vcn-demo")
@@ -59,9 +65,10 @@ TRAIN_SPEC = {
     },
     "train": {"num_epochs": 3, "checkpoint_interval": 1, "validation_interval": 1},
 }
+# The newest checkpoint train wrote (a real file: the ``*_latest.pth`` symlink is never uploaded to S3).
 EVALUATE_SPEC = {
     "dataset": TRAIN_SPEC["dataset"],
-    "evaluate": {"checkpoint": "/results/train/changenet_model_classify_latest.pth"},
+    "evaluate": {"checkpoint": "/results/train/{{ ti.xcom_pull(task_ids='train')['checkpoints'][-1] }}"},
 }
 GAP_SPEC = {
     "inference_results_dir": "/data/champion/inference",
@@ -72,6 +79,10 @@ GAP_SPEC = {
 }
 # One results prefix per DAG run. run_id, not ds/ds_nodash: manual and asset-triggered runs have no logical date.
 RUN_PREFIX = "runs/{{ run_id | run_slug }}/"
+DATASET_URI = "s3://{{ params.bucket }}/{{ params.dataset_prefix }}"
+RUN_URI = "s3://{{ params.bucket }}/" + RUN_PREFIX
+# Each TAO action writes to <results_dir>/<action>/ (gap analysis: vcn_aoi); each goes to its own folder of the run.
+GAP_DIR, TRAIN_DIR, EVALUATE_DIR = (f"{RESULTS_DIR}/{action}" for action in ("vcn_aoi", "train", "evaluate"))
 
 with DAG(
     dag_id="tao_visual_changenet_retrain",
@@ -95,7 +106,7 @@ with DAG(
     # [START howto_tao_retrain]
     preflight = BrevPreflightOperator(
         task_id="preflight",
-        s3_inputs=["s3://{{ params.bucket }}/{{ params.dataset_prefix }}"],
+        s3_inputs=[DATASET_URI],
         image=TRAIN_IMAGE,
         retries=0,
     )
@@ -109,14 +120,6 @@ with DAG(
         max_lifetime=timedelta(hours=12),
     )
 
-    stage = S3ToBrevOperator(
-        task_id="stage_dataset",
-        instance_name=create.output,
-        s3_bucket="{{ params.bucket }}",
-        s3_prefix="{{ params.dataset_prefix }}",
-        remote_dir=DATA_DIR,
-    )
-
     common = {
         "instance_name": create.output,
         "results_dir": RESULTS_DIR,
@@ -126,29 +129,35 @@ with DAG(
         "timeout": 6 * 3600,
     }
     gap_analysis = VisualChangeNetGapAnalysisOperator(
-        task_id="gap_analysis", image=DATA_SERVICES_IMAGE, spec=GAP_SPEC, **common
+        task_id="gap_analysis",
+        image=DATA_SERVICES_IMAGE,
+        spec=GAP_SPEC,
+        inputs={DATASET_URI: DATA_DIR},
+        outputs={GAP_DIR: RUN_URI + "gap_analysis/"},
+        **common,
     )
     train = VisualChangeNetTrainOperator(
         task_id="train",
         image=TRAIN_IMAGE,
         spec=TRAIN_SPEC,
         overrides={"train.num_epochs": "{{ params.num_epochs }}"},
+        inputs={DATASET_URI: DATA_DIR},
+        outputs={TRAIN_DIR: RUN_URI + "train/"},  # checkpoints uploaded as written: a lost instance resumes
         **common,
     )
-    evaluate = VisualChangeNetEvaluateOperator(task_id="evaluate", image=TRAIN_IMAGE, spec=EVALUATE_SPEC, **common)
-
-    upload = BrevToS3Operator(
-        task_id="upload_results",
-        instance_name=create.output,
-        remote_dir=RESULTS_DIR,
-        s3_bucket="{{ params.bucket }}",
-        s3_prefix=RUN_PREFIX,
-        exclude=["specs/*"],
+    evaluate = VisualChangeNetEvaluateOperator(
+        task_id="evaluate",
+        image=TRAIN_IMAGE,
+        spec=EVALUATE_SPEC,
+        inputs={DATASET_URI: DATA_DIR, RUN_URI + "train/": TRAIN_DIR},  # the checkpoint, on a re-created instance too
+        outputs={EVALUATE_DIR: RUN_URI + "evaluate/"},
+        **common,
     )
 
     @task(outlets=[PROMOTED_MODEL])
-    def promote(evaluation: dict, gap: dict, upload_summary: dict, params=None, outlet_events=None) -> dict:
-        """Metrics gate with an explicit direction; emits the "model promoted" asset event only when it passes."""
+    def promote(evaluation: dict, gap: dict, training: dict, params=None, outlet_events=None) -> dict:
+        """Metrics gate with an explicit direction; emits the "model promoted" asset event only when it passes,
+        naming the checkpoint in S3 and where each step's outputs are."""
         from airflow_provider_brev._compat import AirflowSkipException
 
         metric, direction = params["gate_metric"], params["gate_direction"]
@@ -163,9 +172,16 @@ with DAG(
             "direction": direction,
             "threshold": threshold,
             "promoted": passed,
-            "results": upload_summary.get("s3_uri") or upload_summary.get("s3_prefix"),
+            "model": training["outputs"][TRAIN_DIR] + training["checkpoints"][-1],
+            "results": {
+                step: result["outputs"][directory]
+                for step, result, directory in (
+                    ("gap_analysis", gap, GAP_DIR),
+                    ("train", training, TRAIN_DIR),
+                    ("evaluate", evaluation, EVALUATE_DIR),
+                )
+            },
             "gap_threshold": gap.get("kpis", {}).get("threshold"),
-            "checkpoints": evaluation.get("checkpoints"),
         }
         if not passed:
             raise AirflowSkipException(f"Not promoted: {metric}={value} is not {direction} than {threshold}.")
@@ -174,7 +190,7 @@ with DAG(
 
     delete = BrevDeleteInstanceOperator(task_id="delete_instance", instance_name=create.output)
 
-    preflight >> create >> stage >> gap_analysis >> train >> evaluate >> upload
-    promote(evaluate.output, gap_analysis.output, upload.output)
-    [stage, gap_analysis, train, evaluate, upload] >> delete.as_teardown(setups=create)
+    preflight >> create >> gap_analysis >> train >> evaluate
+    promote(evaluate.output, gap_analysis.output, train.output)
+    [gap_analysis, train, evaluate] >> delete.as_teardown(setups=create)
     # [END howto_tao_retrain]

@@ -95,7 +95,52 @@ def _start_local_services(workdir: Path) -> tuple[Any, Any, str]:
     return sim, server, endpoint
 
 
-def _summary(dag_run: Any, sim: Any, bucket: str) -> int:
+#: The flagship's steps that own their data, in pipeline order.
+DATA_STEPS = ("gap_analysis", "train", "evaluate")
+
+
+def _count_objects(uri: str) -> int:
+    """How many objects are under the S3 URI prefix (``aws_default``: the moto server here, or real S3)."""
+    from airflow.providers.amazon.aws.hooks.s3 import S3Hook
+
+    bucket, _, prefix = uri.removeprefix("s3://").partition("/")
+    return len(S3Hook(aws_conn_id="aws_default").list_keys(bucket_name=bucket, prefix=prefix) or [])
+
+
+def _data_table(results: dict[str, dict[str, Any]]) -> tuple[list[str], bool]:
+    """Per step: where its outputs landed in S3 (and how many objects are there), what its input sync did; and
+    whether every step has outputs in S3."""
+    lines, complete = [], True
+    for step in DATA_STEPS:
+        result = results.get(step) or {}
+        inputs = (result.get("sync") or {}).get("inputs") or []
+        fetched = sum(int(report.get("transferred", 0)) for report in inputs)
+        unchanged = sum(int(report.get("skipped", 0)) for report in inputs)
+        synced = f"inputs: {fetched} downloaded, {unchanged} unchanged"
+        outputs = result.get("outputs") or {}
+        if not outputs:
+            lines.append(f"  {step:<13} -> (no outputs recorded)")
+            complete = False
+        for uri in outputs.values():
+            count = _count_objects(uri)
+            complete = complete and count > 0
+            lines.append(f"  {step:<13} -> {uri} ({count} files; {synced})")
+    return lines, complete
+
+
+def _decision(state: str | None, decision: dict[str, Any]) -> str:
+    if state == "success" and decision.get("promoted"):
+        comparison = ">=" if decision.get("direction") == "higher" else "<="
+        return (
+            f"Promoted: {decision.get('metric')}={decision.get('value')} {comparison} {decision.get('threshold')}; "
+            f"model {decision.get('model')}"
+        )
+    if state == "skipped":
+        return "Not promoted: the metrics gate did not pass (see the promote task log)."
+    return f"Not promoted: the promote task is {state}."
+
+
+def _summary(dag_run: Any, sim: Any, *, flagship: bool) -> int:
     tis = {ti.task_id: ti for ti in dag_run.get_task_instances()}
     state = getattr(dag_run.state, "value", dag_run.state)
 
@@ -107,29 +152,33 @@ def _summary(dag_run: Any, sim: Any, bucket: str) -> int:
         ti = tis.get(task_id)
         return ti.xcom_pull(task_ids=task_id, key=key) if ti is not None else None
 
+    def task_state(task_id: str) -> str | None:
+        ti = tis.get(task_id)
+        return None if ti is None else getattr(ti.state, "value", ti.state)
+
     print()
     print(f"DAG {dag_run.dag_id}: {state} (run {dag_run.run_id}, logical date {dag_run.logical_date})")
     for task_id, ti in sorted(tis.items(), key=lambda kv: kv[1].start_date or kv[1].end_date or 0):
         print(f"  {task_id:<20} {getattr(ti.state, 'value', ti.state):<10} {float(ti.duration or 0):7.1f} s")
-    pulls = sum(float(xcom(t, "tao_pull_seconds") or 0) for t in ("gap_analysis", "train", "evaluate"))
-    print()
-    print("Instance lifetime, split:")
-    print(f"  boot (create + readiness)  {duration('create_instance'):7.1f} s")
-    print(f"  image pulls                {pulls:7.1f} s")
-    print(f"  stage dataset              {duration('stage_dataset'):7.1f} s")
-    print(f"  gap analysis               {duration('gap_analysis'):7.1f} s")
-    print(f"  train                      {duration('train'):7.1f} s")
-    print(f"  evaluate                   {duration('evaluate'):7.1f} s")
-    print(f"  upload                     {duration('upload_results'):7.1f} s")
-    evaluation = xcom("evaluate") or {}
-    gap = xcom("gap_analysis") or {}
-    upload = xcom("upload_results") or {}
-    promote = xcom("promote") or {}
-    print()
-    print(f"KPIs (evaluate): {evaluation.get('kpis')}")
-    print(f"Gap analysis: threshold {gap.get('kpis', {}).get('threshold')}, f1 {gap.get('kpis', {}).get('f1')}")
-    print(f"Results in S3: {upload.get('s3_uri') or f's3://{bucket}/' + str(upload.get('s3_prefix'))}")
-    print(f"Promoted: {promote.get('promoted', False)} ({promote.get('metric')}={promote.get('value')})")
+    complete = True
+    if flagship:
+        results = {step: xcom(step) or {} for step in DATA_STEPS}
+        pulls = sum(float(xcom(step, "tao_pull_seconds") or 0) for step in DATA_STEPS)
+        print()
+        print("Instance lifetime, split:")
+        print(f"  boot (create + readiness)  {duration('create_instance'):7.1f} s")
+        print(f"  image pulls                {pulls:7.1f} s")
+        for step in DATA_STEPS:
+            print(f"  {step.replace('_', ' '):<26} {duration(step):7.1f} s  (with its image pull and data syncs)")
+        print()
+        print("Step outputs in S3:")
+        lines, complete = _data_table(results)
+        print("\n".join(lines))
+        evaluation, gap = results["evaluate"], results["gap_analysis"]
+        print()
+        print(f"KPIs (evaluate): {evaluation.get('kpis')}")
+        print(f"Gap analysis: threshold {gap.get('kpis', {}).get('threshold')}, f1 {gap.get('kpis', {}).get('f1')}")
+        print(_decision(task_state("promote"), xcom("promote") or {}))
     left = -1
     if sim is not None:
         deadline = time.monotonic() + 30
@@ -138,7 +187,7 @@ def _summary(dag_run: Any, sim: Any, bucket: str) -> int:
         left = len(sim.instances())
         print(f"brev CLI invocations: {len(sim.calls())}")
         print(f"Instances left: {left}")
-    return 0 if state == "success" and left in (0, -1) else 1
+    return 0 if state == "success" and left in (0, -1) and complete else 1
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -177,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
         # logical_date=None: what the UI, `airflow dags trigger` and the REST API create on Airflow 3 (dag.test()
         # without it would use the current time and hide templates that need ds/ds_nodash).
         dag_run = dag.test(logical_date=None, run_conf=conf)
-        return _summary(dag_run, sim, bucket)
+        return _summary(dag_run, sim, flagship=args.dag == DEFAULT_DAG)
     finally:
         if sim is not None:
             sim.kill_all()

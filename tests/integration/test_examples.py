@@ -87,11 +87,33 @@ def check_mixed_stages(dag_run: Any, sim: Any, written: list[str]) -> None:
 
 
 def check_flagship(dag_run: Any, sim: Any, written: list[str]) -> None:
+    """Each TAO step put its outputs in its own folder of the run's prefix (and said so in XCom), the checkpoint
+    evaluate used is in S3, and the promotion decision names it."""
     assert task_states(dag_run)["promote"] == "success"
     assert len(cli_calls(sim, "create")) == 1
+    assert len(cli_calls(sim, "delete")) == 1
     results = f"runs/{run_slug(dag_run.run_id)}/"
-    assert f"{results}train/status.json" in written, written
-    assert ti_of(dag_run, "upload_results").xcom_pull(task_ids="upload_results")["s3_prefix"] == results
+    run_uri = f"s3://{dag_run.conf['bucket']}/{results}"
+    step_dirs = {
+        "gap_analysis": "vcn/results/vcn_aoi",
+        "train": "vcn/results/train",
+        "evaluate": "vcn/results/evaluate",
+    }
+    for step, directory in step_dirs.items():
+        outputs = ti_of(dag_run, step).xcom_pull(task_ids=step)["outputs"]
+        assert outputs == {directory: f"{run_uri}{step}/"}, (step, outputs)
+        assert f"{results}{step}/status.json" in written, (step, written)
+    train = ti_of(dag_run, "train").xcom_pull(task_ids="train")
+    checkpoint = train["checkpoints"][-1]
+    assert checkpoint.startswith("model_epoch_") and f"{results}train/{checkpoint}" in written, written
+    assert not any(key.endswith("_latest.pth") for key in written), written  # symlinks are not uploaded
+    evaluate_sync = ti_of(dag_run, "evaluate").xcom_pull(task_ids="evaluate")["sync"]
+    dataset_uri = f"s3://{dag_run.conf['bucket']}/{DATASET_PREFIX}"
+    assert [report["uri"] for report in evaluate_sync["inputs"]] == [dataset_uri, f"{run_uri}train/"]
+    decision = ti_of(dag_run, "promote").xcom_pull(task_ids="promote")
+    assert decision["promoted"] is True and decision["direction"] == "higher"
+    assert decision["model"] == f"{run_uri}train/{checkpoint}"
+    assert decision["results"] == {step: f"{run_uri}{step}/" for step in step_dirs}
 
 
 def check_janitor(dag_run: Any, sim: Any, written: list[str]) -> None:
@@ -132,26 +154,37 @@ def test_example_runs_without_a_logical_date(file_name, dagbag, run_dag, brev_si
 
 
 def test_scheduled_runs_write_to_distinct_prefixes(dagbag):
-    """Scheduled runs have a logical date: each one must still get its own output prefix (one a week here)."""
+    """Scheduled runs have a logical date: each one must still get its own output prefix (one a week here), for
+    upload tasks and for the ``outputs`` of exec and TAO steps alike."""
     from datetime import UTC, datetime
 
     from airflow.models.dagrun import DagRun
     from airflow.utils.types import DagRunType
 
+    from airflow_provider_brev.operators.exec import BrevExecOperator
     from airflow_provider_brev.transfers import BrevToS3Operator
 
     mondays = [datetime(2026, 1, 5, 3, tzinfo=UTC), datetime(2026, 1, 12, 3, tzinfo=UTC)]
     run_ids = [DagRun.generate_run_id(run_type=DagRunType.SCHEDULED, logical_date=d, run_after=d) for d in mondays]
+
+    def destinations(task: Any) -> list[str]:
+        """The S3 destination templates of an upload task, or of a step that declares ``outputs``."""
+        if isinstance(task, BrevToS3Operator):
+            return [task.s3_prefix]
+        if isinstance(task, BrevExecOperator):
+            return list((task.outputs or {}).values())
+        return []
+
     uploads = [
-        (dag, task)
+        (dag, task, destination)
         for file_name in EXAMPLE_FILES
         for dag in map(dagbag.get_dag, dag_ids_in(dagbag, file_name))
         for task in dag.tasks
-        if isinstance(task, BrevToS3Operator)
+        for destination in destinations(task)
     ]
-    assert {dag.dag_id for dag, _ in uploads} >= {"tao_visual_changenet_retrain", "example_brev_mixed_stages"}
-    for dag, task in uploads:
-        template = dag.get_template_env().from_string(task.s3_prefix)
+    assert {dag.dag_id for dag, _, _ in uploads} >= {"tao_visual_changenet_retrain", "example_brev_mixed_stages"}
+    for dag, task, destination in uploads:
+        template = dag.get_template_env().from_string(destination)
         prefixes = [template.render(run_id=run_id, params=dict(dag.params)) for run_id in run_ids]
         assert prefixes[0] != prefixes[1], (dag.dag_id, task.task_id, prefixes)
         assert all(run_slug(run_id) in prefix for run_id, prefix in zip(run_ids, prefixes, strict=True))
