@@ -33,6 +33,7 @@ from airflow_provider_brev.cli.transfer_paths import (
     remote_path_word,
     validate_relpath,
 )
+from airflow_provider_brev.cli.validation import bool_value, duration_seconds, integer
 from airflow_provider_brev.exceptions import BrevInvalidInputError
 
 if TYPE_CHECKING:
@@ -52,29 +53,6 @@ MAX_URL_EXPIRES_IN = 7 * 24 * 3600
 
 
 # ------------------------------------------------------------------------------------------------ settings
-
-
-def parse_bool(name: str, value: Any) -> bool:
-    """A boolean parameter, also from a rendered template (``"true"``, ``"False"``, ``""``...)."""
-    if isinstance(value, str):
-        lowered = value.strip().lower()
-        if lowered in ("1", "true", "yes", "on"):
-            return True
-        if lowered in ("", "0", "false", "no", "off", "none"):
-            return False
-        raise BrevInvalidInputError(f"{name}: expected a boolean, got {value!r}.")
-    return bool(value)
-
-
-def parse_int(name: str, value: Any, minimum: int = 1) -> int:
-    """An integer parameter ``>= minimum`` (also from a rendered template)."""
-    try:
-        number = int(value)
-    except (TypeError, ValueError):
-        raise BrevInvalidInputError(f"{name} must be an integer, got {value!r}.") from None
-    if number < minimum or isinstance(value, bool):
-        raise BrevInvalidInputError(f"{name} must be an integer >= {minimum}, got {value!r}.")
-    return number
 
 
 def _text(value: Any) -> Any:
@@ -146,27 +124,21 @@ def transfer_settings(
         path_filter = PathFilter.create(include, exclude)
     except ValueError as err:
         raise BrevInvalidInputError(str(err)) from None
-    expires = parse_int("url_expires_in", url_expires_in)
+    expires = integer("url_expires_in", url_expires_in, minimum=1)
     if expires > MAX_URL_EXPIRES_IN:
         raise BrevInvalidInputError("url_expires_in must be at most 604800 s (7 days, SigV4's limit).")
-    try:
-        timeout = float(transfer_timeout)
-    except (TypeError, ValueError):
-        timeout = 0.0
-    if timeout <= 0:
-        raise BrevInvalidInputError("transfer_timeout must be a positive number of seconds.")
     return TransferSettings(
         instance_name=instance_name,
         bucket=s3_bucket.strip(),
         prefix=prefix,
         remote_dir=remote_dir,
         path_filter=path_filter,
-        max_attempts=parse_int("max_attempts", max_attempts),
-        concurrency=parse_int("concurrency", concurrency),
-        curl_retries=parse_int("curl_retries", curl_retries, 0),
+        max_attempts=integer("max_attempts", max_attempts, minimum=1),
+        concurrency=integer("concurrency", concurrency, minimum=1),
+        curl_retries=integer("curl_retries", curl_retries, minimum=0),
         url_expires_in=expires,
-        transfer_timeout=timeout,
-        fail_on_empty=parse_bool("fail_on_empty", fail_on_empty),
+        transfer_timeout=duration_seconds("transfer_timeout", transfer_timeout),
+        fail_on_empty=bool_value("fail_on_empty", fail_on_empty, default=False),
     )
 
 

@@ -10,13 +10,8 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_brev._compat import default_deferrable
-from airflow_provider_brev.cli.names import validate_instance_name
-from airflow_provider_brev.exceptions import (
-    BrevError,
-    BrevInstanceFailedError,
-    BrevInvalidInputError,
-    BrevTimeoutError,
-)
+from airflow_provider_brev.cli.validation import bool_value, conn_id, duration_seconds, instance_name, optional
+from airflow_provider_brev.exceptions import BrevError, BrevInstanceFailedError, BrevTimeoutError
 from airflow_provider_brev.operators.base import BrevBaseOperator
 from airflow_provider_brev.operators.exec import (  # re-exported: the exec operator lives in its own module
     ON_KILL_TIMEOUT,
@@ -73,6 +68,11 @@ class BrevCreateInstanceOperator(BrevBaseOperator):
     ``brev_instance``: name, id, ``owned``, ``adopted`` and the ``spec`` to re-create it; read it with
     :func:`~airflow_provider_brev.utils.provisioning.read_instance_record`).
 
+    **Bad input costs nothing.** Every parameter is templated and checked at the start of ``execute``, before any
+    ``brev`` call: numbers and booleans may be rendered text (``"{{ params.ready_timeout }}"``, ``"true"``); a bad
+    value fails the task at once, without a retry, with
+    :class:`~airflow_provider_brev.exceptions.BrevInvalidInputError` naming the parameter.
+
     :param instance_name: explicit name (templated). Default: the deterministic, expiring, owner-prefixed name.
     :param adopt_existing: use an instance that already exists under ``instance_name`` although this task did
         not create it (it is then never deleted by the provider). Default: fail instead.
@@ -93,7 +93,21 @@ class BrevCreateInstanceOperator(BrevBaseOperator):
     """
 
     template_fields = brev_template_fields(
-        "instance_name", "gpu", "instance_types", "min_vram", "cloud_cred_id", "workspace_group_id", "ready_timeout"
+        "instance_name",
+        "gpu",
+        "instance_types",
+        "min_vram",
+        "cloud_cred_id",
+        "workspace_group_id",
+        "wait_for_ready",
+        "ready_timeout",
+        "require_docker",
+        "poll_interval",
+        "deferrable",
+        "delete_on_failure",
+        "max_lifetime",
+        "name_prefix",
+        "adopt_existing",
     )
 
     def __init__(
@@ -135,36 +149,39 @@ class BrevCreateInstanceOperator(BrevBaseOperator):
         self._created_name: str | None = None
         self._provisioner: InstanceProvisioner | None = None
 
-    def _timeout(self) -> float:
-        try:
-            value = float(self.ready_timeout)
-        except (TypeError, ValueError):
-            value = -1.0
-        if value <= 0:
-            raise BrevInvalidInputError(
-                f"ready_timeout must be a positive number of seconds, got {self.ready_timeout!r}."
-            )
-        return value
-
-    def provisioner(self) -> InstanceProvisioner:
+    def _validate(self) -> InstanceRequest:
+        """Check every rendered parameter before any ``brev`` call (bad input costs nothing) and normalise them in
+        place (numbers from text, booleans from ``"true"``/``"false"``); returns the checked instance request."""
+        optional(conn_id, "brev_conn_id", self.brev_conn_id)
         request = InstanceRequest(
-            instance_name=self.instance_name or None,
-            gpu=self.gpu or None,
+            instance_name=self.instance_name,
+            gpu=self.gpu,
             instance_types=self.instance_types,
             min_vram=self.min_vram,
             cloud_cred_id=self.cloud_cred_id,
             workspace_group_id=self.workspace_group_id,
             max_lifetime=self.max_lifetime,
             name_prefix=self.name_prefix,
-            require_docker=bool(self.require_docker),
-            adopt_existing=bool(self.adopt_existing),
+            require_docker=self.require_docker,
+            adopt_existing=self.adopt_existing,
         )
-        self._provisioner = InstanceProvisioner(self.hook, self.log, request, poll_interval=float(self.poll_interval))
+        request.validate()
+        self.require_docker, self.adopt_existing = request.require_docker, request.adopt_existing
+        self.ready_timeout = duration_seconds("ready_timeout", self.ready_timeout)
+        self.poll_interval = duration_seconds("poll_interval", self.poll_interval)
+        self.wait_for_ready = bool_value("wait_for_ready", self.wait_for_ready, default=True)
+        self.deferrable = bool_value("deferrable", self.deferrable, default=default_deferrable())
+        self.delete_on_failure = bool_value("delete_on_failure", self.delete_on_failure, default=True)
+        return request
+
+    def provisioner(self, request: InstanceRequest) -> InstanceProvisioner:
+        """The lifecycle rules for ``request`` (from :meth:`_validate`), kept for ``on_kill``."""
+        self._provisioner = InstanceProvisioner(self.hook, self.log, request, poll_interval=self.poll_interval)
         return self._provisioner
 
     def execute(self, context: Context) -> str:
-        timeout = self._timeout()
-        provisioner = self.provisioner()
+        provisioner = self.provisioner(self._validate())
+        timeout = self.ready_timeout
         provisioned = provisioner.ensure(context, wait_timeout=timeout)
         name = provisioned.name
         if provisioned.created:
@@ -183,7 +200,7 @@ class BrevCreateInstanceOperator(BrevBaseOperator):
                     instance_name=name,
                     brev_conn_id=self.brev_conn_id,
                     deadline=time.time() + timeout,
-                    poll_interval=float(self.poll_interval),
+                    poll_interval=self.poll_interval,
                     require_docker=self.require_docker,
                     delete_on_kill=self.delete_on_failure and provisioned.owned,
                     created=provisioned.owned,
@@ -197,13 +214,16 @@ class BrevCreateInstanceOperator(BrevBaseOperator):
         return name
 
     def execute_complete(self, context: Context, event: dict[str, Any] | None = None) -> str:
+        request = self._validate()  # a resumed task is rendered anew: the same checks and normalisation
         event = validate_event(event, "instance_name")
         name = event["instance_name"]
         if event["status"] == EVENT_SUCCESS:
             self.log.info("%s", event["message"])
             return name
         if self.delete_on_failure:
-            self.provisioner().cleanup_after_failure(name, owned=bool(event.get("created")), reason=event["message"])
+            self.provisioner(request).cleanup_after_failure(
+                name, owned=bool(event.get("created")), reason=event["message"]
+            )
         raise_for_error_event(event, "Waiting for the instance failed")
         if event["status"] == EVENT_TIMEOUT:
             raise BrevTimeoutError(event["message"])
@@ -244,13 +264,16 @@ class BrevDeleteInstanceOperator(BrevBaseOperator):
     Transient Brev errors are retried inside the task (the hook's backoff); deletion is asynchronous on
     Brev's side, so ``wait_for_deletion`` also waits until the instance has disappeared.
 
+    Every parameter is templated and checked before any ``brev`` call (a bad value fails the task at once, naming
+    the parameter).
+
     :param instance_name: the instance to delete (templated; usually ``create.output``).
     :param wait_for_deletion: wait until ``brev ls`` no longer lists it.
-    :param deletion_timeout: seconds to wait for the deletion.
+    :param deletion_timeout: seconds (or a ``timedelta``) to wait for the deletion.
     :param brev_conn_id: the Airflow connection id of type ``brev``.
     """
 
-    template_fields = brev_template_fields("instance_name")
+    template_fields = brev_template_fields("instance_name", "wait_for_deletion", "deletion_timeout")
 
     def __init__(
         self,
@@ -265,14 +288,22 @@ class BrevDeleteInstanceOperator(BrevBaseOperator):
         self.wait_for_deletion = wait_for_deletion
         self.deletion_timeout = deletion_timeout
 
+    def _validate(self) -> str:
+        """Check every rendered parameter before any ``brev`` call; returns the instance name."""
+        optional(conn_id, "brev_conn_id", self.brev_conn_id)
+        name = instance_name("instance_name", self.instance_name)
+        self.wait_for_deletion = bool_value("wait_for_deletion", self.wait_for_deletion, default=False)
+        self.deletion_timeout = duration_seconds("deletion_timeout", self.deletion_timeout)
+        return name
+
     def execute(self, context: Context) -> dict[str, Any]:
-        name = validate_instance_name(self.instance_name)
+        name = self._validate()
         reason = self._reason_to_leave(context, name)
         if reason:
             self.log.info("Leaving instance %s: %s.", name, reason)
             return {"instance_name": name, "deleted": False}
         try:
-            deleted = self.hook.delete_instance(name, wait=self.wait_for_deletion, timeout=float(self.deletion_timeout))
+            deleted = self.hook.delete_instance(name, wait=self.wait_for_deletion, timeout=self.deletion_timeout)
         except BrevError:
             self.log.error("Deleting %s failed; retry the task or delete it with `brev delete %s`.", name, name)
             raise

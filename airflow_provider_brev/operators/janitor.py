@@ -6,11 +6,19 @@ import time
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_brev.cli.names import parse_managed_name, validate_owner_prefix
+from airflow_provider_brev.cli.names import parse_managed_name
 from airflow_provider_brev.cli.output import STATUS_DELETING
+from airflow_provider_brev.cli.validation import (
+    bool_value,
+    conn_id,
+    duration_seconds,
+    non_negative,
+    optional,
+    owner_prefix,
+    positive_int,
+)
 from airflow_provider_brev.exceptions import (
     BrevError,
-    BrevInvalidInputError,
     BrevSweepFailedError,  # re-exported
 )
 from airflow_provider_brev.operators.base import BrevBaseOperator
@@ -24,15 +32,6 @@ if TYPE_CHECKING:
 
 #: XCom key of the sweep report (also the task's return value when the sweep succeeds).
 XCOM_REPORT = "report"
-
-
-def _as_timedelta(value: timedelta | float | int | None, what: str) -> timedelta:
-    if value is None:
-        return timedelta(0)
-    result = value if isinstance(value, timedelta) else timedelta(seconds=float(value))
-    if result < timedelta(0):
-        raise BrevInvalidInputError(f"{what} must not be negative, got {value!r}.")
-    return result
 
 
 class BrevSweepInstancesOperator(BrevBaseOperator):
@@ -80,9 +79,20 @@ class BrevSweepInstancesOperator(BrevBaseOperator):
         own ``retries``/``retry_delay`` are Airflow's usual task retries.)
     :param cli_retry_delay: initial backoff between those attempts, in seconds (default: the hook's, 1 s).
     :param brev_conn_id: the Airflow connection id of type ``brev``.
+
+    Every parameter but ``dry_run`` is templated; all are checked at the start of ``execute``, before any ``brev``
+    call (a bad value fails the task at once, without a retry, naming the parameter).
     """
 
-    template_fields = brev_template_fields("name_prefix")
+    template_fields = brev_template_fields(
+        "name_prefix",
+        "grace_period",
+        "wait_for_deletion",
+        "deletion_timeout",
+        "poll_interval",
+        "cli_retry_limit",
+        "cli_retry_delay",
+    )
 
     def __init__(
         self,
@@ -99,7 +109,7 @@ class BrevSweepInstancesOperator(BrevBaseOperator):
     ) -> None:
         super().__init__(**kwargs)
         self.name_prefix = name_prefix
-        self.grace_period = _as_timedelta(grace_period, "grace_period")
+        self.grace_period = grace_period
         # Not ``self.dry_run``: that name is BaseOperator's "render templates only" method.
         self.dry_run_only = dry_run
         self.wait_for_deletion = wait_for_deletion
@@ -112,18 +122,31 @@ class BrevSweepInstancesOperator(BrevBaseOperator):
     def _hook_parameters(self) -> dict[str, Any]:
         params = super()._hook_parameters
         if self.cli_retry_limit is not None:
-            params["retry_limit"] = int(self.cli_retry_limit)
+            params["retry_limit"] = self.cli_retry_limit
         if self.cli_retry_delay is not None:
-            params["retry_delay"] = float(self.cli_retry_delay)
+            params["retry_delay"] = self.cli_retry_delay
         return params
 
-    def _prefix(self) -> str:
-        return validate_owner_prefix(self.name_prefix or self.hook.config.name_prefix)
+    def _validate(self) -> tuple[str, timedelta]:
+        """Check every rendered parameter before any ``brev`` call and normalise it in place; returns the owner
+        prefix (``name_prefix``, else the connection's) and the grace period."""
+        optional(conn_id, "brev_conn_id", self.brev_conn_id)
+        prefix = optional(owner_prefix, "name_prefix", self.name_prefix)
+        grace = optional(duration_seconds, "grace_period", self.grace_period, allow_zero=True) or 0.0
+        self.dry_run_only = bool_value("dry_run", self.dry_run_only, default=False)
+        self.wait_for_deletion = bool_value("wait_for_deletion", self.wait_for_deletion, default=False)
+        self.deletion_timeout = duration_seconds("deletion_timeout", self.deletion_timeout)
+        self.poll_interval = duration_seconds("poll_interval", self.poll_interval)
+        self.cli_retry_limit = optional(positive_int, "cli_retry_limit", self.cli_retry_limit)
+        self.cli_retry_delay = optional(non_negative, "cli_retry_delay", self.cli_retry_delay, unit="seconds")
+        if prefix is None:  # the connection's (reading it runs no `brev`)
+            prefix = owner_prefix("the connection extra name_prefix", self.hook.config.name_prefix)
+        return prefix, timedelta(seconds=grace)
 
     def execute(self, context: Context) -> dict[str, Any]:
-        prefix = self._prefix()
+        prefix, grace_period = self._validate()
         now = datetime.now(UTC)
-        cutoff = now - self.grace_period
+        cutoff = now - grace_period
         report: dict[str, Any] = {
             "deleted": [],
             "would_delete": [],
@@ -140,7 +163,7 @@ class BrevSweepInstancesOperator(BrevBaseOperator):
             len(instances),
             prefix,
             cutoff.isoformat(timespec="minutes"),
-            self.grace_period,
+            grace_period,
             " [dry run]" if self.dry_run_only else "",
         )
 
@@ -196,8 +219,8 @@ class BrevSweepInstancesOperator(BrevBaseOperator):
     def _wait_until_gone(self, report: dict[str, Any]) -> None:
         """Wait (bounded) until no deleted instance is listed; the ones still there become failures."""
         pending = set(report["deleted"])
-        deadline = time.monotonic() + float(self.deletion_timeout)
-        self.log.info("Waiting up to %.0f s for %d deletion(s) to finish.", float(self.deletion_timeout), len(pending))
+        deadline = time.monotonic() + self.deletion_timeout
+        self.log.info("Waiting up to %.0f s for %d deletion(s) to finish.", self.deletion_timeout, len(pending))
         while True:
             try:
                 listed = {instance.name: instance.status for instance in self.hook.list_instances()}
@@ -211,10 +234,10 @@ class BrevSweepInstancesOperator(BrevBaseOperator):
                 return
             if time.monotonic() >= deadline:
                 break
-            time.sleep(max(0.0, min(float(self.poll_interval), deadline - time.monotonic())))
+            time.sleep(max(0.0, min(self.poll_interval, deadline - time.monotonic())))
         for name in sorted(pending):
             report["deleted"].remove(name)
-            error = f"still {listed.get(name, 'listed')} after {float(self.deletion_timeout):.0f} s"
+            error = f"still {listed.get(name, 'listed')} after {self.deletion_timeout:.0f} s"
             report["failed"].append({"name": name, "error": error})
             self.log.error("%s was not deleted in time: %s.", name, error)
 

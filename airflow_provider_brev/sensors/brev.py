@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from airflow.sdk import PokeReturnValue
 
 from airflow_provider_brev._compat import default_deferrable
-from airflow_provider_brev.cli.names import validate_instance_name
+from airflow_provider_brev.cli.validation import bool_value, conn_id, duration_seconds, instance_name, optional
 from airflow_provider_brev.exceptions import BrevInstanceFailedError, BrevTimeoutError
 from airflow_provider_brev.sensors.base import BrevBaseSensor
 from airflow_provider_brev.utils.events import EVENT_SUCCESS, EVENT_TIMEOUT, raise_for_error_event, validate_event
@@ -34,15 +34,19 @@ class BrevReadySensor(BrevBaseSensor):
     ``[operators] default_deferrable``). Deferred, the trigger enforces an absolute deadline, because
     Airflow 3.3 does not apply ``execution_timeout`` to deferrals.
 
+    Every parameter is checked at the start of ``execute``, before any ``brev`` call: a bad value (an invalid
+    name, a NaN or infinite ``timeout``, a zero ``poke_interval``) fails the task at once, without a retry, with
+    :class:`~airflow_provider_brev.exceptions.BrevInvalidInputError` naming the parameter.
+
     :param instance_name: the instance to wait for (templated; e.g. ``create.output``).
-    :param require_docker: also require ``docker info`` to succeed (container work such as TAO).
-    :param deferrable: wait in the triggerer, holding no worker slot.
+    :param require_docker: also require ``docker info`` to succeed (container work such as TAO; templated).
+    :param deferrable: wait in the triggerer, holding no worker slot (templated).
     :param poke_interval: seconds between checks (default 1: readiness is noticed within about a second).
     :param timeout: total seconds to wait (default 20 minutes, sized for GPU cold starts).
     :param brev_conn_id: the Airflow connection id of type ``brev``.
     """
 
-    template_fields = brev_template_fields("instance_name")
+    template_fields = brev_template_fields("instance_name", "require_docker", "deferrable")
 
     def __init__(
         self,
@@ -59,8 +63,18 @@ class BrevReadySensor(BrevBaseSensor):
         self.require_docker = require_docker
         self.deferrable = default_deferrable() if deferrable is None else deferrable
 
+    def _validate(self) -> str:
+        """Check every rendered parameter before any ``brev`` call and normalise it; returns the instance name."""
+        optional(conn_id, "brev_conn_id", self.brev_conn_id)
+        name = instance_name("instance_name", self.instance_name)
+        self.require_docker = bool_value("require_docker", self.require_docker, default=False)
+        self.deferrable = bool_value("deferrable", self.deferrable, default=default_deferrable())
+        self.poke_interval = duration_seconds("poke_interval", self.poke_interval)
+        self.timeout = duration_seconds("timeout", self.timeout)
+        return name
+
     def poke(self, context: Context) -> PokeReturnValue:
-        name = validate_instance_name(self.instance_name)
+        name = instance_name("instance_name", self.instance_name)
         readiness = self.hook.check_readiness(name, require_docker=self.require_docker)
         self.log.info("%s", readiness.message)
         if readiness.terminal:
@@ -68,9 +82,9 @@ class BrevReadySensor(BrevBaseSensor):
         return PokeReturnValue(is_done=readiness.ready, xcom_value=readiness.instance)
 
     def execute(self, context: Context) -> Any:
+        name = self._validate()
         if not self.deferrable:
             return super().execute(context)
-        name = validate_instance_name(self.instance_name)
         readiness = self.hook.check_readiness(name, require_docker=self.require_docker)
         if readiness.ready:  # check before deferring: no round trip when already ready
             self.log.info("%s", readiness.message)
@@ -83,12 +97,12 @@ class BrevReadySensor(BrevBaseSensor):
             trigger=BrevInstanceReadyTrigger(
                 instance_name=name,
                 brev_conn_id=self.brev_conn_id,
-                deadline=time.time() + float(self.timeout),
-                poll_interval=float(self.poke_interval),
+                deadline=time.time() + self.timeout,
+                poll_interval=self.poke_interval,
                 require_docker=self.require_docker,
             ),
             method_name="execute_complete",
-            timeout=timedelta(seconds=float(self.timeout) + 60),
+            timeout=timedelta(seconds=self.timeout + 60),
         )
         return None
 

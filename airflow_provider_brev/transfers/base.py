@@ -13,7 +13,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from airflow_provider_brev.cli.transfer_paths import normalize_patterns
 from airflow_provider_brev.cli.transfer_rounds import DEFAULT_URL_EXPIRES_IN, TransferSettings, transfer_settings
+from airflow_provider_brev.cli.validation import (
+    conn_id,
+    duration_seconds,
+    instance_name,
+    named,
+    optional,
+    s3_bucket,
+    safe_text,
+)
 from airflow_provider_brev.exceptions import BrevTransferError
 from airflow_provider_brev.operators.base import BrevBaseOperator
 from airflow_provider_brev.utils.mixins import brev_template_fields
@@ -43,10 +53,25 @@ class BrevS3TransferBaseOperator(BrevBaseOperator):
     :param url_expires_in: lifetime of each presigned URL in seconds (a transfer must *start* within it).
     :param transfer_timeout: time budget of one round, in seconds.
     :param fail_on_empty: fail when nothing matches.
+
+    Every parameter is templated (numbers and booleans may be rendered text) and checked before any ``brev`` or S3
+    call: a bad value fails the task at once, without a retry, naming the parameter.
     """
 
     template_fields = brev_template_fields(
-        "instance_name", "s3_bucket", "s3_prefix", "remote_dir", "include", "exclude", "aws_conn_id"
+        "instance_name",
+        "s3_bucket",
+        "s3_prefix",
+        "remote_dir",
+        "include",
+        "exclude",
+        "aws_conn_id",
+        "max_attempts",
+        "concurrency",
+        "curl_retries",
+        "url_expires_in",
+        "transfer_timeout",
+        "fail_on_empty",
     )
     ui_color = "#76b900"
 
@@ -85,6 +110,19 @@ class BrevS3TransferBaseOperator(BrevBaseOperator):
         self.staging: S3StagingHook | None = None
 
     def _settings(self) -> TransferSettings:
+        """Check every rendered parameter before any ``brev`` or S3 call (bad input costs nothing) and normalise
+        them. Parameters whose shared checks in :func:`~airflow_provider_brev.cli.transfer_rounds.transfer_settings`
+        do not name them are checked here first, so every message names its parameter."""
+        optional(conn_id, "brev_conn_id", self.brev_conn_id)
+        optional(conn_id, "aws_conn_id", self.aws_conn_id)
+        instance_name("instance_name", self.instance_name)
+        safe_text("remote_dir", self.remote_dir)
+        s3_bucket("s3_bucket", self.s3_bucket)
+        if self.s3_prefix is not None:
+            safe_text("s3_prefix", self.s3_prefix, allow_empty=True)
+        named("include", lambda value: normalize_patterns(value, "include"), self.include)
+        named("exclude", lambda value: normalize_patterns(value, "exclude"), self.exclude)
+        duration_seconds("transfer_timeout", self.transfer_timeout)  # also refuses NaN and infinities
         return transfer_settings(
             instance_name=self.instance_name,
             s3_bucket=self.s3_bucket,

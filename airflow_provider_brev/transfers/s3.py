@@ -21,13 +21,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_brev.cli.transfer_checksums import MIB, S3_MAX_PART_SIZE, S3_MIN_PART_SIZE
-from airflow_provider_brev.cli.transfer_rounds import (
-    describe_failures,
-    name_some,
-    parse_bool,
-    parse_int,
-    parse_keys,
-)
+from airflow_provider_brev.cli.transfer_rounds import describe_failures, name_some, parse_keys
+from airflow_provider_brev.cli.validation import bool_value, integer
 from airflow_provider_brev.exceptions import (  # re-exported
     BrevInvalidInputError,
     BrevTransferConflictError,
@@ -172,7 +167,9 @@ class BrevToS3Operator(BrevS3TransferBaseOperator):
     :param fail_on_empty: fail when no file matches.
     """
 
-    template_fields = brev_template_fields(*BrevS3TransferBaseOperator.template_fields, "overwrite")
+    template_fields = brev_template_fields(
+        *BrevS3TransferBaseOperator.template_fields, "overwrite", "multipart_threshold", "part_size"
+    )
 
     def __init__(
         self,
@@ -195,11 +192,9 @@ class BrevToS3Operator(BrevS3TransferBaseOperator):
 
     def execute(self, context: Context) -> dict[str, Any]:
         s = self._settings()
-        overwrite = parse_bool("overwrite", self.overwrite)
-        threshold = parse_int("multipart_threshold", self.multipart_threshold, 0)
-        part_size = parse_int("part_size", self.part_size)
-        if not S3_MIN_PART_SIZE <= part_size <= S3_MAX_PART_SIZE:
-            raise BrevInvalidInputError("part_size must be between 5 MiB and 5 GiB (S3's limits).")
+        overwrite = bool_value("overwrite", self.overwrite, default=False)
+        threshold = integer("multipart_threshold", self.multipart_threshold, minimum=0)
+        part_size = integer("part_size", self.part_size, minimum=S3_MIN_PART_SIZE, maximum=S3_MAX_PART_SIZE)
         staging = self._staging_hook(s)
         runner = self._runner(s, staging)
         listed = runner.list_remote()

@@ -26,9 +26,18 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_brev.cli.argv import instance_type_list
 from airflow_provider_brev.cli.names import managed_instance_name, parse_managed_name, validate_instance_name
 from airflow_provider_brev.cli.output import STATUS_DELETING, STATUS_FAILURE, BrevInstance
+from airflow_provider_brev.cli.validation import (
+    bool_value,
+    duration_seconds,
+    instance_name,
+    instance_request,
+    optional,
+    owner_prefix,
+    placement_id,
+    positive_number,
+)
 from airflow_provider_brev.exceptions import (
     BrevAuthError,
     BrevCLINotFoundError,
@@ -89,25 +98,23 @@ class InstanceRequest:
     adopt_existing: bool = False
 
     def validate(self) -> None:
-        """Reject bad input before anything is created or paid for."""
-        gpu, types = instance_type_list(self.gpu, self.instance_types)  # shape checks, in the pure core
+        """Reject bad input before anything is created or paid for, and normalise the rendered values in place
+        (empty text means "not given"; numbers from text; ``max_lifetime`` a ``timedelta``). Idempotent."""
+        gpu, types = instance_request(self.gpu, self.instance_types)  # shape checks, in the pure core
         if not gpu and not types:
             raise BrevInvalidInputError(
                 "No instance type requested: pass gpu (e.g. 'L40S:1') or instance_types (e.g. ['g6e.xlarge']). "
                 "An empty value (such as a template that rendered to '') does not mean 'a default instance'."
             )
-        if self.min_vram not in (None, ""):
-            try:
-                if float(self.min_vram) <= 0:  # type: ignore[arg-type]
-                    raise ValueError
-            except (TypeError, ValueError):
-                raise BrevInvalidInputError(
-                    f"min_vram must be a positive number of GB, got {self.min_vram!r}."
-                ) from None
-        if as_timedelta(self.max_lifetime) <= timedelta(0):
-            raise BrevInvalidInputError("max_lifetime must be positive.")
-        if self.instance_name:
-            validate_instance_name(self.instance_name)
+        self.gpu, self.instance_types = gpu, types
+        self.min_vram = optional(positive_number, "min_vram", self.min_vram, unit="GB")
+        self.max_lifetime = timedelta(seconds=duration_seconds("max_lifetime", self.max_lifetime))
+        self.instance_name = optional(instance_name, "instance_name", self.instance_name)
+        self.name_prefix = optional(owner_prefix, "name_prefix", self.name_prefix)
+        self.cloud_cred_id = optional(placement_id, "cloud_cred_id", self.cloud_cred_id)
+        self.workspace_group_id = optional(placement_id, "workspace_group_id", self.workspace_group_id)
+        self.require_docker = bool_value("require_docker", self.require_docker, default=False)
+        self.adopt_existing = bool_value("adopt_existing", self.adopt_existing, default=False)
 
     def min_vram_gb(self) -> float | None:
         return float(self.min_vram) if self.min_vram not in (None, "") else None  # type: ignore[arg-type]

@@ -12,7 +12,6 @@ from airflow_provider_brev.cli.transfer_rounds import (
     StagedDownload,
     StagedUpload,
     describe_failures,
-    parse_bool,
     parse_keys,
     plan_uploads,
     select_downloads,
@@ -59,12 +58,14 @@ def test_settings_are_normalised():
         ({"s3_bucket": ""}, "s3_bucket"),
         ({"remote_dir": " "}, "remote directory"),
         ({"include": "[a\\b]"}, "bracket expression"),
-        ({"max_attempts": 0}, "max_attempts must be an integer >= 1"),
+        ({"max_attempts": 0}, "max_attempts must be a whole number >= 1"),
+        ({"max_attempts": 2.5}, "max_attempts must be a whole number"),
         ({"concurrency": True}, "concurrency"),
-        ({"curl_retries": "x"}, "curl_retries must be an integer"),
+        ({"curl_retries": "x"}, "curl_retries must be a whole number >= 0"),
         ({"url_expires_in": 7 * 24 * 3600 + 1}, "7 days"),
         ({"transfer_timeout": "soon"}, "transfer_timeout"),
-        ({"fail_on_empty": "perhaps"}, "fail_on_empty: expected a boolean"),
+        ({"transfer_timeout": float("nan")}, "transfer_timeout must be a positive number"),
+        ({"fail_on_empty": "perhaps"}, "fail_on_empty must be a boolean"),
     ],
 )
 def test_bad_settings_are_refused(override, message):
@@ -77,7 +78,6 @@ def test_keys_and_booleans():
     assert parse_keys("a/b") == ["a/b"]
     with pytest.raises(BrevInvalidInputError, match="not ending in"):
         parse_keys(["a/"])
-    assert parse_bool("x", " Yes ") is True and parse_bool("x", "") is False and parse_bool("x", 0) is False
 
 
 def test_task_order_and_failure_descriptions():

@@ -1,0 +1,189 @@
+"""The shared parameter checks (airflow_provider_brev/cli/validation.py): parsed values, and errors that name the
+parameter and are never retried."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from airflow_provider_brev.cli import validation as v
+from airflow_provider_brev.exceptions import BrevInvalidInputError, retry_policy
+
+GOOD = [
+    (v.positive_number, ("p", 2), {}, 2.0),
+    (v.positive_number, ("p", "2.5"), {}, 2.5),
+    (v.positive_number, ("p", " 1e3 "), {}, 1000.0),
+    (v.positive_number, ("p", 10), {"maximum": 10}, 10.0),
+    (v.non_negative, ("p", 0), {}, 0.0),
+    (v.non_negative, ("p", "0.0"), {}, 0.0),
+    (v.integer, ("p", "0"), {"minimum": 0}, 0),
+    (v.integer, ("p", 3.0), {"minimum": 1}, 3),
+    (v.integer, ("p", 7), {"minimum": 1, "maximum": 7}, 7),
+    (v.positive_int, ("p", "12"), {}, 12),
+    (v.duration_seconds, ("d", 600), {}, 600.0),
+    (v.duration_seconds, ("d", "90"), {}, 90.0),
+    (v.duration_seconds, ("d", timedelta(minutes=2)), {}, 120.0),
+    (v.duration_seconds, ("d", timedelta(0)), {"allow_zero": True}, 0.0),
+    (v.duration_seconds, ("d", "0"), {"allow_zero": True}, 0.0),
+    (v.bool_value, ("b", True), {}, True),
+    (v.bool_value, ("b", "False"), {}, False),
+    (v.bool_value, ("b", " Yes "), {}, True),
+    (v.bool_value, ("b", "off"), {}, False),
+    (v.bool_value, ("b", 1), {}, True),
+    (v.bool_value, ("b", 0), {}, False),
+    (v.bool_value, ("b", ""), {"default": True}, True),
+    (v.bool_value, ("b", None), {"default": False}, False),
+    (v.bool_value, ("b", "None"), {"default": True}, True),
+    (v.choice, ("c", " kill "), {"allowed": ("kill", "keep")}, "kill"),
+    (v.safe_text, ("t", "~/data/in"), {}, "~/data/in"),
+    (v.safe_text, ("t", 20260101), {}, "20260101"),  # native rendering of {{ ds_nodash }}
+    (v.safe_text, ("t", ""), {"allow_empty": True}, ""),
+    (v.conn_id, ("c", "brev_default"), {}, "brev_default"),
+    (v.conn_id, ("c", "aws-prod.eu:1"), {}, "aws-prod.eu:1"),
+    (v.placement_id, ("p", "cc-3f9a"), {}, "cc-3f9a"),
+    (v.env_name, ("e", "_MY_VAR2"), {}, "_MY_VAR2"),
+    (v.instance_name, ("n", "my-box.1"), {}, "my-box.1"),
+    (v.instance_name, ("n", 42), {}, "42"),
+    (v.owner_prefix, ("n", "team7"), {}, "team7"),
+    (v.s3_bucket, ("s3_bucket", " my-bucket "), {}, "my-bucket"),
+]
+
+
+@pytest.mark.parametrize(("check", "args", "kwargs", "expected"), GOOD)
+def test_good_values_are_parsed(check, args, kwargs, expected):
+    result = check(*args, **kwargs)
+    assert result == expected
+    assert type(result) is type(expected)
+
+
+BAD = [
+    (v.positive_number, ("poll_interval", -1), {}, "positive number"),
+    (v.positive_number, ("poll_interval", 0), {}, "positive number"),
+    (v.positive_number, ("poll_interval", "nan"), {}, "positive number"),
+    (v.positive_number, ("poll_interval", float("nan")), {}, "positive number"),
+    (v.positive_number, ("poll_interval", float("inf")), {}, "positive number"),
+    (v.positive_number, ("poll_interval", "-inf"), {}, "positive number"),
+    (v.positive_number, ("poll_interval", "soon"), {}, "positive number"),
+    (v.positive_number, ("poll_interval", ""), {}, "positive number"),
+    (v.positive_number, ("poll_interval", None), {}, "positive number"),
+    (v.positive_number, ("poll_interval", True), {}, "positive number"),  # a boolean is not a number
+    (v.positive_number, ("poll_interval", [1]), {}, "positive number"),
+    (v.positive_number, ("poll_interval", 10**400), {}, "positive number"),
+    (v.positive_number, ("min_vram", 11), {"maximum": 10}, "no greater than 10"),
+    (v.non_negative, ("cli_retry_delay", -0.5), {}, ">= 0"),
+    (v.integer, ("max_attempts", 0), {"minimum": 1}, ">= 1"),
+    (v.integer, ("max_attempts", 2.5), {"minimum": 1}, "whole number"),
+    (v.integer, ("max_attempts", "2.5"), {"minimum": 1}, "whole number"),
+    (v.integer, ("max_attempts", False), {"minimum": 0}, "whole number"),
+    (v.integer, ("part_size", 11), {"minimum": 1, "maximum": 10}, "<= 10"),
+    (v.positive_int, ("cli_retry_limit", -3), {}, ">= 1"),
+    (v.duration_seconds, ("ready_timeout", 0), {}, "positive number of seconds"),
+    (v.duration_seconds, ("ready_timeout", "-5"), {}, "positive number of seconds"),
+    (v.duration_seconds, ("ready_timeout", "1 hour"), {}, "positive number of seconds"),
+    (v.duration_seconds, ("ready_timeout", 1e300), {}, "no greater than 315360000"),
+    (v.duration_seconds, ("max_lifetime", timedelta(hours=-1)), {}, "positive timedelta"),
+    (v.duration_seconds, ("grace_period", timedelta(seconds=-1)), {"allow_zero": True}, "non-negative timedelta"),
+    (v.bool_value, ("overwrite", "maybe"), {}, "boolean"),
+    (v.bool_value, ("overwrite", ""), {}, "boolean"),  # empty without a default
+    (v.bool_value, ("overwrite", 2), {}, "boolean"),
+    (v.bool_value, ("overwrite", None), {}, "boolean"),
+    (v.choice, ("on_kill_action", "stop"), {"allowed": ("kill", "keep")}, "'keep', 'kill'"),
+    (v.safe_text, ("remote_dir", "a\nb"), {}, "newlines"),
+    (v.safe_text, ("remote_dir", "a\x00b"), {}, "NUL"),
+    (v.safe_text, ("remote_dir", "a\rb"), {}, "newlines"),
+    (v.safe_text, ("remote_dir", "  "), {}, "non-empty"),
+    (v.safe_text, ("remote_dir", ["x"]), {}, "non-empty"),
+    (v.conn_id, ("aws_conn_id", "my conn"), {}, "connection id"),
+    (v.conn_id, ("aws_conn_id", "x" * 251), {}, "connection id"),
+    (v.placement_id, ("cloud_cred_id", "--org=evil"), {}, "starting with a letter or digit"),
+    (v.placement_id, ("cloud_cred_id", "a b"), {}, "starting with a letter or digit"),
+    (v.env_name, ("env", "1ABC"), {}, "environment variable name"),
+    (v.env_name, ("env", "A-B"), {}, "environment variable name"),
+    (v.instance_name, ("instance_name", "bad name!"), {}, "Invalid instance name"),
+    (v.instance_name, ("instance_name", "x" * 64), {}, "at most 63"),
+    (v.instance_name, ("instance_name", ""), {}, "empty"),
+    (v.owner_prefix, ("name_prefix", "Bad-Prefix"), {}, "Invalid owner prefix"),
+    (v.s3_bucket, ("s3_bucket", "UPPER_case"), {}, "Invalid bucket name"),
+    (v.s3_bucket, ("s3_bucket", "bucket/prefix"), {}, "bucket name alone"),
+    (v.s3_bucket, ("s3_bucket", " "), {}, "non-empty"),
+]
+
+
+@pytest.mark.parametrize(("check", "args", "kwargs", "fragment"), BAD)
+def test_bad_values_name_the_parameter_and_are_not_retried(check, args, kwargs, fragment):
+    with pytest.raises(BrevInvalidInputError) as raised:
+        check(*args, **kwargs)
+    message = str(raised.value)
+    assert args[0] in message, message
+    assert fragment in message
+    assert retry_policy(raised.value) == "never"
+
+
+@pytest.mark.parametrize("empty", [None, "", "  ", "None", "none"])
+def test_optional_turns_empty_into_none(empty):
+    assert v.is_empty(empty)
+    assert v.optional(v.positive_number, "min_vram", empty) is None
+
+
+@pytest.mark.parametrize("value", [0, "0", False, [], "x"])
+def test_optional_checks_everything_that_is_not_empty(value):
+    assert not v.is_empty(value)
+    with pytest.raises(BrevInvalidInputError, match="min_vram"):
+        v.optional(v.positive_number, "min_vram", value)
+
+
+def test_optional_passes_limits_through():
+    assert v.optional(v.integer, "n", "0", minimum=0) == 0
+    with pytest.raises(BrevInvalidInputError, match=">= 2"):
+        v.optional(v.integer, "n", "1", minimum=2)
+
+
+def test_named_keeps_a_message_that_already_names_the_parameter_and_prefixes_others():
+    def complains(value):
+        raise BrevInvalidInputError(f"value {value} is wrong")
+
+    def raises_plain_value_error(value):
+        raise ValueError("not like that")
+
+    def names_it(value):
+        raise BrevInvalidInputError("the gpu is wrong")
+
+    with pytest.raises(BrevInvalidInputError, match=r"^gpu: value 3 is wrong$"):
+        v.named("gpu", complains, 3)
+    with pytest.raises(BrevInvalidInputError, match=r"^gpu: not like that$"):
+        v.named("gpu", raises_plain_value_error, 3)
+    with pytest.raises(BrevInvalidInputError, match=r"^the gpu is wrong$"):
+        v.named("gpu", names_it, 3)
+    assert v.named("gpu", str.upper, "a") == "A"
+
+
+@pytest.mark.parametrize(
+    ("gpu", "types", "expected"),
+    [
+        ("L40S:1", None, ("L40S:1", None)),
+        (" L40S:1 ", "", ("L40S:1", None)),
+        (None, "g6e.xlarge, g6e.2xlarge", (None, ["g6e.xlarge", "g6e.2xlarge"])),
+        ("", ["g6e.xlarge"], (None, ["g6e.xlarge"])),
+        ("", "", (None, None)),  # empty: the caller decides (the create operator refuses it)
+    ],
+)
+def test_instance_request_shapes(gpu, types, expected):
+    assert v.instance_request(gpu, types) == expected
+
+
+@pytest.mark.parametrize(
+    ("gpu", "types", "fragment"),
+    [
+        ("L40S:1", "g6e.xlarge", "either gpu"),
+        ("L40S:0", None, "Invalid gpu"),
+        ("L40S!", None, "Invalid gpu"),
+        (None, "g6e xlarge", "instance_types: Invalid instance type"),
+        (None, ["-rf"], "instance_types: Invalid instance type"),
+        (8, None, "gpu must be"),
+        (None, {"a": 1}, "instance_types must be"),
+    ],
+)
+def test_bad_instance_requests_name_gpu_or_instance_types(gpu, types, fragment):
+    with pytest.raises(BrevInvalidInputError, match=fragment):
+        v.instance_request(gpu, types)
