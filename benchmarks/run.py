@@ -40,6 +40,9 @@ BUDGETS = {
     "boot_calls_per_boot_second": 1.0,  # strictly less
     "restage_objects_downloaded": 0,
     "stage_small_provider_vs_boto3_speed": 1.0,  # at least: not slower than boto3's TransferManager
+    "instance_loss_recovered": True,  # the three instance_loss budgets hold for the side with recovery
+    "instance_loss_wasted_work_fraction": 0.15,
+    "instance_loss_leaked_instances": 0,
 }
 
 BENCHMARKS: dict[str, dict[str, Any]] = {
@@ -79,6 +82,12 @@ BENCHMARKS: dict[str, dict[str, Any]] = {
         "script": "bench_stage_small.py",
         "args": ["--objects", "10000"],
         "quick": ["--objects", "1000"],
+        "timeout": 400,
+    },
+    "instance_loss": {
+        "script": "bench_instance_loss.py",
+        "args": ["--epoch-seconds", "3"],
+        "quick": ["--epoch-seconds", "1.5"],
         "timeout": 400,
     },
 }
@@ -271,6 +280,11 @@ def assemble(details: dict[str, dict[str, Any]], started: float, quick: bool, ho
         # 8. re-staging an unchanged input prefix; 9. first sync of many small objects vs boto3
         "restage_unchanged": details.get("restage_unchanged", {}),
         "stage_small_objects": details.get("stage_small_objects", {}),
+        # 10. a checkpointed training step whose instance is lost at 70 %: recovered vs redone by hand
+        "instance_loss": {
+            side: {k: details.get("instance_loss", {}).get(side, {}).get(k) for k in INSTANCE_LOSS_KEYS}
+            for side in ("with_recovery", "without_recovery")
+        },
         "timings": {
             "idle": idle.get("timings"),
             "idle_intervals": idle.get("intervals"),
@@ -345,6 +359,7 @@ def assemble(details: dict[str, dict[str, Any]], started: float, quick: bool, ho
         *wait_checks(waits),
         *boot_checks(boot),
         *staging_checks(details.get("restage_unchanged", {}), details.get("stage_small_objects", {})),
+        *instance_loss_checks(details.get("instance_loss", {})),
     ]
     results["budget_checks"] = [{"metric": m, "value": v, "budget": b, "met": ok} for m, v, b, ok in checks]
     results["all_budgets_met"] = all(c["met"] is True for c in results["budget_checks"] if c["budget"] != "—")
@@ -421,6 +436,51 @@ def staging_checks(restage: dict[str, Any], small: dict[str, Any]) -> list[tuple
             "≥ 1",
             None if ratio is None else ratio >= BUDGETS["stage_small_provider_vs_boto3_speed"],
         ),
+    ]
+
+
+INSTANCE_LOSS_KEYS = (
+    "recovered",
+    "epochs_needed",
+    "epochs_run",
+    "wasted_work_fraction",
+    "wall_s",
+    "brev_create_calls",
+    "leaked_instances",
+    "final_checkpoint_in_s3",
+)
+
+
+def instance_loss_checks(loss: dict[str, Any]) -> list[tuple[str, Any, str, bool | None]]:
+    """Rows of ``bench_instance_loss.py``: a TAO training step whose instance is lost at 70 %, both sides."""
+    rec, base = loss.get("with_recovery") or {}, loss.get("without_recovery") or {}
+    label = "instance lost at 70 % of training"
+    wasted, leaked, recovered = rec.get("wasted_work_fraction"), rec.get("leaked_instances"), rec.get("recovered")
+    return [
+        (
+            f"{label}, with recovery: recovered",
+            recovered,
+            "yes",
+            None if recovered is None else recovered == BUDGETS["instance_loss_recovered"],
+        ),
+        (
+            f"{label}, with recovery: wasted work (extra epochs / epochs needed)",
+            wasted,
+            "≤ 0.15",
+            _met(wasted, BUDGETS["instance_loss_wasted_work_fraction"]),
+        ),
+        (
+            f"{label}, with recovery: leaked instances",
+            leaked,
+            "0",
+            _met(leaked, BUDGETS["instance_loss_leaked_instances"]),
+        ),
+        (f"{label}, with recovery: brev create calls", rec.get("brev_create_calls"), "—", None),
+        (f"{label}, with recovery: wall time (s)", rec.get("wall_s"), "—", None),
+        (f"{label}, with recovery: final checkpoint in S3", rec.get("final_checkpoint_in_s3"), "—", None),
+        (f"{label}, redone by hand: wasted work", base.get("wasted_work_fraction"), "—", None),
+        (f"{label}, redone by hand: wall time of both DAG runs (s)", base.get("wall_s"), "—", None),
+        (f"{label}, redone by hand: leaked instances", base.get("leaked_instances"), "—", None),
     ]
 
 
