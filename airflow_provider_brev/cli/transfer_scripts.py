@@ -59,7 +59,9 @@ CLEANED_MARKER = "BREV_XFER_CLEANED"
 MANIFEST_MARKER = "BREV_XFER_MANIFEST"
 
 #: Failure codes reported by the transfer script.
-FAIL_CODES = ("curl", "size", "md5", "mkdir", "move", "read", "changed", "etag", "nourl")
+#: The failure code of a file that changed while it was read (still being written).
+CHANGED = "changed"
+FAIL_CODES = ("curl", "size", "md5", "mkdir", "move", "read", CHANGED, "etag", "nourl")
 
 OP_GET = "G"  # download one object to <remote_dir>/<relpath>
 OP_PUT = "S"  # upload one file with a single PUT

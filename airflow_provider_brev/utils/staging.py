@@ -70,6 +70,7 @@ from airflow_provider_brev.cli.transfer_rounds import (
     transfer_settings,
 )
 from airflow_provider_brev.cli.transfer_scripts import (
+    CHANGED,
     build_cleanup_script,
     build_list_script,
     build_plan,
@@ -183,6 +184,7 @@ class TransferRunner:
         s = self.settings
         pending = {str(n): item for n, item in enumerate(items)}
         outcome = outcome if outcome is not None else TransferOutcome()
+        still_written: dict[str, Failure] = {}  # changed while read: a retry with the same listing cannot succeed
         while pending and outcome.attempts < s.max_attempts:
             outcome.attempts += 1
             report = self.run_round(tasks(pending), outcome.attempts)
@@ -193,6 +195,8 @@ class TransferRunner:
                     item = pending.pop(key)
                     outcome.done.append(item)
                     done(item)
+                elif problem[0] == CHANGED:
+                    still_written[pending.pop(key).relpath] = problem
                 else:
                     outcome.failures[pending[key].relpath] = problem
             if outcome.failures:
@@ -202,6 +206,7 @@ class TransferRunner:
                     ", retrying them with fresh URLs" if outcome.attempts < s.max_attempts else "",
                     describe_failures(outcome.failures),
                 )
+        outcome.failures.update(still_written)
         return outcome
 
     # -- downloads -------------------------------------------------------------------------------
@@ -417,6 +422,7 @@ def sync_outputs(
     aws_conn_id: str | None,
     log: Log,
     concurrency: int = DEFAULT_SYNC_CONCURRENCY // 2,
+    final: bool = True,
 ) -> list[SyncReport]:
     """Upload what is new or changed in every ``outputs`` directory (see the module doc); a directory that does
     not exist (yet) uploads nothing. Returns one report per entry, in order.
@@ -427,6 +433,8 @@ def sync_outputs(
     :param aws_conn_id: the Amazon connection that presigns and verifies (its keys never leave the worker).
     :param log: progress (counts, never a URL).
     :param concurrency: parallel uploads (files or parts) on the instance.
+    :param final: the command has ended. A periodic sync (``False``) leaves files that change while being read
+        (still being written: a log, ``status.json``) to the next sync instead of failing.
     """
     reports = []
     for pair, runner in _runners(hook, instance, validate_outputs(outputs), aws_conn_id, log, concurrency):
@@ -446,6 +454,15 @@ def sync_outputs(
             *(remote, pair.uri, len(uploads), len(identical), len(to_send), sum(u.size for u in to_send)),
         )
         outcome = runner.upload(to_send) if to_send else TransferOutcome()
+        still_written = {path: why for path, why in outcome.failures.items() if why[0] == CHANGED}
+        if not final and still_written and len(still_written) == len(outcome.failures):  # the next sync takes them
+            log.info(
+                "%d file(s) in %s changed while being uploaded (still being written); the next sync uploads them: %s",
+                len(still_written),
+                remote,
+                ", ".join(sorted(still_written)[:5]),
+            )
+            outcome.failures = {}
         reports.append(
             _finish(pair, f"from {remote} were not uploaded to {pair.uri}", outcome, len(identical), started)
         )

@@ -117,11 +117,12 @@ class StepData:
         self._record(inputs=reports)
         return reports
 
-    def sync_outputs(self, instance: str) -> list[dict[str, Any]]:
+    def sync_outputs(self, instance: str, *, final: bool = True) -> list[dict[str, Any]]:
         """Upload what is new or changed in the outputs (idempotent, never deletes); raises on failure."""
         if not self.outputs:
             return []
-        reports = [r.to_dict() for r in sync_outputs(self.hook, instance, self.outputs, **self._kw())]
+        outputs = sync_outputs(self.hook, instance, self.outputs, final=final, **self._kw())
+        reports = [r.to_dict() for r in outputs]
         self._record(outputs=reports, output_syncs=int(self.recorded()["output_syncs"]) + 1)
         return reports
 
@@ -132,7 +133,7 @@ class StepData:
             return
         self.log.info("Syncing the outputs of the running command on %s.", instance)
         try:
-            self.sync_outputs(instance)
+            self.sync_outputs(instance, final=False)
         except Exception as err:
             self.log.warning("Output sync while the command runs failed (%s); the next sync retries.", err)
 
