@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import time
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 
 def task_states(dag_run) -> dict[str, str]:
@@ -62,3 +67,44 @@ def configure_dag_test_logging() -> None:
         wrapper_class=structlog.make_filtering_bound_logger(level),
         cache_logger_on_first_use=False,
     )
+
+
+class ChaosAgent(threading.Thread):
+    """Act from the background (inject a fault, open a gate) once ``condition()`` returns something truthy.
+
+    ``action(value)`` gets that value. Use as a context manager around the blocking ``dag.test()``; on exit
+    the agent stops waiting (the run may have ended without reaching the condition) and any error it hit is
+    re-raised. :attr:`fired` says whether the action ran.
+    """
+
+    def __init__(self, condition: Callable[[], Any], action: Callable[[Any], None], *, timeout: float = 120.0):
+        super().__init__(daemon=True, name="chaos-agent")
+        self.condition = condition
+        self.action = action
+        self.timeout = timeout
+        self.fired = False
+        self.error: BaseException | None = None
+        self._halt = threading.Event()
+
+    def run(self) -> None:
+        deadline = time.monotonic() + self.timeout
+        try:
+            while not self._halt.is_set() and time.monotonic() < deadline:
+                value = self.condition()
+                if value:
+                    self.action(value)
+                    self.fired = True
+                    return
+                self._halt.wait(0.02)
+        except BaseException as err:  # surfaced in __exit__
+            self.error = err
+
+    def __enter__(self) -> ChaosAgent:
+        self.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._halt.set()
+        self.join(timeout=30)
+        if self.error is not None:
+            raise self.error

@@ -27,7 +27,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from airflow_provider_brev.cli.argv import instance_type_list
-from airflow_provider_brev.cli.manifest import parse_s3_uri
+from airflow_provider_brev.cli.manifest import normalize_directory, parse_s3_uri
 from airflow_provider_brev.cli.names import validate_instance_name, validate_owner_prefix
 from airflow_provider_brev.exceptions import BrevInvalidInputError
 
@@ -39,8 +39,11 @@ __all__ = [
     "bool_value",
     "choice",
     "conn_id",
+    "directory",
     "duration_seconds",
+    "env_mapping",
     "env_name",
+    "exit_codes",
     "instance_name",
     "instance_request",
     "integer",
@@ -52,7 +55,9 @@ __all__ = [
     "placement_id",
     "positive_int",
     "positive_number",
+    "regex",
     "s3_bucket",
+    "s3_uri",
     "safe_text",
 ]
 
@@ -344,3 +349,79 @@ def instance_request(gpu: Any, instance_types: Any) -> tuple[str | None, list[st
         if "gpu" in err.message or "instance_types" in err.message:
             raise
         raise BrevInvalidInputError(f"instance_types: {err.message}") from None
+
+
+def env_mapping(name: str, value: Any) -> dict[str, str] | None:
+    """Environment variables: a dict whose keys are variable names (:func:`env_name`) and whose values are text
+    without NUL characters; ``None`` when empty. Messages name the key, never a value (it may be a secret).
+
+    :param name: the parameter's name (``env``, ``secret_env`` ...).
+    :param value: its rendered value.
+    """
+    if is_empty(value) or value == {}:
+        return None
+    if not isinstance(value, dict):
+        raise BrevInvalidInputError(
+            f"{name} must be a dict of environment variables ({{'NAME': 'value'}}), got a {type(value).__name__}."
+        )
+    result: dict[str, str] = {}
+    for key, item in value.items():
+        key_text = env_name(f"{name} key", key)
+        text = str(item)
+        if "\x00" in text:
+            raise BrevInvalidInputError(f"{name}[{key_text!r}] must not contain NUL characters (value not shown).")
+        result[key_text] = text
+    return result
+
+
+def exit_codes(name: str, value: Any) -> list[int]:
+    """Exit codes ``0..255``: one code (a number or its text) or a list of them; ``[]`` when empty.
+
+    :param name: the parameter's name (``skip_on_exit_code``).
+    :param value: its rendered value.
+    """
+    if is_empty(value):
+        return []
+    items = value if isinstance(value, list | tuple | set | frozenset) else [value]
+    return sorted({integer(name, item, minimum=0, maximum=255) for item in items})
+
+
+def regex(name: str, value: Any) -> str:
+    """A regular expression that compiles (Python ``re`` syntax).
+
+    :param name: the parameter's name (``progress_regex``, ``checkpoint_regex`` ...).
+    :param value: its rendered value.
+    """
+    text = safe_text(name, value)
+    try:
+        re.compile(text)
+    except re.error as err:
+        raise BrevInvalidInputError(f"{name} must be a valid regular expression, got {value!r}: {err}.") from None
+    return text
+
+
+def s3_uri(name: str, value: Any, *, object_key: bool = False) -> str:
+    """An ``s3://bucket/key-or-prefix`` URI (the rule of :func:`airflow_provider_brev.cli.manifest.parse_s3_uri`).
+
+    :param name: the parameter's name.
+    :param value: its rendered value.
+    :param object_key: the URI must name an object (a non-empty key not ending in ``/``).
+    """
+    text = safe_text(name, value).strip()
+    named(name, parse_s3_uri, text)
+    key = text[len("s3://") :].partition("/")[2]
+    if object_key and (not key or key.endswith("/")):
+        _fail(name, value, "the URI of an S3 object, such as 's3://bucket/specs/train.yaml'")
+    return text
+
+
+def directory(name: str, value: Any) -> str:
+    """A directory on the instance (:func:`airflow_provider_brev.cli.manifest.normalize_directory`: relative to
+    the remote home, ``~/...`` or absolute; no ``.``/``..`` component); returned as given.
+
+    :param name: the parameter's name.
+    :param value: its rendered value.
+    """
+    text = safe_text(name, value)
+    named(name, normalize_directory, text)
+    return text

@@ -23,14 +23,13 @@ from airflow_provider_brev.cli.job_follower import (
 )
 from airflow_provider_brev.cli.names import validate_instance_name
 from airflow_provider_brev.cli.readiness import STAGE_MISSING
-from airflow_provider_brev.cli.recovery import DEFAULT_MAX_INSTANCE_RECOVERIES, EVENT_INSTANCE_LOST, validate_budget
+from airflow_provider_brev.cli.recovery import DEFAULT_MAX_INSTANCE_RECOVERIES, EVENT_INSTANCE_LOST
 from airflow_provider_brev.cli.remote_job import DEFAULT_MAX_BYTES, RemoteJob
 from airflow_provider_brev.exceptions import (
     BrevCommandError,
     BrevError,
     BrevInstanceNotFoundError,
     BrevInstanceNotReadyError,
-    BrevInvalidInputError,
     error_from_event,
 )
 from airflow_provider_brev.operators.base import BrevBaseOperator
@@ -38,15 +37,14 @@ from airflow_provider_brev.sensors.brev import DEFAULT_READY_TIMEOUT
 from airflow_provider_brev.utils.events import raise_for_error_event, validate_event
 from airflow_provider_brev.utils.job_runner import JobRunner, attach_or_launch, cleanup_job
 from airflow_provider_brev.utils.mixins import brev_template_fields
+from airflow_provider_brev.utils.parameter_checks import check_exec_parameters
 from airflow_provider_brev.utils.provisioning import (
     DEFAULT_MAX_LIFETIME,
     InstanceProvisioner,
     InstanceRequest,
     ProvisionedInstance,
-    instance_types_list,
 )
 from airflow_provider_brev.utils.recovery import InstanceRecovery, upstream_task_ids
-from airflow_provider_brev.utils.staging import validate_inputs, validate_outputs
 from airflow_provider_brev.utils.step_data import StepData, render_keys, sync_seconds
 
 if TYPE_CHECKING:
@@ -59,7 +57,6 @@ XCOM_JOB = "brev_job"
 STATE_STORE_JOB_KEY = "brev_job"
 #: Airflow 3 gives ``on_kill`` about 5 s before SIGKILL: a delete request must fit.
 ON_KILL_TIMEOUT = 4.0
-ON_KILL_ACTIONS = ("kill", "keep")
 #: Default seconds between output syncs while the command runs.
 DEFAULT_OUTPUT_SYNC_INTERVAL = 300.0
 
@@ -214,31 +211,9 @@ class BrevExecOperator(BrevBaseOperator):
         return not self.instance_name
 
     def _validate(self) -> None:
-        """Reject bad input before anything is created or launched."""
-        if not isinstance(self.command, str) or not self.command.strip():
-            raise BrevInvalidInputError("The command is empty: pass the shell command to run on the instance.")
-        wants_instance = bool(self.gpu or instance_types_list(self.instance_types))
-        if self.instance_name and wants_instance:
-            raise BrevInvalidInputError(
-                "Pass either instance_name (run on an existing instance) or gpu/instance_types (ephemeral "
-                "instance for this task), not both."
-            )
-        if not self.instance_name and not wants_instance:
-            raise BrevInvalidInputError(
-                "No instance: pass instance_name (e.g. create.output), or gpu / instance_types for an ephemeral "
-                "instance created and deleted by this task."
-            )
-        if self.on_kill_action not in ON_KILL_ACTIONS:
-            raise BrevInvalidInputError(
-                f"on_kill_action must be one of {ON_KILL_ACTIONS}, got {self.on_kill_action!r}."
-            )
-        if self._timeout_seconds() is not None and self._timeout_seconds() <= 0:  # type: ignore[operator]
-            raise BrevInvalidInputError("timeout must be positive.")
-        for name, mapping in (("env", self.env), ("secret_env", self.secret_env)):
-            if mapping is not None and not isinstance(mapping, dict):
-                raise BrevInvalidInputError(f"{name} must be a dict of environment variables.")
-        validate_inputs(self.inputs), validate_outputs(self.outputs), sync_seconds(self.output_sync_interval)
-        validate_budget(self.max_instance_recoveries)
+        """Reject bad input before anything is created or launched (every rendered parameter; normalised in
+        place): :func:`~airflow_provider_brev.utils.parameter_checks.check_exec_parameters`."""
+        check_exec_parameters(self)
 
     def render_template_fields(self, context: Context, jinja_env: Any = None) -> None:
         """Also render the keys of ``inputs`` (S3 URIs) and ``outputs`` (directories): Airflow renders values only."""
@@ -417,6 +392,7 @@ class BrevExecOperator(BrevBaseOperator):
         )
 
     def execute_complete(self, context: Context, event: dict[str, Any] | None = None) -> Any:
+        self._validate()  # a resumed task is rendered anew: the same checks and normalisation
         event = validate_event(event, "instance_name", "job")
         name = event["instance_name"]
         self._ti = context["ti"]

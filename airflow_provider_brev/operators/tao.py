@@ -46,6 +46,7 @@ from airflow_provider_brev.cli.tao import (
 )
 from airflow_provider_brev.exceptions import (  # re-exported
     BrevError,
+    BrevInvalidInputError,
     BrevTransientError,
     TaoProgramFaultError,
     TaoUnreachableKpiError,
@@ -54,6 +55,7 @@ from airflow_provider_brev.exceptions import (  # re-exported
 from airflow_provider_brev.operators.base import BrevBaseOperator
 from airflow_provider_brev.operators.exec import BrevExecOperator
 from airflow_provider_brev.utils.mixins import brev_template_fields
+from airflow_provider_brev.utils.parameter_checks import check_preflight_parameters, check_tao_parameters
 from airflow_provider_brev.utils.preflight import (
     BrevPreflightError,
     check_hf_token,
@@ -221,6 +223,16 @@ class TaoOperator(BrevExecOperator):
         return f"{self.task}_{self.action}.yaml"
 
     # -- before anything is paid for ---------------------------------------------------------------
+    def _validate(self) -> None:
+        """The TAO parameters, the ``docker run`` command built from them (what only its builder checks fails here
+        too), then everything the exec operator takes (the command's length among them)."""
+        check_tao_parameters(self)
+        try:
+            self._build_command()
+        except ValueError as err:
+            raise BrevInvalidInputError(f"The TAO command cannot be built: {err}") from None
+        super()._validate()
+
     def _resolve_spec(self) -> dict[str, Any]:
         given = [x for x in (self.spec, self.spec_file, self.spec_s3_uri) if x]
         if len(given) != 1:
@@ -474,6 +486,7 @@ class BrevPreflightOperator(BrevBaseOperator):
         self.check_brev = check_brev
 
     def execute(self, context: Context) -> dict[str, Any]:
+        check_preflight_parameters(self)
         report: dict[str, Any] = {}
         if self.check_brev:
             ok, message = self.hook.test_connection()

@@ -4,8 +4,6 @@
   no instance left (after the teardown, or after the janitor where no teardown can run), the job command
   started exactly once per try, no Brev token or ``secret_env`` value in any CLI argv / ssh command / remote
   command / task log / leftover remote file, and a failed run whose log names the cause.
-* :class:`ChaosAgent` -- injects a fault from a background thread at the right moment of a ``dag.test()`` run
-  (which blocks the test's thread), e.g. once the job has started.
 * :func:`run_like_triggerer` -- drives a trigger the way Airflow 3.3's ``TriggerRunner.run_trigger`` does:
   ``run()`` in a task; a user action cancels it with a message and then awaits ``on_kill()``; a triggerer
   shutdown cancels it without one; ``cleanup()`` runs on every exit.
@@ -20,7 +18,6 @@ import contextlib
 import importlib
 import json
 import os
-import threading
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -219,48 +216,6 @@ def assert_chaos_invariants(
         for value in (*secrets, *tokens):
             assert value not in text, "a secret in the task logs"
     assert _leaked_into_files(sim.root, (*secrets, *tokens)) == []
-
-
-# ------------------------------------------------------------------------------------------ fault agents
-class ChaosAgent(threading.Thread):
-    """Inject a fault from the background once ``condition()`` returns something truthy.
-
-    ``action(value)`` gets that value. Use as a context manager around the blocking ``dag.test()``; on exit
-    the agent stops waiting (the run may have ended without reaching the condition) and any error it hit is
-    re-raised. :attr:`fired` says whether the action ran.
-    """
-
-    def __init__(self, condition: Callable[[], Any], action: Callable[[Any], None], *, timeout: float = 120.0):
-        super().__init__(daemon=True, name="chaos-agent")
-        self.condition = condition
-        self.action = action
-        self.timeout = timeout
-        self.fired = False
-        self.error: BaseException | None = None
-        self._halt = threading.Event()
-
-    def run(self) -> None:
-        deadline = time.monotonic() + self.timeout
-        try:
-            while not self._halt.is_set() and time.monotonic() < deadline:
-                value = self.condition()
-                if value:
-                    self.action(value)
-                    self.fired = True
-                    return
-                self._halt.wait(0.02)
-        except BaseException as err:  # surfaced in __exit__
-            self.error = err
-
-    def __enter__(self) -> ChaosAgent:
-        self.start()
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self._halt.set()
-        self.join(timeout=30)
-        if self.error is not None:
-            raise self.error
 
 
 # ------------------------------------------------------------------------------------------ the triggerer

@@ -20,7 +20,6 @@ from pathlib import Path
 import pytest
 from chaos_helpers import (
     POLL_MARKER,
-    ChaosAgent,
     assert_chaos_invariants,
     chaos_conf,
     counter_files,
@@ -28,7 +27,7 @@ from chaos_helpers import (
     started_counter,
     wait_until,
 )
-from helpers import cli_calls, task_states
+from helpers import ChaosAgent, cli_calls, task_states
 
 from airflow_provider_brev.cli.names import parse_managed_name
 

@@ -11,7 +11,9 @@ from datetime import datetime, timedelta
 from airflow.sdk import DAG
 
 from airflow_provider_brev.operators.brev import BrevCreateInstanceOperator, BrevDeleteInstanceOperator
+from airflow_provider_brev.operators.exec import BrevExecOperator
 from airflow_provider_brev.operators.janitor import BrevSweepInstancesOperator
+from airflow_provider_brev.operators.tao import BrevPreflightOperator, TaoOperator
 from airflow_provider_brev.sensors.brev import BrevReadySensor
 from airflow_provider_brev.transfers import BrevToS3Operator, S3ToBrevOperator
 
@@ -129,3 +131,120 @@ with DAG(
     BrevToS3Operator(
         task_id="upload", **COMMON, **templated(*TRANSFER_PARAMS.keys() - {"brev_conn_id"}, *UPLOAD_PARAMS)
     )
+
+# --- exec, TAO and preflight ----------------------------------------------------------------------------------
+#: The instance the "existing instance" cases run on (the test creates it directly in the simulator).
+EXISTING = "busy-box"
+TAO_IMAGE = "nvcr.io/nvidia/tao/tao-toolkit:6.26.3-pyt"
+
+# Their templated fields take dicts and lists: native rendering. The defaults are good values (ephemeral mode).
+EXEC_PARAMS = {
+    "brev_conn_id": "brev_default",
+    "instance_name": None,
+    "command": "echo ok",
+    "env": None,
+    "secret_env": None,
+    "cwd": None,
+    "gpu": "L40S:1",
+    "instance_types": None,
+    "min_vram": None,
+    "inputs": None,
+    "outputs": None,
+}
+with DAG(
+    dag_id="brev_bad_input_exec",
+    schedule=None,
+    start_date=START,
+    render_template_as_native_obj=True,
+    params=EXEC_PARAMS,
+):
+    BrevExecOperator(task_id="run", ready_timeout=60, **COMMON, **templated(*EXEC_PARAMS.keys() - {"brev_conn_id"}))
+
+TAO_PARAMS = {
+    "brev_conn_id": "brev_default",
+    "instance_name": EXISTING,
+    "image": TAO_IMAGE,
+    "spec": {"evaluate": {"batch_size": 1}},
+    "spec_file": None,
+    "spec_s3_uri": None,
+    "overrides": None,
+    "results_dir": "tao-results",
+    "mounts": None,
+    "container_env": None,
+    "container_secret_env": None,
+    "s3_inputs": None,
+    "input_paths": None,
+    "instance_paths": None,
+}
+with DAG(
+    dag_id="brev_bad_input_tao", schedule=None, start_date=START, render_template_as_native_obj=True, params=TAO_PARAMS
+):
+    TaoOperator(
+        task_id="tao",
+        task="visual_changenet",
+        action="evaluate",
+        **COMMON,
+        **templated(*TAO_PARAMS.keys() - {"brev_conn_id"}),
+    )
+
+PREFLIGHT_PARAMS = {
+    "brev_conn_id": "brev_default",
+    "s3_inputs": None,
+    "image": None,
+    "spec": None,
+    "input_paths": None,
+    "instance_paths": None,
+}
+with DAG(
+    dag_id="brev_bad_input_preflight",
+    schedule=None,
+    start_date=START,
+    render_template_as_native_obj=True,
+    params=PREFLIGHT_PARAMS,
+):
+    BrevPreflightOperator(task_id="preflight", **COMMON, **templated(*PREFLIGHT_PARAMS.keys() - {"brev_conn_id"}))
+
+# Parameters that are not templated: one DAG per bad value, ``brev_bad_input_<case>``, each with one task.
+EPHEMERAL = {"operator": BrevExecOperator, "command": "echo ok", "gpu": "L40S:1"}
+ON_EXISTING = {"operator": BrevExecOperator, "command": "echo ok", "instance_name": EXISTING}
+TAO = {
+    "operator": TaoOperator,
+    "task": "visual_changenet",
+    "action": "evaluate",
+    "instance_name": EXISTING,
+    "image": TAO_IMAGE,
+    "spec": {"evaluate": {}},
+}
+LITERAL_CASES: dict[str, dict] = {
+    "exec_ready_timeout": {**EPHEMERAL, "ready_timeout": -5},  # measured
+    "exec_max_lifetime": {**EPHEMERAL, "max_lifetime": -60},
+    "exec_require_docker": {**EPHEMERAL, "require_docker": "perhaps"},
+    "exec_log_chunk_bytes": {**ON_EXISTING, "log_chunk_bytes": 0},  # measured
+    "exec_poll_interval": {**ON_EXISTING, "poll_interval": -1},  # measured
+    "exec_timeout": {**ON_EXISTING, "timeout": 0},
+    "exec_deferrable": {**ON_EXISTING, "deferrable": "perhaps"},
+    "exec_detach": {**ON_EXISTING, "detach": "perhaps"},
+    "exec_skip_on_exit_code": {**ON_EXISTING, "skip_on_exit_code": [1, 256]},
+    "exec_on_kill_action": {**ON_EXISTING, "on_kill_action": "explode"},
+    "exec_max_poll_failures": {**ON_EXISTING, "max_poll_failures": "2.5"},
+    "exec_max_instance_recoveries": {**ON_EXISTING, "max_instance_recoveries": -1},
+    "exec_output_sync_interval": {**ON_EXISTING, "output_sync_interval": 0},
+    "exec_progress_regex": {**ON_EXISTING, "progress_regex": "(\\d+"},
+    "exec_checkpoint_regex": {**ON_EXISTING, "checkpoint_regex": "[a-"},
+    "exec_aws_conn_id": {**ON_EXISTING, "aws_conn_id": "no such conn"},
+    "tao_task": {**TAO, "task": "Visual ChangeNet"},
+    "tao_num_gpus": {**TAO, "num_gpus": 0},
+    "tao_pull_timeout": {**TAO, "pull_timeout": "nan"},
+    "tao_ngc_conn_id": {**TAO, "ngc_conn_id": "no such conn"},
+    "tao_hf_conn_id": {**TAO, "hf_conn_id": "no such conn"},
+    "tao_require_new_checkpoint": {**TAO, "require_new_checkpoint": "perhaps"},
+    "tao_shm_size": {**TAO, "shm_size": "8g\n--privileged"},
+    "preflight_check_brev": {"operator": BrevPreflightOperator, "check_brev": "perhaps"},
+    "preflight_aws_conn_id": {"operator": BrevPreflightOperator, "aws_conn_id": "no such conn"},
+}
+for _case, _kwargs in LITERAL_CASES.items():
+    with DAG(
+        dag_id=f"brev_bad_input_{_case}", schedule=None, start_date=START, params={"brev_conn_id": "brev_default"}
+    ):
+        _options = dict(_kwargs)
+        _options.pop("operator")(task_id="run", **COMMON, **_options)

@@ -134,8 +134,13 @@ with DAG(
     )
 
 
+#: Log chunk size of ``brev_exec_retry_reattach``'s job polls: ``__bj_n=23456`` occurs only in those polls (not in
+#: the launch, nor in the 1-byte probe with which a retry looks for an earlier try's job), so a test can aim a
+#: ``connection_drop`` fault at them.
+RETRY_REATTACH_CHUNK_BYTES = 23456
+
 with DAG(dag_id="brev_exec_retry_reattach", schedule=None, start_date=START, params={"command": "echo x"}):
-    # Try 1 loses the connection for good (max_poll_failures=0) while its job keeps running on the instance;
+    # Try 1 loses the connection for good (two failed polls in a row, max_poll_failures=1) while its job keeps running on the instance;
     # try 2 must find that job (task state store / deterministic job id of try 1) and re-attach to it.
     create = BrevCreateInstanceOperator(task_id="create", gpu="L40S:1", ready_timeout=60, poll_interval=0.2)
     run = BrevExecOperator(
@@ -143,7 +148,8 @@ with DAG(dag_id="brev_exec_retry_reattach", schedule=None, start_date=START, par
         instance_name=create.output,
         command="{{ params.command }}",
         poll_interval=0.2,
-        max_poll_failures=0,
+        log_chunk_bytes=RETRY_REATTACH_CHUNK_BYTES,
+        max_poll_failures=1,
         retries=1,
         retry_delay=timedelta(seconds=0),
     )

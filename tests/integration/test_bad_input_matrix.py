@@ -1,4 +1,4 @@
-"""Issue 11, finding 2: bad input costs nothing. For every operator (but the exec/TAO ones) and every numeric,
+"""Issue 11, finding 2: bad input costs nothing. For every operator and every numeric,
 name, path and spec parameter, a bad value fails the task on its first try (no retry spent), with an error naming
 the parameter, before any ``brev`` call: nothing created, nothing launched, nothing listed.
 
@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import pytest
 from helpers import cli_calls, task_states
+
+EXISTING = "busy-box"  # tests/dags/brev_bad_input_cases.py: the "existing instance" of the exec/TAO cases
 
 NAME = "bad name!"
 CONN = "no such conn"
@@ -100,6 +102,80 @@ CASES = [
 ]
 
 
+SECRET = "s3cr3t-value-never-shown"
+#: The exec, TAO and preflight operators. The "existing instance" cases run on ``EXISTING``, which the test creates
+#: directly in the simulator (no ``brev`` call); ``exec`` and the literal cases are ephemeral unless they name it.
+#: Dags ``exec``/``tao``/``preflight`` take templated values; the others are ``LITERAL_CASES`` of the DAG file.
+EXEC_CASES = [
+    # --- BrevExecOperator, ephemeral (each of these created and deleted an instance, three times: measured) ----
+    ("exec", {"secret_env": {"A;rm -rf ~": SECRET}}, "secret_env key must be an environment variable name"),
+    ("exec", {"env": {"BAD-NAME": "x"}}, "env key must be an environment variable name such as MY_VAR"),
+    ("exec", {"command": "echo " + "x" * 200 * 1024}, ("command (204805 bytes)", "longer than 102400 bytes")),
+    ("exec", {"cwd": "a\x00b"}, "cwd must be text without NUL characters or newlines"),
+    ("exec_ready_timeout", {}, "ready_timeout " + SECONDS + ", got -5"),
+    ("exec", {"command": ""}, "The command is empty"),
+    ("exec", {"command": "echo a\x00b"}, "command must not contain NUL characters"),
+    ("exec", {"env": {"A": "x\x00y"}}, "env['A'] must not contain NUL characters"),
+    ("exec", {"secret_env": "A=b"}, "secret_env must be a dict of environment variables"),
+    ("exec", {"gpu": "L40S:0"}, "GPU count must be at least 1"),
+    ("exec", {"gpu": None}, "No instance: pass instance_name"),
+    ("exec", {"min_vram": "-8"}, "min_vram must be a positive number of GB"),
+    ("exec", {"instance_name": NAME, "gpu": None}, "instance_name: Invalid instance name"),
+    ("exec", {"inputs": {"http://bucket/in/": "data"}}, "Expected an s3://bucket/prefix URI"),
+    ("exec", {"outputs": {"../out": "s3://bucket/out/"}}, "outputs"),
+    ("exec", {"brev_conn_id": CONN}, "brev_conn_id must be a connection id"),
+    ("exec_max_lifetime", {}, "max_lifetime " + SECONDS),
+    ("exec_require_docker", {}, "require_docker must be a boolean"),
+    # --- BrevExecOperator on an existing instance (measured: launched the job, then failed, job left running) --
+    ("exec_log_chunk_bytes", {}, "log_chunk_bytes must be a whole number >= 1, got 0"),
+    ("exec_poll_interval", {}, "poll_interval " + SECONDS + ", got -1"),
+    ("exec_timeout", {}, "timeout " + SECONDS + ", got 0"),
+    ("exec_deferrable", {}, "deferrable must be a boolean"),
+    ("exec_detach", {}, "detach must be a boolean"),
+    ("exec_skip_on_exit_code", {}, "skip_on_exit_code must be a whole number >= 0 and <= 255, got 256"),
+    ("exec_on_kill_action", {}, "on_kill_action must be one of 'keep', 'kill', got 'explode'"),
+    ("exec_max_poll_failures", {}, "max_poll_failures must be a whole number >= 0, got '2.5'"),
+    ("exec_max_instance_recoveries", {}, "max_instance_recoveries must be a whole number >= 0, got -1"),
+    ("exec_output_sync_interval", {}, "output_sync_interval " + SECONDS + ", got 0"),
+    ("exec_progress_regex", {}, "progress_regex must be a valid regular expression"),
+    ("exec_checkpoint_regex", {}, "checkpoint_regex must be a valid regular expression"),
+    ("exec_aws_conn_id", {}, "aws_conn_id must be a connection id"),
+    # --- TaoOperator ------------------------------------------------------------------------------------------
+    ("tao", {"image": "tao-toolkit"}, "image: Invalid TAO image 'tao-toolkit'"),
+    ("tao", {"image": "nvcr.io/nvidia/tao/tao-toolkit"}, "image: Invalid TAO image"),  # no tag: no 'latest'
+    ("tao", {"spec": None, "spec_s3_uri": "s3://Bad_Bucket/spec.yaml"}, "spec_s3_uri: Invalid bucket name"),
+    ("tao", {"spec": None, "spec_s3_uri": "s3://bucket/specs/"}, "spec_s3_uri must be the URI of an S3 object"),
+    ("tao", {"spec": "evaluate: {}"}, "spec must be a dict"),
+    ("tao", {"spec_file": "a\nb"}, "spec_file must be text without NUL characters or newlines"),
+    ("tao", {"results_dir": "../results"}, "results_dir: "),
+    ("tao", {"results_dir": ""}, "results_dir must be a non-empty string"),
+    ("tao", {"overrides": ["a=1"]}, "overrides must be a dict"),
+    ("tao", {"overrides": {"bad key": 1}}, "The TAO command cannot be built: Invalid override key 'bad key'"),
+    ("tao", {"mounts": {"data": "relative"}}, "mounts['data'] must be an absolute container path"),
+    ("tao", {"container_env": {"1X": "y"}}, "container_env key must be an environment variable name"),
+    ("tao", {"container_secret_env": {"A B": SECRET}}, "container_secret_env key must be an environment variable"),
+    ("tao", {"s3_inputs": ["http://bucket/x"]}, "s3_inputs: Expected an s3://bucket/prefix URI"),
+    ("tao", {"input_paths": ["a\nb"]}, "input_paths must be text without NUL characters or newlines"),
+    ("tao", {"instance_paths": [""]}, "instance_paths must be a non-empty string"),
+    ("tao", {"instance_name": NAME}, "instance_name: Invalid instance name"),
+    ("tao_task", {}, "Invalid TAO task 'Visual ChangeNet'"),
+    ("tao_num_gpus", {}, "num_gpus must be 'all' or a whole number >= 1, got 0"),
+    ("tao_pull_timeout", {}, "pull_timeout " + SECONDS + ", got 'nan'"),
+    ("tao_ngc_conn_id", {}, "ngc_conn_id must be a connection id"),
+    ("tao_hf_conn_id", {}, "hf_conn_id must be a connection id"),
+    ("tao_require_new_checkpoint", {}, "require_new_checkpoint must be a boolean"),
+    ("tao_shm_size", {}, "shm_size must be text without NUL characters or newlines"),
+    # --- BrevPreflightOperator --------------------------------------------------------------------------------
+    ("preflight", {"s3_inputs": ["s3://Bad_Bucket/x"]}, "s3_inputs: Invalid bucket name"),
+    ("preflight", {"image": "ubuntu:latest"}, "image: Invalid TAO image"),
+    ("preflight", {"spec": ["x"]}, "spec must be a dict"),
+    ("preflight", {"input_paths": "a\x00b"}, "input_paths must be text without NUL characters"),
+    ("preflight", {"brev_conn_id": CONN}, "brev_conn_id must be a connection id"),
+    ("preflight_check_brev", {}, "check_brev must be a boolean"),
+    ("preflight_aws_conn_id", {}, "aws_conn_id must be a connection id"),
+]
+
+
 def _single_task(dag_run):
     (ti,) = dag_run.get_task_instances()
     return ti
@@ -121,7 +197,24 @@ def run_case(run_dag, dagbag):
     ("dag", "conf", "expected"), CASES, ids=[f"{dag}-{'-'.join(conf)}-{i}" for i, (dag, conf, _) in enumerate(CASES)]
 )
 def test_bad_input_fails_on_the_first_try_before_any_brev_call(run_case, brev_sim, task_logs, dag, conf, expected):
-    ti = _single_task(run_case(dag, conf))
+    _assert_refused_before_any_brev_call(run_case(dag, conf), brev_sim, task_logs, expected)
+
+
+@pytest.mark.parametrize(
+    ("dag", "conf", "expected"),
+    EXEC_CASES,
+    ids=[f"{dag}-{'-'.join(conf)}-{i}" for i, (dag, conf, _) in enumerate(EXEC_CASES)],
+)
+def test_bad_exec_tao_input_fails_on_the_first_try_before_any_brev_call(
+    run_case, brev_sim, task_logs, dag, conf, expected
+):
+    brev_sim.create_instance_directly(EXISTING)
+    _assert_refused_before_any_brev_call(run_case(dag, conf), brev_sim, task_logs, expected)
+    assert SECRET not in task_logs.text  # secret values are never shown, not even a bad variable's
+
+
+def _assert_refused_before_any_brev_call(dag_run, brev_sim, task_logs, expected) -> None:
+    ti = _single_task(dag_run)
     assert ti.state == "failed"
     assert ti.try_number == 1  # BrevInvalidInputError is an AirflowFailException: no retry is spent
     assert "BrevInvalidInputError" in task_logs.text
@@ -130,6 +223,21 @@ def test_bad_input_fails_on_the_first_try_before_any_brev_call(run_case, brev_si
     assert cli_calls(brev_sim, "create") == []
     assert brev_sim.runs() == []  # nothing launched on any instance
     assert brev_sim.calls() == []  # not even a listing: validation comes before the first `brev` call
+
+
+def test_exec_defaults_get_past_validation_to_brev(run_case, brev_sim, task_logs):
+    ti = _single_task(run_case("exec"))
+    assert ti.state == "success"
+    assert len(cli_calls(brev_sim, "create")) == 1  # ephemeral: created, ran, deleted
+    assert brev_sim.runs()
+    assert "BrevInvalidInputError" not in task_logs.text
+
+
+@pytest.mark.parametrize("dag", ["tao", "preflight"])
+def test_tao_and_preflight_defaults_get_past_validation(run_case, brev_sim, task_logs, dag):
+    brev_sim.create_instance_directly(EXISTING)
+    run_case(dag)
+    assert "BrevInvalidInputError" not in task_logs.text  # whatever happens next (no NGC key, ...) is not validation
 
 
 def test_sensor_zero_poke_interval_and_zero_timeout_fail_before_any_brev_call(run_dag, brev_sim, task_logs):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -16,7 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from helpers import cli_calls, run_state, task_states
+from helpers import ChaosAgent, cli_calls, run_state, task_states
 
 from airflow_provider_brev.triggers.brev import BrevRemoteJobTrigger
 
@@ -210,16 +211,42 @@ def test_remote_job_trigger_serialises_without_secrets():
     assert "secret" not in json.dumps(kwargs).lower()
 
 
-def test_retry_reattaches_to_the_previous_trys_running_job(run_dag, brev_sim):
-    # Every poll of try 1 loses the connection (4 hook attempts, each run twice by the released CLI's slow path):
-    # try 1 fails while its job runs on.
-    brev_sim.set_fault("connection_drop", after_seconds=0.0, match="BREV_JOB_STATUS", times=8)
-    dag_run = run_dag("brev_exec_retry_reattach", conf={"command": "echo once >> counter; sleep 1; echo done"})
+#: ``RETRY_REATTACH_CHUNK_BYTES`` in tests/dags/brev_exec_cases.py: the log chunk size of that DAG's job polls.
+RETRY_REATTACH_CHUNK_BYTES = 23456
+#: The 1-byte status poll with which a retry probes an earlier try's job (``attach_or_launch``): the only
+#: ``brev exec`` of ``brev_exec_retry_reattach`` capped at 1 byte (its launch reads 0, its polls 23456).
+EARLIER_JOB_PROBE = re.compile(r"__bj_n=1(?!\d)")
+
+
+def test_retry_reattaches_to_the_previous_trys_running_job(run_dag, brev_sim, task_logs):
+    # Try 1's two polls (max_poll_failures=1), 4 hook attempts each, each run twice by the released CLI's slow path,
+    # all lose the connection: try 1 fails while its job waits for a gate. The fault is spent then; it never matches try 2's probe of that job.
+    brev_sim.set_fault("connection_drop", after_seconds=0.0, match=f"__bj_n={RETRY_REATTACH_CHUNK_BYTES}", times=16)
+    command = "echo once >> counter; for i in $(seq 1 600); do [ -e gate ] && break; sleep 0.05; done; echo done"
+
+    def probed_successfully() -> bool:
+        return any(
+            call["exit_code"] == 0 and EARLIER_JOB_PROBE.search(call["argv"][-1])
+            for call in cli_calls(brev_sim, "exec")
+        )
+
+    def open_gate(_: object) -> None:
+        assert launches(brev_sim) and not (brev_sim.sandbox(only_instance_name(brev_sim)) / "gate").exists()
+        (brev_sim.sandbox(only_instance_name(brev_sim)) / "gate").touch()  # the job may end now, not before
+
+    with ChaosAgent(probed_successfully, open_gate) as agent:  # try 2 saw the job running: let it finish
+        dag_run = run_dag("brev_exec_retry_reattach", conf={"command": command})
+    assert agent.fired
     assert run_state(dag_run) == "success", task_states(dag_run)
     run_ti = next(ti for ti in dag_run.get_task_instances() if ti.task_id == "run")
     assert run_ti.try_number == 2
+    assert brev_sim.faults() == []  # try 1's polls were all dropped
+    assert "Re-attaching to job" in task_logs.text  # try 2 found the job still running
+    assert task_logs.text.count("Launched job") == 1  # try 1's launch only
     name = only_instance_name(brev_sim)
     assert (brev_sim.sandbox(name) / "counter").read_text() == "once\n"  # the command ran exactly once
+    assert len(launches(brev_sim)) == 1
+    assert "] done" in task_logs.text  # and try 2 followed it to its end
 
 
 def test_a_secret_printed_by_the_command_is_redacted_everywhere(run_dag, brev_sim, task_logs):

@@ -187,3 +187,45 @@ def test_instance_request_shapes(gpu, types, expected):
 def test_bad_instance_requests_name_gpu_or_instance_types(gpu, types, fragment):
     with pytest.raises(BrevInvalidInputError, match=fragment):
         v.instance_request(gpu, types)
+
+
+@pytest.mark.parametrize(
+    ("check", "args", "kwargs", "expected"),
+    [
+        (v.env_mapping, ("env", {"A_1": 5}), {}, {"A_1": "5"}),
+        (v.env_mapping, ("env", {}), {}, None),
+        (v.env_mapping, ("env", "None"), {}, None),
+        (v.exit_codes, ("codes", 3), {}, [3]),
+        (v.exit_codes, ("codes", ["255", 0, 0]), {}, [0, 255]),
+        (v.exit_codes, ("codes", None), {}, []),
+        (v.regex, ("r", r"Epoch (\d+)/(\d+)"), {}, r"Epoch (\d+)/(\d+)"),
+        (v.s3_uri, ("u", " s3://bucket/in/ "), {}, "s3://bucket/in/"),
+        (v.s3_uri, ("u", "s3://bucket/specs/a.yaml"), {"object_key": True}, "s3://bucket/specs/a.yaml"),
+        (v.directory, ("d", "~/tao-results/"), {}, "~/tao-results/"),
+        (v.directory, ("d", "/data/out"), {}, "/data/out"),
+    ],
+)
+def test_collection_and_text_checks_parse_good_values(check, args, kwargs, expected):
+    assert check(*args, **kwargs) == expected
+
+
+@pytest.mark.parametrize(
+    ("check", "args", "kwargs", "fragment"),
+    [
+        (v.env_mapping, ("secret_env", {"A;rm -rf ~": "x"}), {}, "secret_env key must be an environment variable"),
+        (v.env_mapping, ("env", ["A=b"]), {}, "env must be a dict of environment variables"),
+        (v.env_mapping, ("secret_env", {"TOKEN": "t0k\x00en"}), {}, r"secret_env\['TOKEN'\] must not contain NUL"),
+        (v.exit_codes, ("skip_on_exit_code", 256), {}, "skip_on_exit_code must be a whole number >= 0 and <= 255"),
+        (v.exit_codes, ("skip_on_exit_code", [1, "x"]), {}, "skip_on_exit_code must be a whole number"),
+        (v.regex, ("progress_regex", "(\\d+"), {}, "progress_regex must be a valid regular expression"),
+        (v.s3_uri, ("s3_inputs", "http://b/k"), {}, "s3_inputs: Expected an s3://bucket/prefix URI"),
+        (v.s3_uri, ("spec_s3_uri", "s3://Bad_Bucket/k"), {}, "spec_s3_uri: Invalid bucket name"),
+        (v.s3_uri, ("spec_s3_uri", "s3://bucket/specs/"), {"object_key": True}, "the URI of an S3 object"),
+        (v.directory, ("results_dir", "a/../b"), {}, "results_dir: "),
+        (v.directory, ("results_dir", ""), {}, "results_dir must be a non-empty string"),
+    ],
+)
+def test_collection_and_text_checks_name_the_parameter(check, args, kwargs, fragment):
+    with pytest.raises(BrevInvalidInputError, match=fragment) as raised:
+        check(*args, **kwargs)
+    assert "t0k" not in str(raised.value)  # an environment value (maybe a secret) is never shown
