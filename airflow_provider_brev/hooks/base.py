@@ -438,13 +438,21 @@ class BrevBaseHook(BaseHook):
             view=output_view,
         )
 
-    def _callbacks(
-        self, args: Sequence[str], capture: bool, log_output: bool | None, on_stdout: LineCallback | None
-    ) -> tuple[LineCallback | None, LineCallback | None]:
+    def _process_kwargs(
+        self,
+        args: Sequence[str],
+        budget: float,
+        capture: bool,
+        log_output: bool | None,
+        on_stdout: LineCallback | None,
+        on_stderr: LineCallback | None,
+    ) -> dict[str, Any]:
+        """What both process drivers get for one call: environment, budget, capture and the line callbacks."""
         log = self.log_cli_output if log_output is None else log_output
         prefix = f"brev {args[0]}"
         out = on_stdout if on_stdout is not None else (None if capture or not log else self._log_line(prefix))
-        return out, (self._log_line(prefix) if log else None)
+        err = on_stderr if on_stderr is not None else (self._log_line(prefix) if log else None)
+        return {"env": self._env(), "timeout": budget, "capture_stdout": capture, "on_stdout": out, "on_stderr": err}
 
     def run_cli(
         self,
@@ -475,22 +483,13 @@ class BrevBaseHook(BaseHook):
             remote output, see :func:`~airflow_provider_brev.cli.invocation.exec_view`).
         """
         budget = timeout or self.command_timeout
-        out, err = self._callbacks(args, capture, log_output, on_stdout)
-        err = on_stderr if on_stderr is not None else err
+        kwargs = self._process_kwargs(args, budget, capture, log_output, on_stdout, on_stderr)
 
         def attempt() -> ProcessResult:
             return drive(
                 self._protocol(args, timeout=budget, authenticated=authenticated, check=check, output_view=output_view),
                 login=self._login_step,
-                run=lambda: run_process(
-                    self._argv(args),
-                    env=self._env(),
-                    timeout=budget,
-                    capture_stdout=capture,
-                    on_stdout=out,
-                    on_stderr=err,
-                    on_start=self._track,
-                ),
+                run=lambda: run_process(self._argv(args), on_start=self._track, **kwargs),
             )
 
         return self.retry_sync(attempt) if retry else attempt()
@@ -512,21 +511,13 @@ class BrevBaseHook(BaseHook):
         """Async driver of the same protocol as :meth:`run_cli` (same parameters, same decisions)."""
         await self.aconfig()
         budget = timeout or self.command_timeout
-        out, err = self._callbacks(args, capture, log_output, on_stdout)
-        err = on_stderr if on_stderr is not None else err
+        kwargs = self._process_kwargs(args, budget, capture, log_output, on_stdout, on_stderr)
 
         async def attempt() -> ProcessResult:
             return await adrive(
                 self._protocol(args, timeout=budget, authenticated=authenticated, check=check, output_view=output_view),
                 login=lambda step: asyncio.to_thread(self._login_step, step),
-                run=lambda: arun_process(
-                    self._argv(args),
-                    env=self._env(),
-                    timeout=budget,
-                    capture_stdout=capture,
-                    on_stdout=out,
-                    on_stderr=err,
-                ),
+                run=lambda: arun_process(self._argv(args), **kwargs),
             )
 
         return await (self.retry_async(attempt) if retry else attempt())  # type: ignore[no-any-return]
