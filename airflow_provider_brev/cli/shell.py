@@ -127,8 +127,8 @@ def _detached_stdio(command: str, secret_names: Iterable[str] = (), pid_file: st
         "__brev_o=$(mktemp) && __brev_e=$(mktemp) && __brev_ss= && "
         "{ command -v setsid >/dev/null 2>&1 && __brev_ss=setsid; "
         f'$__brev_ss {command} </dev/null >"$__brev_o" 2>"$__brev_e" & __brev_p=$!;{record} '
-        f'tail -s 0.1 -n +1 --pid=$__brev_p -f "$__brev_o"{redact} & __brev_t1=$!; '
-        f'tail -s 0.1 -n +1 --pid=$__brev_p -f "$__brev_e"{redact} >&2 & __brev_t2=$!; '
+        f'tail -s 0.02 -n +1 --pid=$__brev_p -f "$__brev_o"{redact} & __brev_t1=$!; '
+        f'tail -s 0.02 -n +1 --pid=$__brev_p -f "$__brev_e"{redact} >&2 & __brev_t2=$!; '
         'wait $__brev_p; __brev_x=$?; wait $__brev_t1 $__brev_t2; rm -f -- "$__brev_o" "$__brev_e"; '
         "( exit $__brev_x ); }"
     )
