@@ -333,7 +333,8 @@ class TaoOperator(BrevExecOperator):
         """Sync the inputs; for ``train``, restore the run's newest checkpoint from its outputs and resume."""
         command = super()._before_launch(context, name)
         self._resumed_from = self._restore_checkpoint(name)
-        context["ti"].xcom_push(key=XCOM_RESUMED_FROM, value=self._resumed_from)
+        # "" for none: Airflow 3.0's XCom API refuses a null value
+        context["ti"].xcom_push(key=XCOM_RESUMED_FROM, value=self._resumed_from or "")
         if self._resumed_from is None:
             return command
         self._build_command(resume_overrides(self._resumed_from, action=self.action))
@@ -370,7 +371,7 @@ class TaoOperator(BrevExecOperator):
             value = context_ti.xcom_pull(task_ids=context_ti.task_id, key=XCOM_RESUMED_FROM)
         except Exception:
             return None
-        return value if isinstance(value, str) else None
+        return value if isinstance(value, str) and value else None
 
     # -- after the container exited ---------------------------------------------------------------
     def _result(self, name: str, job: RemoteJob | None, exit_code: int, last_line: str) -> dict[str, Any]:
