@@ -294,6 +294,10 @@ class BrevExecOperator(BrevBaseOperator):
     def _prepare_command(self) -> None:
         """Before the first launch (and again before a launch after a deferral): mask the secrets. Subclasses
         also build their command here."""
+        self._mask_secrets()
+
+    def _mask_secrets(self) -> None:
+        """Register the secret values with Airflow's masker (every worker process that handles the task)."""
         for value in (self._secret_env() or {}).values():
             mask_secret(value)
 
@@ -393,6 +397,7 @@ class BrevExecOperator(BrevBaseOperator):
 
     def execute_complete(self, context: Context, event: dict[str, Any] | None = None) -> Any:
         self._validate()  # a resumed task is rendered anew: the same checks and normalisation
+        self._mask_secrets()  # this worker process never saw them
         event = validate_event(event, "instance_name", "job")
         name = event["instance_name"]
         self._ti = context["ti"]

@@ -266,6 +266,11 @@ class TaoOperator(BrevExecOperator):
         self.secret_env = secrets or None
         return spec
 
+    def _mask_secrets(self) -> None:
+        super()._mask_secrets()
+        for value in (self.container_secret_env or {}).values():
+            mask_secret(str(value))
+
     def _prepare_command(self) -> None:
         """Pre-launch checks, then the ``docker run`` command (before the first launch and after a recovery)."""
         import yaml
