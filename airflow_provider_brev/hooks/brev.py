@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_brev._compat import mask_secret
-from airflow_provider_brev.cli.classify import classify_failure
+from airflow_provider_brev.cli.classify import classify_failure, last_error_text, strip_breadcrumbs
 from airflow_provider_brev.cli.config import BrevCapabilities, BrevConnectionConfig
 from airflow_provider_brev.cli.invocation import exec_view
 from airflow_provider_brev.cli.names import validate_instance_name
@@ -48,6 +48,7 @@ from airflow_provider_brev.cli.shell import (
     build_once_command,
     parse_once_marker,
     secret_file_name,
+    stale_secret_cleanup,
     strip_once_stdout,
     validate_env,
 )
@@ -318,7 +319,9 @@ class BrevHook(BrevInstancesHook):
             return parse()
         except ValueError as err:  # the output was cut: the connection dropped mid-answer
             raise BrevConnectionLostError(
-                f"Incomplete answer from the instance ({err}).", cli_message=result.stderr, command="exec"
+                f"Incomplete answer from the instance ({err}).",
+                cli_message=last_error_text(strip_breadcrumbs(result.stderr), limit=500),
+                command="exec",
             ) from err
 
     def launch_job(
@@ -357,7 +360,7 @@ class BrevHook(BrevInstancesHook):
         except BaseException:
             if secret_path:  # never leave a secret behind on the instance
                 with contextlib.suppress(Exception):
-                    self.exec_script(name, f"rm -f -- {secret_path}", timeout=30)
+                    self.exec_script(name, stale_secret_cleanup([job.job_id]), timeout=30)
             raise
         launch = self._parse_or_lost(lambda: parse_launch_output(result.stdout_lines, job.job_id), result)
         if launch.error:
