@@ -17,6 +17,9 @@ help:
 	@echo "make test   - install the locked environment, run ruff, import-linter, mypy and pytest"
 	@echo "make demo   - run the flagship DAG end to end against the bundled Brev simulator"
 	@echo "make bench  - run the benchmarks, write benchmarks/results.json"
+	@echo "make airflow - a local Airflow UI with the provider, its examples, the simulator and local S3"
+	@echo "make docs   - build the documentation site into .site/ (warnings are errors)"
+	@echo "make system-test - the system tests against REAL Brev (billed; needs BREV_API_TOKEN)"
 
 $(UV):
 	$(PYTHON) -m venv $(TOOLS)
@@ -40,7 +43,7 @@ format: sync
 typecheck: sync
 	$(BIN)/mypy
 
-test: lint typecheck
+test: lint typecheck docs
 	$(BIN)/pytest --cov --cov-report=term
 
 demo: sync
@@ -67,3 +70,26 @@ test-floor: $(UV)
 	$(UV) pip sync --quiet --python $(FLOOR_VENV)/bin/python --require-hashes floor/requirements.txt
 	$(UV) pip install --quiet --python $(FLOOR_VENV)/bin/python --no-deps --reinstall .
 	$(FLOOR_VENV)/bin/pytest -p no:cacheprovider $(PYTEST_ARGS)
+
+.PHONY: docs
+# The documentation site (MkDocs Material + mkdocstrings), warnings as errors; output in .site/ (git-ignored).
+docs: sync
+	$(BIN)/mkdocs build --strict --quiet --site-dir .site
+
+.PHONY: airflow
+# A real local Airflow (api-server, scheduler, dag-processor, triggerer; SQLite, LocalExecutor) on
+# 127.0.0.1:${PORT:-8080} with the provider, its examples, the simulator and local S3; state under .airflow-local/.
+airflow: sync
+	$(BIN)/python scripts/airflow_local.py
+
+.PHONY: airflow-smoke
+# CI: start `make airflow`, trigger example_brev_lifecycle through the REST API (no logical date), click through the
+# UI with Playwright, stop everything.
+airflow-smoke: sync
+	$(BIN)/python scripts/airflow_smoke.py
+
+.PHONY: system-test
+# tests/system against REAL Brev (prints the estimated cost first, always deletes); `make test` runs the same tests
+# against the simulator.
+system-test: sync
+	BREV_SYSTEM_TEST=real $(BIN)/pytest tests/system -v
