@@ -86,7 +86,7 @@ airflow: sync
 # CI: start `make airflow`, trigger example_brev_lifecycle through the REST API (no logical date), click through the
 # UI with Playwright, stop everything.
 airflow-smoke: sync
-	$(BIN)/python scripts/airflow_smoke.py
+	$(BIN)/python deployment/airflow_smoke.py
 
 .PHONY: system-test
 # tests/system against REAL Brev (prints the estimated cost first, always deletes); `make test` runs the same tests
