@@ -74,7 +74,7 @@ test-floor: $(UV)
 .PHONY: docs
 # The documentation site (MkDocs Material + mkdocstrings), warnings as errors; output in .site/ (git-ignored).
 docs: sync
-	$(BIN)/mkdocs build --strict --quiet --site-dir .site
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir .site
 
 .PHONY: airflow
 # A real local Airflow (api-server, scheduler, dag-processor, triggerer; SQLite, LocalExecutor) on
@@ -90,6 +90,7 @@ airflow-smoke: sync
 
 .PHONY: system-test
 # tests/system against REAL Brev (prints the estimated cost first, always deletes); `make test` runs the same tests
-# against the simulator.
+# against the simulator. Needs BREV_API_TOKEN or AIRFLOW_CONN_BREV_DEFAULT (else skipped); optional BREV_SYSTEM_GPU
+# (e.g. L4) and BREV_SYSTEM_MAX_PRICE (USD/h, default 1.50) narrow the cheapest 1-GPU type chosen.
 system-test: sync
 	BREV_SYSTEM_TEST=real $(BIN)/pytest tests/system -v
