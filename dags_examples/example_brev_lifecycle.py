@@ -37,9 +37,11 @@ with DAG(
 
     @task
     def nvidia_smi(instance_name: str) -> str:
+        """The instance's GPU model, e.g. "NVIDIA L40S" (the full nvidia-smi output is in the task log)."""
         from airflow_provider_brev.hooks.brev import BrevHook
 
-        result = BrevHook().run_command(instance_name, "nvidia-smi", timeout=600)
+        query = "nvidia-smi --query-gpu=name --format=csv,noheader"
+        result = BrevHook().run_command(instance_name, query, timeout=600)
         if result.exit_code != 0:
             raise RuntimeError(f"nvidia-smi exited with {result.exit_code}")
         return result.last_line

@@ -21,16 +21,23 @@ memory, bad spec) and an unreachable KPI fail without retry; infrastructure faul
 
 Configuration: Airflow connections ``brev_default`` (Brev token), ``aws_default`` (S3), ``ngc_default`` (NGC API
 key in the password). ``make demo`` runs it end to end against the bundled Brev simulator and a local moto S3.
+
+**Unpausing does not start a run.** Each run creates a billed GPU instance, so the first scheduled run is the
+*next* Monday 03:00 UTC after you unpause, never a slot that already passed: the DAG has no ``start_date`` and its
+``CronTriggerTimetable`` has ``run_immediately=False`` (with a ``start_date``, Airflow would run the latest past
+slot as soon as the DAG is unpaused, ``catchup=False`` or not). Runs start earlier only when you trigger one or when
+the dataset asset gets an event. Pausing it later and unpausing it after a Monday has passed *does* run that
+missed Monday once (Airflow's ``catchup=False``): trigger it by hand instead if that is not what you want.
 """
 
 from __future__ import annotations
 
 import os
-from datetime import datetime, timedelta
+from datetime import timedelta
 
-from airflow.sdk import DAG, Asset, task
+from airflow.sdk import DAG, Asset, Param, task
 
-from airflow_provider_brev._compat import AssetOrTimeSchedule, CronTriggerTimetable
+from airflow_provider_brev.compat import AirflowSkipException, AssetOrTimeSchedule, CronTriggerTimetable
 from airflow_provider_brev.operators.brev import BrevCreateInstanceOperator, BrevDeleteInstanceOperator
 from airflow_provider_brev.operators.tao import (
     BrevPreflightOperator,
@@ -84,23 +91,47 @@ RUN_URI = "s3://{{ params.bucket }}/" + RUN_PREFIX
 # Each TAO action writes to <results_dir>/<action>/ (gap analysis: vcn_aoi); each goes to its own folder of the run.
 GAP_DIR, TRAIN_DIR, EVALUATE_DIR = (f"{RESULTS_DIR}/{action}" for action in ("vcn_aoi", "train", "evaluate"))
 
+# Mondays 03:00 UTC, first run on the Monday after unpausing (no start_date; see "Unpausing" above).
+WEEKLY = CronTriggerTimetable("0 3 * * 1", timezone="UTC", run_immediately=False)
+
 with DAG(
     dag_id="tao_visual_changenet_retrain",
-    schedule=AssetOrTimeSchedule(timetable=CronTriggerTimetable("0 3 * * 1", timezone="UTC"), assets=DATASET),
-    start_date=datetime(2026, 1, 1),
+    schedule=AssetOrTimeSchedule(timetable=WEEKLY, assets=DATASET),
     catchup=False,
     max_active_runs=1,
+    doc_md=__doc__,
     tags=["brev", "tao", "example"],
     user_defined_filters={"run_slug": run_slug},
     default_args={"retries": 1, "retry_delay": timedelta(minutes=2)},
     params={
-        "bucket": BUCKET,
-        "dataset_prefix": DATASET_PREFIX,
-        "gpu": "L40S:1",
-        "num_epochs": 3,
-        "gate_metric": "test_acc",
-        "gate_direction": "higher",  # explicit: never inferred from the metric's name
-        "gate_threshold": 0.8,
+        "bucket": Param(BUCKET, type="string", minLength=3, description="S3 bucket of the dataset and the results."),
+        "dataset_prefix": Param(
+            DATASET_PREFIX,
+            type="string",
+            pattern=r"^[^/].*/$",
+            description="Key prefix of the Visual ChangeNet dataset in the bucket, ending in '/'.",
+        ),
+        "gpu": Param(
+            "L40S:1",
+            type="string",
+            minLength=1,
+            description="GPU of the Brev instance, NAME[:COUNT] (e.g. L40S:1), resolved through `brev search`.",
+        ),
+        "num_epochs": Param(3, type="integer", minimum=1, description="Training epochs."),
+        "gate_metric": Param(
+            "test_acc",
+            type="string",
+            enum=["test_acc", "defect_acc", "test_fpr", "test_fnr"],
+            description="Evaluation KPI the promotion gate compares with the threshold.",
+        ),
+        "gate_direction": Param(
+            "higher",
+            type="string",
+            enum=["higher", "lower"],  # explicit: never inferred from the metric's name
+            description="'higher': promote when the KPI is at least the threshold (accuracies); "
+            "'lower': at most the threshold (error rates).",
+        ),
+        "gate_threshold": Param(0.8, type="number", description="The KPI value the gate compares with."),
     },
 ) as dag:
     # [START howto_tao_retrain]
@@ -158,12 +189,8 @@ with DAG(
     def promote(evaluation: dict, gap: dict, training: dict, params=None, outlet_events=None) -> dict:
         """Metrics gate with an explicit direction; emits the "model promoted" asset event only when it passes,
         naming the checkpoint in S3 and where each step's outputs are."""
-        from airflow_provider_brev._compat import AirflowSkipException
-
-        metric, direction = params["gate_metric"], params["gate_direction"]
+        metric, direction = params["gate_metric"], params["gate_direction"]  # validated by their Params
         threshold = float(params["gate_threshold"])
-        if direction not in ("higher", "lower"):
-            raise ValueError("gate_direction must be 'higher' or 'lower'")
         value = float(evaluation["kpis"][metric])
         passed = value >= threshold if direction == "higher" else value <= threshold
         decision = {

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 import tenacity
 
-from airflow_provider_brev._compat import AirflowNotFoundException, BaseHook, mask_secret
+from airflow_provider_brev._compat import AIRFLOW_V_3_1_PLUS, AirflowNotFoundException, BaseHook, mask_secret
 from airflow_provider_brev.cli.classify import login_failure
 from airflow_provider_brev.cli.config import BrevCapabilities, BrevConnectionConfig, login_args
 from airflow_provider_brev.cli.invocation import EnsureLogin, Invocation, OutputView, adrive, drive, invocation
@@ -75,6 +75,40 @@ def _file_lock(path: Path) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+def _outside_a_task() -> bool:
+    """True where Airflow 3.1+'s Task SDK looks connections up in environment variables and secrets backends only:
+    not in a running task (which asks the API server) and not in a server process (which reads the metadata DB)."""
+    if not AIRFLOW_V_3_1_PLUS:
+        return False  # Airflow 3.0's BaseHook reads the metadata database everywhere
+    try:
+        from airflow.sdk.execution_time import task_runner
+    except ImportError:  # pragma: no cover - the module exists on every Airflow 3.1+
+        return False
+    if getattr(task_runner, "SUPERVISOR_COMMS", None) is not None:
+        return False
+    return os.environ.get("_AIRFLOW_PROCESS_CONTEXT") not in ("server", "client")
+
+
+def missing_connection_message(conn_id: str) -> str:
+    """Why the connection ``conn_id`` was not found, and the fix that applies where this process runs."""
+    env_var = f"AIRFLOW_CONN_{conn_id.upper()}"
+    create = (
+        "create a connection of type 'brev' with the Brev API token in the password field (UI, `airflow "
+        f'connections add`, or {env_var}=\'{{"conn_type": "brev", "password": "<token>"}}\'), or, for the default '
+        "connection only, set BREV_API_TOKEN."
+    )
+    if not _outside_a_task():
+        return f"The Airflow connection {conn_id!r} is not defined. {create[0].upper()}{create[1:]}"
+    return (
+        f"The Airflow connection {conn_id!r} is not defined in this process's environment or secrets backends. "
+        "Outside a running task (a Python shell, a script), Airflow 3.1+ resolves connections only from "
+        "environment variables and secrets backends, never from the metadata database where the UI and "
+        "`airflow connections add` store them. To test a stored connection, run "
+        f"`AIRFLOW__CORE__TEST_CONNECTION=Enabled airflow connections test {conn_id}`; to use it here, set {env_var} "
+        f"in this environment. If it does not exist at all, {create}"
+    )
 
 
 class BrevBaseHook(BaseHook):
@@ -196,12 +230,7 @@ class BrevBaseHook(BaseHook):
         if conn is None:
             env_token = os.environ.get("BREV_API_TOKEN", "").strip()
             if self.brev_conn_id not in (None, self.default_conn_name) or not env_token:
-                raise BrevConfigurationError(
-                    f"The Airflow connection {self.brev_conn_id!r} is not defined. Create a connection of type "
-                    "'brev' with the Brev API token in the password field (UI, `airflow connections add`, or "
-                    f'AIRFLOW_CONN_{str(self.brev_conn_id).upper()}=\'{{"conn_type": "brev", "password": '
-                    '"<token>"}\'), or, for the default connection only, set BREV_API_TOKEN.'
-                )
+                raise BrevConfigurationError(missing_connection_message(str(self.brev_conn_id)))
             self.log.info("No connection %r defined: using BREV_API_TOKEN from the environment.", self.brev_conn_id)
             config = BrevConnectionConfig(conn_id=None, token=env_token)
         else:
@@ -275,7 +304,7 @@ class BrevBaseHook(BaseHook):
             version_text=version_text.splitlines()[0] if version_text else "unknown",
             create_flags=parse_help_flags(help_run.stdout + "\n" + help_run.stderr),
         )
-        self.log.info("brev CLI %s at %s", caps.version_text, path)
+        self.log.info("Using the brev CLI at %s (%s).", path, caps.version_text)
         self.log.debug("brev create flags: %s", ", ".join(sorted(caps.create_flags)))
         with _CACHE_LOCK:
             _CAPABILITIES[key] = caps
@@ -346,7 +375,9 @@ class BrevBaseHook(BaseHook):
     def _log_line(self, prefix: str) -> LineCallback | None:
         if not self.log_cli_output:
             return None
-        return lambda line: self.log.info("[%s] %s", prefix, line) if line else None
+        # The CLI's own chatter (create's progress, copy's confirmations) is DEBUG: the hook logs what happened
+        # at INFO, and a failure's error carries the CLI's error text.
+        return lambda line: self.log.debug("[%s] %s", prefix, line) if line else None
 
     def _retry_kwargs(self) -> dict[str, Any]:
         kwargs: dict[str, Any] = {

@@ -504,7 +504,15 @@ class BrevPreflightOperator(BrevBaseOperator):
             report["ngc_key"] = bool(check_ngc_key(self.image, ngc_conn_id=self.ngc_conn_id))
         report["hf_token"] = bool(check_hf_token(self.spec or {}, hf_conn_id=self.hf_conn_id))
         report["instance_paths"] = check_input_paths(self.input_paths or [], instance_paths=self.instance_paths or [])
-        self.log.info("Pre-launch checks passed: %s", report)
+        inputs = report["s3_inputs"]
+        self.log.info(
+            "Pre-launch checks passed: %s; %d S3 input(s) readable%s%s.",
+            report.get("brev", "Brev not checked (check_brev=False)"),
+            len(inputs),
+            "; NGC key present" if report.get("ngc_key") else "",
+            "; Hugging Face token present" if report["hf_token"] else "",
+        )
+        self.log.debug("Pre-launch report: %s", report)
         return report
 
 

@@ -150,7 +150,8 @@ class BrevInstanceReadyTrigger(BrevBaseTrigger):
                     self.log.info("Readiness of %s: %s", self.instance_name, step.message)
                 instance = step.readiness.instance if step.readiness else None
                 if step.action == "ready":
-                    yield self._event(EVENT_SUCCESS, step.message, instance=instance)
+                    ready = f"{step.message} Ready after {time.time() - wait.started:.0f} s of waiting."
+                    yield self._event(EVENT_SUCCESS, ready, instance=instance)
                     return
                 if step.action == "failed":
                     assert step.readiness is not None

@@ -114,6 +114,8 @@ _Item = TypeVar("_Item", StagedDownload, StagedUpload)
 class Log(Protocol):
     """The logger methods used here (a :class:`logging.Logger`, or an operator's ``self.log``)."""
 
+    def debug(self, msg: Any, /, *args: Any) -> Any: ...
+
     def info(self, msg: Any, /, *args: Any) -> Any: ...
 
     def warning(self, msg: Any, /, *args: Any) -> Any: ...
@@ -152,7 +154,8 @@ class TransferRunner:
         script = build_transfer_script(
             xfer_id=xfer_id, remote_dir=s.remote_dir, concurrency=s.concurrency, curl_retries=s.curl_retries
         )
-        self.log.info(
+        # the first round is plumbing (DEBUG); a further round means files failed and are being retried
+        (self.log.info if attempt > 1 else self.log.debug)(
             "Transfer round %d/%d on %s: %d task(s) (round id %s).",
             *(attempt, s.max_attempts, s.instance_name, len(tasks), xfer_id),
         )
@@ -264,9 +267,10 @@ class TransferRunner:
             raise BrevTransferError(f"Cannot upload these files from {s.remote}: {name_some(bad, separator='; ')}")
         return uploads
 
-    def upload(self, uploads: list[StagedUpload]) -> TransferOutcome:
+    def upload(self, uploads: list[StagedUpload], *, log_each: bool = True) -> TransferOutcome:
         """Upload ``uploads`` (multipart ones in parts, finished parts kept across rounds), each verified with
-        ``head_object``; multipart uploads still open at the end are aborted."""
+        ``head_object``; multipart uploads still open at the end are aborted. ``log_each=False``: one line per
+        file at DEBUG only (the caller logs a summary)."""
         s, staging = self.settings, self.staging
 
         def settle(key: str, upload: StagedUpload, report: TransferReport) -> Failure | None:
@@ -278,7 +282,7 @@ class TransferRunner:
 
         def done(upload: StagedUpload) -> None:
             parts = f", {upload.part_count} parts" if upload.multipart else ""
-            self.log.info(
+            (self.log.info if log_each else self.log.debug)(
                 "Uploaded %s -> s3://%s/%s (%d bytes%s).", upload.relpath, s.bucket, upload.key, upload.size, parts
             )
 
@@ -453,7 +457,7 @@ def sync_outputs(
             "Output %s -> %s: %d file(s), %d already in S3, %d to upload (%d bytes).",
             *(remote, pair.uri, len(uploads), len(identical), len(to_send), sum(u.size for u in to_send)),
         )
-        outcome = runner.upload(to_send) if to_send else TransferOutcome()
+        outcome = runner.upload(to_send, log_each=False) if to_send else TransferOutcome()
         still_written = {path: why for path, why in outcome.failures.items() if why[0] == CHANGED}
         if not final and still_written and len(still_written) == len(outcome.failures):  # the next sync takes them
             log.info(
@@ -466,4 +470,9 @@ def sync_outputs(
         reports.append(
             _finish(pair, f"from {remote} were not uploaded to {pair.uri}", outcome, len(identical), started)
         )
+        if outcome.done:
+            log.info(
+                "Outputs of %s are in %s: %d file(s) uploaded (%d bytes), %d already there.",
+                *(remote, pair.uri, len(outcome.done), sum(u.size for u in outcome.done), len(identical)),
+            )
     return reports

@@ -6,6 +6,7 @@ The examples are discovered from ``dags_examples/``: a new example file is run h
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -74,8 +75,10 @@ def check_ephemeral_exec(dag_run: Any, sim: Any, written: list[str]) -> None:
 
 
 def check_lifecycle(dag_run: Any, sim: Any, written: list[str]) -> None:
+    """The work task returns the instance's GPU model (a value a downstream task can use, not a table border)."""
     assert len(cli_calls(sim, "create")) == 1
     assert len(cli_calls(sim, "delete")) == 1
+    assert ti_of(dag_run, "nvidia_smi").xcom_pull(task_ids="nvidia_smi") == "NVIDIA L40S"
 
 
 def check_mixed_stages(dag_run: Any, sim: Any, written: list[str]) -> None:
@@ -188,3 +191,47 @@ def test_scheduled_runs_write_to_distinct_prefixes(dagbag):
         prefixes = [template.render(run_id=run_id, params=dict(dag.params)) for run_id in run_ids]
         assert prefixes[0] != prefixes[1], (dag.dag_id, task.task_id, prefixes)
         assert all(run_slug(run_id) in prefix for run_id, prefix in zip(run_ids, prefixes, strict=True))
+
+
+def test_every_example_imports_only_public_provider_modules():
+    """What users copy must not depend on private modules (``airflow_provider_brev._compat`` and the like)."""
+    import ast
+
+    imported = {
+        node.module if isinstance(node, ast.ImportFrom) else alias.name
+        for path in EXAMPLES.glob("*.py")
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Import | ast.ImportFrom)
+        for alias in node.names
+    }
+    provider = sorted(name for name in imported if name and name.startswith("airflow_provider_brev"))
+    assert "airflow_provider_brev.compat" in provider
+    assert [name for name in provider if any(part.startswith("_") for part in name.split("."))] == []
+
+
+def test_unpausing_the_flagship_schedules_its_first_run_in_the_future(dagbag):
+    """Each flagship run bills a GPU instance: the scheduler's first run after unpausing is the next Monday 03:00 UTC,
+    not the slot that already passed (asked the way the scheduler asks: serialized DAG, its time restriction)."""
+    from datetime import UTC, datetime, timedelta
+
+    from airflow.serialization import serialized_objects
+
+    serializer = getattr(serialized_objects, "DagSerialization", None) or serialized_objects.SerializedDAG
+    dag = serializer.from_dict(serializer.to_dict(dagbag.get_dag("tao_visual_changenet_retrain")))
+    now = datetime.now(UTC)
+    first = dag.timetable.next_dagrun_info(last_automated_data_interval=None, restriction=dag._time_restriction)
+    assert first is not None
+    assert now < first.run_after <= now + timedelta(days=7)
+    assert (first.run_after.weekday(), first.run_after.hour, first.run_after.minute) == (0, 3, 0)
+
+
+def test_the_flagships_trigger_form_refuses_a_free_text_gate_direction(dagbag):
+    """Every flagship param is typed and described; ``gate_direction`` is a choice, so a typo never reaches the
+    gate (it would otherwise be compared as text at the end of a paid run)."""
+    params = dagbag.get_dag("tao_visual_changenet_retrain").params
+    assert {name: bool(params.get_param(name).description) for name in params} == dict.fromkeys(params, True)
+    assert params.get_param("gate_direction").schema["enum"] == ["higher", "lower"]
+    params.validate()  # the defaults are valid
+    form = copy.deepcopy(params)
+    with pytest.raises(ValueError, match="gate_direction"):  # ParamValidationError (its module varies by version)
+        form["gate_direction"] = "up"

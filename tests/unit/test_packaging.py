@@ -1,0 +1,80 @@
+"""What a user installs: one version everywhere, the licence in the repository, the sdist and the wheel, and
+project URLs that say where things are."""
+
+from __future__ import annotations
+
+import subprocess
+import tarfile
+import tomllib
+import zipfile
+from importlib.metadata import version
+from pathlib import Path
+
+import pytest
+
+import airflow_provider_brev
+from airflow_provider_brev.get_provider_info import get_provider_info
+
+ROOT = Path(__file__).resolve().parents[2]
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
+UV = ROOT / ".tools" / "bin" / "uv"
+
+
+def test_one_version_in_pyproject_metadata_package_and_provider_info():
+    written = PYPROJECT["project"]["version"]
+    assert version("airflow-provider-brev") == written
+    assert airflow_provider_brev.__version__ == written
+    assert get_provider_info()["versions"][0] == written
+
+
+def test_the_changelog_has_an_entry_for_the_current_version():
+    changelog = (ROOT / "CHANGELOG.md").read_text()
+    assert "\n## Unreleased\n" in changelog
+    assert f"\n## {PYPROJECT['project']['version']} - " in changelog
+
+
+def test_license_file_is_the_apache_2_text_with_the_authors_copyright():
+    text = (ROOT / "LICENSE").read_text()
+    assert text.lstrip().startswith("Apache License\n                           Version 2.0, January 2004")
+    assert "END OF TERMS AND CONDITIONS" in text
+    assert "Copyright 2026 The airflow-provider-brev authors" in text
+    assert PYPROJECT["project"]["license"] == "Apache-2.0"
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> Path:
+    """``uv build`` (sdist, then the wheel from the sdist), as a user builds from a checkout."""
+    out = tmp_path_factory.mktemp("dist")
+    done = subprocess.run(
+        [str(UV), "build", "--quiet", "--out-dir", str(out), str(ROOT)],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return out
+
+
+def test_wheel_contains_the_license_and_the_package(built):
+    (wheel,) = built.glob("*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    assert f"airflow_provider_brev-{PYPROJECT['project']['version']}.dist-info/licenses/LICENSE" in names
+    assert "airflow_provider_brev/compat.py" in names
+    assert not [name for name in names if "__pycache__" in name]
+    meta = zipfile.ZipFile(wheel).read(f"airflow_provider_brev-{PYPROJECT['project']['version']}.dist-info/METADATA")
+    labels = {
+        line.split(":", 1)[1].split(",", 1)[0].strip()
+        for line in meta.decode().splitlines()
+        if line.startswith("Project-URL:")
+    }
+    assert {"Source", "Issues", "Changelog", "Documentation"} <= labels
+
+
+def test_sdist_contains_license_changelog_and_readme_and_nothing_else_at_the_top(built):
+    (sdist,) = built.glob("*.tar.gz")
+    with tarfile.open(sdist) as archive:
+        names = [name.split("/", 1)[1] for name in archive.getnames() if "/" in name]
+    top = {name.split("/", 1)[0] for name in names}
+    always = {"pyproject.toml", "PKG-INFO", ".gitignore"}  # hatchling adds these to every sdist
+    assert top == {"airflow_provider_brev", "LICENSE", "CHANGELOG.md", "README.md", *always}
