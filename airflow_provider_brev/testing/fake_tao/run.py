@@ -59,8 +59,11 @@ class StatusLog:
         self.path = path
         os.makedirs(os.path.dirname(path), exist_ok=True)
         self.last: dict | None = None
+        self.drop_success = False  # the `no_success_record` knob
 
     def write(self, status: str, message: str | None = None, **data: Any) -> None:
+        if status == "SUCCESS" and self.drop_success:
+            return
         date, clock = _now_parts()
         rec: dict[str, Any] = {"date": date, "time": clock, "status": status, "verbosity": "INFO"}
         rec.update({k: v for k, v in data.items() if v is not None})
@@ -336,6 +339,7 @@ class RunContext:
                 self.action_dir = os.path.join(self.resolve(str(rd)), self.action)
         self.makedirs(self.action_dir)
         self.status = StatusLog(os.path.join(self.action_dir, "status.json"))
+        self.status.drop_success = _c.consume_knob(self.root, "tao", "no_success_record", self.action)
         self.info["action_dir"] = self.display(self.action_dir)
         self.info["action_dir_host"] = self.action_dir
 

@@ -21,6 +21,7 @@ MISSING = "???"
 DEFAULT_TAO_CONFIG: dict = {
     "epoch_seconds": 0.02,  # simulated time per training epoch (and per evaluate pass)
     "silent_pass": False,  # train: exit 0, SUCCESS record, `Execution status: PASS`, no new checkpoint
+    "no_success_record": False,  # exit as usual, but the final SUCCESS status.json record is never written
     "oom": False,  # torch.cuda.OutOfMemoryError at epoch `fail_at_epoch` (program fault)
     "cuda_assert": False,  # CUDA device-side assert (program fault)
     "infra_error": False,  # uncorrectable ECC error / Xid 48 (infrastructure fault)
