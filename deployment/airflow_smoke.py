@@ -25,7 +25,6 @@ import time
 import traceback
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import quote
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -192,7 +191,7 @@ class Smoke:
         from playwright.sync_api import expect
 
         expected = self.provider_log_line(self.rest_run_id, "nvidia_smi")
-        login(page, self.local.url, f"/dags/{DAG_ID}/runs/{quote(self.rest_run_id, safe='')}")
+        login(page, self.local.url, f"/dags/{DAG_ID}/runs/{self.rest_run_id}")
         # the grid's cell of this run's nvidia_smi (the task name links to the task across runs)
         page.locator(f'a[href$="/runs/{self.rest_run_id}/tasks/nvidia_smi"]').first.click(timeout=60_000)
         expect(page.get_by_text(expected).first).to_be_visible(timeout=60_000)

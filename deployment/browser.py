@@ -14,6 +14,7 @@ import os
 import shutil
 import subprocess
 import time
+import urllib.parse
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -103,7 +104,8 @@ def chromium_page(
 def login(page: Page, base_url: str, path: str = "/") -> None:
     """Open ``path`` through the simple auth manager's login (all admins): it sets the UI's token cookie."""
     base = base_url.rstrip("/")
-    page.goto(f"{base}/auth/token/login?next={base}{path}", timeout=90_000)  # slow on a busy machine
+    target = urllib.parse.quote(f"{base}{path}", safe=":/")  # run ids hold '+': unquoted it would become a space
+    page.goto(f"{base}/auth/token/login?next={target}", timeout=90_000)  # slow on a busy machine
 
 
 def _wait_settled(page: Page, dialog: Locator) -> None:
