@@ -10,7 +10,6 @@ run's marker environment variable), and stops all of it again.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import secrets
@@ -22,6 +21,9 @@ import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+import process_groups
 
 if TYPE_CHECKING:
     import argparse
@@ -88,21 +90,7 @@ def services_missing() -> list[str]:
 
 def marked_pids(test_id: str) -> list[int]:
     """PIDs of live processes whose environment carries this run's marker (Linux /proc)."""
-    needle = f"{MARKER}={test_id}".encode()
-    pids = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == os.getpid():
-            continue
-        try:
-            with open(f"/proc/{entry}/environ", "rb") as fh:
-                if needle in fh.read().split(b"\0"):
-                    with open(f"/proc/{entry}/stat", "rb") as st:
-                        if st.read().split(b")")[-1].split()[0] == b"Z":
-                            continue  # a zombie waiting for its parent is not running anything
-                    pids.append(int(entry))
-        except OSError:
-            continue
-    return pids
+    return process_groups.marked_pids(MARKER, test_id)
 
 
 def describe_pid(pid: int) -> str | None:
@@ -441,23 +429,7 @@ class Deployment:
     def stop_all(self) -> list[str]:
         """SIGTERM every component's process group, then SIGKILL what is left; returns stragglers."""
         # a second SIGTERM for stragglers: once the dag-processor went on parsing after the first one
-        for grace in (15, 10):
-            for proc in self.procs.values():
-                if proc.poll() is None:
-                    with contextlib.suppress(ProcessLookupError):
-                        os.killpg(proc.pid, signal.SIGTERM)
-            deadline = time.monotonic() + grace
-            for proc in self.procs.values():
-                with contextlib.suppress(subprocess.TimeoutExpired):
-                    proc.wait(timeout=max(0.1, deadline - time.monotonic()))
-        stragglers = []
-        for name, proc in self.procs.items():
-            if proc.poll() is None:
-                stragglers.append(name)
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)  # also reaches forked children left in the group
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(timeout=10)
+        stragglers = process_groups.stop_groups(self.procs, graces=(15, 10))
         if self.sim is not None:
             self.sim.kill_all()
         for fh in self._log_files:

@@ -37,6 +37,8 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import process_groups  # scripts/process_groups.py, beside this file
+
 if TYPE_CHECKING:
     from collections.abc import Callable
     from types import FrameType, TracebackType
@@ -75,23 +77,8 @@ def port_in_use(port: int) -> bool:
 
 
 def marked_pids(run_id: str) -> list[int]:
-    """PIDs of live (non-zombie) processes whose environment carries ``MARKER=run_id`` (Linux /proc)."""
-    needle = f"{MARKER}={run_id}".encode()
-    pids = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == os.getpid():
-            continue
-        try:
-            with open(f"/proc/{entry}/environ", "rb") as fh:
-                if needle not in fh.read().split(b"\0"):
-                    continue
-            with open(f"/proc/{entry}/stat", "rb") as st:
-                if st.read().rsplit(b")", 1)[-1].split()[0] == b"Z":
-                    continue  # a zombie waiting for its parent runs nothing
-            pids.append(int(entry))
-        except OSError:
-            continue
-    return pids
+    """PIDs of live processes whose environment carries ``MARKER=run_id``."""
+    return process_groups.marked_pids(MARKER, run_id)
 
 
 def demo_dataset() -> tuple[str, str]:
@@ -388,22 +375,7 @@ class LocalAirflow:
     def stop(self, grace: float = 20.0) -> list[str]:
         """SIGTERM every process group, SIGKILL what is left after ``grace`` seconds, then kill whatever still
         carries this run's marker (sandboxes of the simulator, task processes). Returns what had to be killed."""
-        for proc in self.procs.values():
-            if proc.poll() is None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGTERM)
-        deadline = time.monotonic() + grace
-        for proc in self.procs.values():
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
-        killed = []
-        for name, proc in self.procs.items():
-            if proc.poll() is None:
-                killed.append(name)
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)  # also forked children left in the group
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(timeout=10)
+        killed = process_groups.stop_groups(self.procs, graces=(grace,))
         if self.sim is not None:
             self.sim.kill_all()
         for _ in range(20):
