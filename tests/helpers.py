@@ -1,15 +1,21 @@
-"""Small assertion helpers shared by the DAG-level tests (no side effects: child worker scripts import it too)."""
+"""Small helpers shared by the DAG-level tests (importing it has no side effects: child worker scripts import it)."""
 
 from __future__ import annotations
 
 import logging
 import os
+import signal
+import subprocess
+import sys
+import textwrap
 import threading
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from datetime import datetime
 
 
 def task_states(dag_run) -> dict[str, str]:
@@ -74,10 +80,11 @@ class ChaosAgent(threading.Thread):
 
     ``action(value)`` gets that value. Use as a context manager around the blocking ``dag.test()``; on exit
     the agent stops waiting (the run may have ended without reaching the condition) and any error it hit is
-    re-raised. :attr:`fired` says whether the action ran.
+    re-raised. :attr:`fired` says whether the action ran. ``timeout`` only bounds the wait in the background
+    (the run's end stops it anyway): generous, because a loaded machine can take minutes to reach a condition.
     """
 
-    def __init__(self, condition: Callable[[], Any], action: Callable[[Any], None], *, timeout: float = 120.0):
+    def __init__(self, condition: Callable[[], Any], action: Callable[[Any], None], *, timeout: float = 600.0):
         super().__init__(daemon=True, name="chaos-agent")
         self.condition = condition
         self.action = action
@@ -108,3 +115,77 @@ class ChaosAgent(threading.Thread):
         self.join(timeout=30)
         if self.error is not None:
             raise self.error
+
+
+def job_ids_on(sim, name: str) -> list[str]:
+    """Ids of the detached jobs whose directories are on instance ``name`` (collected jobs' are removed)."""
+    from airflow_provider_brev.cli.remote_job import DEFAULT_BASE_DIR
+
+    jobs = sim.sandbox(name) / DEFAULT_BASE_DIR
+    return sorted(path.name for path in jobs.iterdir()) if jobs.is_dir() else []
+
+
+class DagWorker:
+    """``dag.test()`` of one DAG in a child process: a worker a test can SIGKILL (no ``on_kill``, no teardown).
+
+    The child inherits AIRFLOW_HOME, the metadata DB and the dags folder; ``connection`` becomes its
+    ``brev_default``. Use as a context manager: a child still alive on exit is killed.
+    """
+
+    def __init__(self, tmp_path: Path, dag_file: str, dag_id: str, conf: dict, when: datetime, connection: str):
+        tests_dir = Path(__file__).resolve().parent
+        script = tmp_path / f"worker_{dag_id}.py"
+        script.write_text(
+            textwrap.dedent(
+                f"""
+                import datetime, os, sys
+                sys.path.insert(0, {str(tests_dir)!r})
+                from helpers import configure_dag_test_logging
+                configure_dag_test_logging()
+                from airflow.models import DagBag
+                folder = os.environ["AIRFLOW__CORE__DAGS_FOLDER"]
+                dag = DagBag(dag_folder=os.path.join(folder, {dag_file!r})).get_dag({dag_id!r})
+                when = datetime.datetime.fromisoformat({when.isoformat()!r})
+                dag.test(logical_date=when, run_after=when, run_conf={conf!r})
+                """
+            )
+        )
+        self.log_path = tmp_path / f"worker_{dag_id}.log"
+        env = {**os.environ, "AIRFLOW_CONN_BREV_DEFAULT": connection}
+        with self.log_path.open("w") as log:
+            self.process = subprocess.Popen([sys.executable, str(script)], env=env, stdout=log, stderr=log)
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def wait_for(self, predicate: Callable[[], Any], what: str, timeout: float = 300.0) -> Any:
+        """Poll ``predicate`` (bounded) while the child runs; fail at once if it exited first."""
+        deadline = time.monotonic() + timeout
+        while not (value := predicate()):
+            if self.process.poll() is not None:
+                raise AssertionError(
+                    f"the worker exited ({self.process.returncode}) before {what}: {self.log()[-3000:]}"
+                )
+            if time.monotonic() > deadline:
+                raise AssertionError(f"timed out waiting for {what}; worker log tail: {self.log()[-3000:]}")
+            time.sleep(0.05)
+        return value
+
+    def sigkill(self) -> None:
+        os.kill(self.process.pid, signal.SIGKILL)
+        self.process.wait(timeout=30)
+
+    def __enter__(self) -> DagWorker:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(timeout=30)
+
+
+def deferrals(task_logs, task_id: str) -> list[str]:
+    """The log lines with which Airflow's task runner deferred ``task_id`` ("Pausing task as DEFERRED.")."""
+    return [
+        line for line in task_logs.lines if "Pausing task as DEFERRED" in line and f"task_id={task_id} " in f"{line} "
+    ]

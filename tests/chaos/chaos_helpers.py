@@ -201,18 +201,24 @@ def assert_chaos_invariants(
     tokens |= {
         call["argv"][call["argv"].index("--token") + 1] for call in sim.calls("login") if "--token" in call["argv"]
     }
-    for call in sim.calls():
+    # Each place first holds something (no vacuous "not in"), then no secret.
+    calls = sim.calls()
+    assert cli_calls(sim, "create"), "the run created nothing: nothing to check for secrets"
+    for call in calls:
         blob = json.dumps(call)
         for secret in secrets:
             assert secret not in blob, f"secret_env value on a command line: {call['argv'][:2]}"
         if not _is_login(call):  # `brev login --token` is the one command line that must carry the token
             for token in tokens:
                 assert token not in blob, f"Brev token on a command line: {call['argv'][:2]}"
-    for run in sim.runs():
+    runs = sim.runs()
+    assert runs or counters is None, "a job was expected, yet no command ran on an instance"
+    for run in runs:
         blob = json.dumps(run)
         for value in (*secrets, *tokens):
             assert value not in blob, "a secret in a command run on an instance"
     for text in (task_logs.text, *also_logs):
+        assert text.strip(), "an empty log proves nothing"
         for value in (*secrets, *tokens):
             assert value not in text, "a secret in the task logs"
     assert _leaked_into_files(sim.root, (*secrets, *tokens)) == []

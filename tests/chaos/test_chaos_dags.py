@@ -8,14 +8,8 @@ names its cause. The DAGs are in tests/dags/brev_chaos_cases.py.
 
 from __future__ import annotations
 
-import os
 import re
-import signal
-import subprocess
-import sys
-import textwrap
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 from chaos_helpers import (
@@ -27,11 +21,11 @@ from chaos_helpers import (
     started_counter,
     wait_until,
 )
-from helpers import ChaosAgent, cli_calls, task_states
+from helpers import ChaosAgent, DagWorker, cli_calls, job_ids_on, task_states
 
 from airflow_provider_brev.cli.names import parse_managed_name
+from airflow_provider_brev.cli.remote_job import DEFAULT_BASE_DIR
 
-TESTS_DIR = Path(__file__).resolve().parents[1]
 #: A job that waits (bounded: 30 s) until the test opens the ``gate`` file next to its counter.
 GATED = "for i in $(seq 1 600); do [ -e gate ] && break; sleep 0.05; done; echo job-done"
 #: A job that prints 20 numbered lines over about a second.
@@ -174,80 +168,45 @@ def test_connection_drop_mid_job_recovers_without_relaunch(run_dag, brev_sim, ta
 
 
 # ------------------------------------------------------------------------------- 7. worker SIGKILL mid-job
-def start_worker(tmp_path, dag_id: str, conf: dict, when: datetime, connection: str) -> tuple[subprocess.Popen, str]:
-    """Run ``dag_id`` with ``dag.test()`` in a child process (same AIRFLOW_HOME, DB, dags folder, simulator)."""
-    script = tmp_path / f"worker_{dag_id}.py"
-    script.write_text(
-        textwrap.dedent(
-            f"""
-            import datetime, os, sys
-            sys.path.insert(0, {str(TESTS_DIR)!r})
-            from helpers import configure_dag_test_logging
-            configure_dag_test_logging()
-            from airflow.models import DagBag
-            folder = os.environ["AIRFLOW__CORE__DAGS_FOLDER"]
-            dag = DagBag(dag_folder=os.path.join(folder, "brev_chaos_cases.py")).get_dag({dag_id!r})
-            when = datetime.datetime.fromisoformat({when.isoformat()!r})
-            dag.test(logical_date=when, run_after=when, run_conf={conf!r})
-            """
-        )
-    )
-    log_path = tmp_path / f"worker_{dag_id}.log"
-    env = {**os.environ, "AIRFLOW_CONN_BREV_DEFAULT": connection}
-    with log_path.open("w") as log:
-        worker = subprocess.Popen([sys.executable, str(script)], env=env, stdout=log, stderr=subprocess.STDOUT)
-    return worker, str(log_path)
+def start_worker(tmp_path, dag_id: str, conf: dict, when: datetime, sim) -> DagWorker:
+    """Run ``dag_id`` (tests/dags/brev_chaos_cases.py) with ``dag.test()`` in a child process."""
+    return DagWorker(tmp_path, "brev_chaos_cases.py", dag_id, conf, when, sim.connection_json())
 
 
-def wait_for_worker(worker: subprocess.Popen, log_path: str, predicate, what: str):
-    """Wait (bounded) until ``predicate()`` holds while the child worker still runs; fail fast if it exited."""
+def test_worker_sigkill_mid_job_then_rerun_attaches_to_the_finished_job(run_dag, brev_sim, tmp_path, task_logs, secret):
+    """The worker dies mid-job and the job then finishes with no worker watching; the re-run collects its output.
 
-    def check():
-        value = predicate()
-        if not value and worker.poll() is not None:
-            raise AssertionError(
-                f"the worker exited ({worker.returncode}) before {what}: {worker_log(log_path)[-3000:]}"
-            )
-        return value
-
-    return wait_until(check, timeout=120, what=lambda: f"{what}; worker log tail: {worker_log(log_path)[-3000:]}")
-
-
-def sigkill(worker: subprocess.Popen) -> None:
-    os.kill(worker.pid, signal.SIGKILL)
-    worker.wait(timeout=30)
-
-
-def worker_log(path: str) -> str:
-    with open(path, errors="replace") as handle:
-        return handle.read()
-
-
-def test_worker_sigkill_mid_job_then_retry_reattaches(run_dag, brev_sim, tmp_path, task_logs, secret):
+    ``dag.test()`` replaces the DagRun, so the re-run is try 1 again: it derives the same job id and the launch guard
+    on the instance reports the existing job instead of starting it again. The re-run starts only once the job's
+    exit code is on the instance, so it attaches to a finished job (a running one: tests/integration/test_exec_dags.py).
+    """
     when = datetime(2026, 5, 1, tzinfo=UTC)
     conf = chaos_conf(GATED, secret)
-    worker, log_path = start_worker(tmp_path, "brev_chaos_resume", conf, when, brev_sim.connection_json())
-    try:
-        counter = wait_for_worker(worker, log_path, lambda: started_counter(brev_sim), "the job started")
-        sigkill(worker)  # the worker dies mid-job: no on_kill, no teardown
-    finally:
-        if worker.poll() is None:
-            worker.kill()
-            worker.wait()
-    assert len(brev_sim.instances()) == 1  # the job and its instance outlive the worker
+    with start_worker(tmp_path, "brev_chaos_resume", conf, when, brev_sim) as worker:
+        counter = worker.wait_for(lambda: started_counter(brev_sim), "the job started")
+        worker.sigkill()  # the worker dies mid-job: no on_kill, no teardown
+    (name,) = created_names(brev_sim)
+    assert [i["name"] for i in brev_sim.instances()] == [name]  # the job and its instance outlive the worker
+    (job_id,) = job_ids_on(brev_sim, name)
     open_gate(counter)  # the job finishes while no worker watches it
+    exit_code = brev_sim.sandbox(name) / DEFAULT_BASE_DIR / job_id / "exit_code"
+    wait_until(exit_code.exists, what=f"job {job_id} to finish")
     dag_run = run_dag("brev_chaos_resume", conf=conf, logical_date=when, run_after=when)
-    assert "Launched job" not in task_logs.text  # the new try started nothing...
-    assert "Re-attaching to job" in task_logs.text or "already exists" in task_logs.text  # ...it re-attached
-    assert "job-done" in task_logs.text  # and the job's output reached its log
-    assert len(created_names(brev_sim)) == 1  # the instance was adopted, not created twice
+    attached = f"Job {job_id} already exists on {name} (this try launched it before): attaching."
+    assert attached in task_logs.text  # the re-run found the job through the launch guard...
+    run_ti = next(ti for ti in dag_run.get_task_instances() if ti.task_id == "run")
+    assert run_ti.try_number == 1
+    assert run_ti.xcom_pull(task_ids="run")["job_id"] == job_id
+    assert "job-done" in task_logs.text  # ...and the job's output reached its log
+    assert "Launched job" not in task_logs.text  # the re-run started nothing
+    assert created_names(brev_sim) == [name]  # the instance was adopted, not created twice
     assert_chaos_invariants(
         brev_sim,
         task_logs,
         secrets=[secret],
         counters=["try-1"],
         dag_run=dag_run,
-        also_logs=[worker_log(log_path)],
+        also_logs=[worker.log()],
     )
 
 
@@ -255,18 +214,13 @@ def test_worker_sigkill_during_create_is_swept_by_the_janitor(run_dag, brev_sim,
     """A SIGKILLed create never reaches its teardown: the expiring name lets the janitor delete the instance."""
     brev_sim.set_fault("ssh_refused", seconds=600)  # create keeps waiting for readiness
     when = datetime.now(UTC).replace(microsecond=0)
-    worker, log_path = start_worker(
-        tmp_path, "brev_chaos_create_killed", chaos_conf("echo job-done", secret), when, brev_sim.connection_json()
-    )
-    try:
-        wait_for_worker(  # created, and its readiness being probed
-            worker, log_path, lambda: brev_sim.instances() and cli_calls(brev_sim, "exec"), "the instance existed"
+    with start_worker(
+        tmp_path, "brev_chaos_create_killed", chaos_conf("echo job-done", secret), when, brev_sim
+    ) as worker:
+        worker.wait_for(  # created, and its readiness being probed
+            lambda: brev_sim.instances() and cli_calls(brev_sim, "exec"), "the instance existed"
         )
-        sigkill(worker)
-    finally:
-        if worker.poll() is None:
-            worker.kill()
-            worker.wait()
+        worker.sigkill()
     (name,) = created_names(brev_sim)
     assert [i["name"] for i in brev_sim.instances()] == [name]  # leaked: no teardown, no on_kill ran
     managed = parse_managed_name(name)
@@ -278,7 +232,7 @@ def test_worker_sigkill_during_create_is_swept_by_the_janitor(run_dag, brev_sim,
         secrets=[secret],
         counters=None,
         janitor=lambda: run_dag("brev_chaos_janitor"),
-        also_logs=[worker_log(log_path)],
+        also_logs=[worker.log()],
     )
     assert [call["argv"][1] for call in cli_calls(brev_sim, "delete")] == [name]  # the janitor deleted it
     assert counter_files(brev_sim) == []

@@ -8,16 +8,12 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
-import subprocess
-import sys
-import textwrap
 import time
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from helpers import ChaosAgent, cli_calls, run_state, task_states
+from helpers import ChaosAgent, DagWorker, cli_calls, deferrals, job_ids_on, run_state, task_states
 
 from airflow_provider_brev.triggers.brev import BrevRemoteJobTrigger
 
@@ -43,6 +39,13 @@ def only_instance_name(sim) -> str:
 def launches(sim):
     """Commands actually started through a job launch (the launcher's setsid'd job script)."""
     return [run for run in sim.runs() if "BREV_JOB_LAUNCHED" in run["command"]]
+
+
+def job_started_on(sim) -> str | None:
+    """The instance whose launched job wrote its ``counter`` file, or None before that."""
+    if not launches(sim):
+        return None
+    return next((i["name"] for i in sim.instances() if (sim.sandbox(i["name"]) / "counter").exists()), None)
 
 
 @pytest.mark.parametrize("dag_id", ["brev_exec_sync", "brev_exec_deferrable"])
@@ -88,47 +91,38 @@ def test_connection_drop_mid_job_recovers_without_relaunch(run_dag, brev_sim, ta
     assert "finished" in task_logs.text
 
 
-def test_worker_sigkill_mid_job_then_retry_reattaches(run_dag, brev_sim, dagbag, tmp_path, task_logs):
+def test_worker_sigkill_mid_job_then_rerun_of_the_same_try_attaches_through_the_launch_guard(
+    run_dag, brev_sim, tmp_path, task_logs
+):
+    """The worker is SIGKILLed while its job waits for a gate; the same try runs again and attaches to that job.
+
+    ``dag.test()`` replaces the DagRun, so the re-run is try 1 again: it derives the same job id, and the launch
+    guard on the instance starts nothing but reports the job. The gate opens only once the re-run said so, so it
+    attaches to a running job (a finished one: tests/chaos/test_chaos_dags.py; a new try re-attaching to an earlier
+    try's running job: test_retry_reattaches_to_the_previous_trys_running_job below).
+    """
     when = datetime(2026, 4, 1, tzinfo=UTC)
-    gate = tmp_path / "gate"
-    command = f"echo started >> counter; while [ ! -e {gate} ]; do sleep 0.1; done; echo job-done"
-    script = tmp_path / "run_dag.py"
-    script.write_text(
-        textwrap.dedent(
-            f"""
-            import datetime, os
-            from airflow.models import DagBag  # same AIRFLOW_HOME, DB and dags folder: inherited environment
-            dag = DagBag(dag_folder=os.environ["AIRFLOW__CORE__DAGS_FOLDER"]).get_dag("brev_exec_resume")
-            when = datetime.datetime(2026, 4, 1, tzinfo=datetime.timezone.utc)
-            dag.test(logical_date=when, run_after=when, run_conf={{"command": {command!r}}})
-            """
-        )
-    )
-    env = {**os.environ, "AIRFLOW_CONN_BREV_DEFAULT": brev_sim.connection_json()}
-    log = (tmp_path / "worker.log").open("w")
-    worker = subprocess.Popen([sys.executable, str(script)], env=env, stdout=log, stderr=subprocess.STDOUT)
-    try:
-        wait_until(
-            lambda: (
-                len(launches(brev_sim)) == 1
-                and any((brev_sim.sandbox(i["name"]) / "counter").exists() for i in brev_sim.instances())
-            ),
-            timeout=90,
-            what=f"the job to start; worker log: {(tmp_path / 'worker.log').read_text()[-3000:]}",
-        )
-        os.kill(worker.pid, signal.SIGKILL)  # the worker dies mid-job
-        worker.wait()
-    finally:
-        if worker.poll() is None:
-            worker.kill()
-    gate.touch()  # let the remote job finish while no worker watches it
-    dag_run = run_dag("brev_exec_resume", conf={"command": command}, logical_date=when, run_after=when)
+    gate = tmp_path / "gate"  # bounded (300 s): without the attach the job ends and the assertions below fail
+    wait = f"for i in $(seq 1 6000); do [ -e {gate} ] && break; sleep 0.05; done"
+    conf = {"command": f"echo started >> counter; {wait}; echo job-done"}
+    with DagWorker(
+        tmp_path, "brev_exec_cases.py", "brev_exec_resume", conf, when, brev_sim.connection_json()
+    ) as worker:
+        name = worker.wait_for(lambda: job_started_on(brev_sim), "the job started")
+        worker.sigkill()  # the worker dies mid-job: no on_kill, no teardown
+    (job_id,) = job_ids_on(brev_sim, name)  # try 1's job, still waiting for its gate
+    attached = f"Job {job_id} already exists on {name} (this try launched it before): attaching."
+    with ChaosAgent(lambda: attached in task_logs.text, lambda _: gate.touch(), timeout=300) as agent:
+        dag_run = run_dag("brev_exec_resume", conf=conf, logical_date=when, run_after=when)
+    assert agent.fired  # the gate opened only after the re-run attached
     assert run_state(dag_run) == "success", task_states(dag_run)
-    name = only_instance_name(brev_sim)
+    run_ti = next(ti for ti in dag_run.get_task_instances() if ti.task_id == "run")
+    assert run_ti.try_number == 1  # the same try
+    assert run_ti.xcom_pull(task_ids="run")["job_id"] == job_id
+    assert only_instance_name(brev_sim) == name
     assert (brev_sim.sandbox(name) / "counter").read_text() == "started\n"  # the command ran exactly once
-    assert "job-done" in task_logs.text  # and its output reached the new try's log
-    assert "Launched job" not in task_logs.text  # the new try did not start a job
-    assert "Re-attaching to job" in task_logs.text or "already exists" in task_logs.text
+    assert "job-done" in task_logs.text  # and its output reached the re-run's log
+    assert "Launched job" not in task_logs.text  # the re-run did not start a job
     no_instances_left(brev_sim)
 
 
@@ -143,12 +137,36 @@ def test_secret_env_never_leaks(run_dag, brev_sim_both, task_logs):
     digest = hashlib.sha256(secret.encode()).hexdigest()
     for filename in ("secret.sha256", "secret_fg.sha256", "secret_deferred.sha256"):
         assert (home / filename).read_text().split()[0] == digest  # the command did get it
-    for call in brev_sim_both.calls():
+    # Where a secret could leak, first what is there (so the negatives below are not vacuous), then no secret.
+    calls = brev_sim_both.calls()
+    assert cli_calls(brev_sim_both, "exec") and cli_calls(brev_sim_both, "copy")  # launches, polls, secret files
+    for call in calls:
         assert secret not in json.dumps(call)  # argv and the command string handed to ssh
+    assert f"[{name}] ok" in task_logs.text  # the detached job's output reached the log
     assert secret not in task_logs.text
-    for ti in dag_run.get_task_instances():
-        for key in ("return_value", "brev_job"):
-            assert secret not in json.dumps(ti.xcom_pull(task_ids=ti.task_id, key=key), default=str)
+    tis = {ti.task_id: ti for ti in dag_run.get_task_instances()}
+    pulled = {
+        (task_id, key): tis[task_id].xcom_pull(task_ids=task_id, key=key)
+        for task_id, keys in {
+            "create": ("return_value", "instance", "brev_instance"),
+            "run": ("return_value", "brev_job"),
+            "run_foreground": ("return_value",),
+            "run_deferred": ("return_value", "brev_job"),
+        }.items()
+        for key in keys
+    }
+    assert pulled["create", "return_value"] == name
+    assert pulled["create", "instance"]["name"] == pulled["create", "brev_instance"]["name"] == name
+    for task_id in ("run", "run_foreground", "run_deferred"):
+        result = pulled[task_id, "return_value"]
+        assert (result["exit_code"], result["instance_name"]) == (0, name), (task_id, result)
+    assert pulled["run", "return_value"]["last_line"] == "ok"
+    for task_id in ("run", "run_deferred"):  # the detached jobs' handles: which instance, which job
+        handle = pulled[task_id, "brev_job"]
+        assert handle["instance_name"] == name, (task_id, handle)
+        assert handle["job"]["job_id"] == pulled[task_id, "return_value"]["job_id"], (task_id, handle)
+    for where, value in pulled.items():
+        assert secret not in json.dumps(value, default=str), where
     leftovers = [p for p in home.rglob("*") if p.is_file() and secret in p.read_text(errors="ignore")]
     assert leftovers == []
 
@@ -159,13 +177,24 @@ def test_secret_env_never_leaks(run_dag, brev_sim_both, task_logs):
         ("brev_exec_ephemeral", {"command": "echo fine"}, "success"),
         ("brev_exec_ephemeral", {"command": "exit 4"}, "failed"),
         ("brev_exec_ephemeral_timeout", None, "failed"),
-        ("brev_exec_ephemeral_deferrable", None, "success"),
     ],
 )
 def test_ephemeral_mode_leaves_nothing(run_dag, brev_sim_both, dag_id, conf, state):
     dag_run = run_dag(dag_id, conf=conf)
     assert task_states(dag_run)["run"] == state
     assert len(cli_calls(brev_sim_both, "create")) == 1
+    no_instances_left(brev_sim_both)
+
+
+def test_ephemeral_deferrable_follows_its_job_from_the_triggerer_and_leaves_nothing(run_dag, brev_sim_both, task_logs):
+    dag_run = run_dag("brev_exec_ephemeral_deferrable")
+    assert task_states(dag_run)["run"] == "success"
+    name = only_instance_name(brev_sim_both)
+    run_ti = next(ti for ti in dag_run.get_task_instances() if ti.task_id == "run")
+    job_id = run_ti.xcom_pull(task_ids="run", key="brev_job")["job"]["job_id"]
+    assert len(deferrals(task_logs, "run")) == 1  # the worker handed the job over...
+    assert f"Following job {job_id} on {name} from the triggerer." in task_logs.text  # ...the trigger followed it
+    assert run_ti.xcom_pull(task_ids="run")["last_line"] == "deferred-ephemeral"  # ...and the resumed task finished
     no_instances_left(brev_sim_both)
 
 

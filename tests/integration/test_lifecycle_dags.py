@@ -7,7 +7,7 @@ import time
 from datetime import UTC
 
 import pytest
-from helpers import cli_calls, run_state, task_states
+from helpers import ChaosAgent, cli_calls, deferrals, run_state, task_states
 
 from airflow_provider_brev.triggers.brev import BrevInstanceReadyTrigger
 
@@ -65,9 +65,26 @@ def test_readiness_timeout_in_create_deletes_its_instance(run_dag, brev_sim):
     wait_for_no_instances(brev_sim)
 
 
-def test_create_waits_deferrable(run_dag, brev_sim_both):
-    dag_run = run_dag("brev_case_create_deferrable")
-    assert run_state(dag_run) == "success", task_states(dag_run)
+#: Simulated seconds a new instance stays DEPLOYING: it is RUNNING (or FAILURE) only once the test moves the
+#: simulator's clock past them, after the task deferred, so the wait cannot end before the deferral.
+DEPLOY_HELD_SECONDS = 600
+
+
+def deployed_once_deferred(sim, task_logs, task_id: str) -> ChaosAgent:
+    """Keep new instances DEPLOYING (in simulated time) until ``task_id`` deferred, then let them finish."""
+    sim.set_timings(deploy_seconds=DEPLOY_HELD_SECONDS)
+    return ChaosAgent(
+        lambda: deferrals(task_logs, task_id), lambda _: sim.advance(DEPLOY_HELD_SECONDS + 60), timeout=300
+    )
+
+
+def test_create_waits_deferrable(run_dag, brev_sim_both, task_logs):
+    with deployed_once_deferred(brev_sim_both, task_logs, "create") as agent:
+        dag_run = run_dag("brev_case_create_deferrable")
+    assert agent.fired  # the instance became ready only after the task deferred...
+    assert len(deferrals(task_logs, "create")) == 1
+    assert run_state(dag_run) == "success", task_states(dag_run)  # ...so the trigger saw it ready
+    assert len(creates(brev_sim_both)) == 1
     wait_for_no_instances(brev_sim_both)
 
 
@@ -92,20 +109,40 @@ def test_retry_after_readiness_failure_adopts_the_instance(run_dag, brev_sim):
     assert len(creates(brev_sim)) == 1
 
 
-@pytest.mark.parametrize("mode", ["poke", "reschedule", "deferrable"])
+@pytest.mark.parametrize("mode", ["poke", "reschedule"])
 def test_ready_sensor_modes(run_dag, brev_sim, mode):
     dag_run = run_dag(f"brev_case_sensor_{mode}")
     assert run_state(dag_run) == "success", task_states(dag_run)
     wait_for_no_instances(brev_sim)
 
 
-@pytest.mark.parametrize("mode", ["poke", "deferrable"])
-def test_ready_sensor_fails_fast_on_failure(run_dag, brev_sim, mode):
+def test_ready_sensor_deferrable_waits_in_the_triggerer(run_dag, brev_sim, task_logs):
+    with deployed_once_deferred(brev_sim, task_logs, "ready") as agent:
+        dag_run = run_dag("brev_case_sensor_deferrable")
+    assert agent.fired  # the instance became ready only after the sensor deferred...
+    assert len(deferrals(task_logs, "ready")) == 1
+    assert run_state(dag_run) == "success", task_states(dag_run)  # ...so the trigger saw it ready
+    wait_for_no_instances(brev_sim)
+
+
+def test_ready_sensor_fails_fast_on_failure(run_dag, brev_sim):
     brev_sim.set_fault("boot_failure", message="no GPU hosts left in zone")
     started = time.monotonic()
-    dag_run = run_dag(f"brev_case_sensor_{mode}")
+    dag_run = run_dag("brev_case_sensor_poke")
     assert task_states(dag_run)["ready"] == "failed"
     assert time.monotonic() - started < 30  # the sensor's timeout is 60 s: it failed fast
+    wait_for_no_instances(brev_sim)
+
+
+def test_ready_sensor_deferrable_fails_fast_on_failure(run_dag, brev_sim, task_logs):
+    brev_sim.set_fault("boot_failure", message="no GPU hosts left in zone")
+    with deployed_once_deferred(brev_sim, task_logs, "ready") as agent:
+        dag_run = run_dag("brev_case_sensor_deferrable")
+    assert agent.fired  # the instance failed only after the sensor deferred...
+    assert len(deferrals(task_logs, "ready")) == 1
+    assert task_states(dag_run)["ready"] == "failed"  # ...so the trigger reported the failure,
+    assert "BrevInstanceFailedError" in task_logs.text  # the instance's failure, not the sensor's 60 s timeout
+    assert "is in FAILURE (build CREATE_FAILED" in task_logs.text
     wait_for_no_instances(brev_sim)
 
 
@@ -142,7 +179,6 @@ def test_ready_trigger_serialisation_round_trips_without_secrets(brev_sim):
     classpath, kwargs = trigger.serialize()
     assert classpath == "airflow_provider_brev.triggers.brev.BrevInstanceReadyTrigger"
     assert BrevInstanceReadyTrigger(**kwargs).serialize() == (classpath, kwargs)
-    assert brev_sim.valid_token not in json.dumps(kwargs)
     assert set(kwargs) == {
         "instance_name",
         "brev_conn_id",
@@ -152,3 +188,4 @@ def test_ready_trigger_serialisation_round_trips_without_secrets(brev_sim):
         "delete_on_kill",
         "created",
     }
+    assert brev_sim.valid_token not in json.dumps(kwargs)

@@ -55,7 +55,9 @@ def test_flagship_dag_end_to_end(run_dag, brev_sim, tao_env, task_logs):
         assert NGC_KEY not in dumped
         assert all(secret not in dumped for secret in tao_env.secrets)
     assert NGC_KEY not in task_logs.text
-    for docker_call in brev_sim.docker_calls():
+    docker_calls = brev_sim.docker_calls()
+    assert brev_sim.docker_calls(subcommand="login") and brev_sim.docker_calls(subcommand="run")  # what to check
+    for docker_call in docker_calls:
         assert not docker_call.get("password_on_argv")
         assert not docker_call.get("inline_env_values")
 

@@ -84,6 +84,7 @@ def assert_no_secret_anywhere(sim, aws, task_logs) -> None:
         for needle in needles:
             assert needle not in recorded, f"{needle!r} in brev call {call.get('argv', [])[:2]}"
     runs = json.dumps(sim.runs())
+    assert sim.runs() and "s3://" in task_logs.text  # commands ran on the instance; the transfers logged
     for needle in needles:
         assert needle not in runs
         assert needle not in task_logs.text, f"{needle!r} in the task logs"
