@@ -201,6 +201,8 @@ class BrevExecOperator(BrevBaseOperator):
         self.log_chunk_bytes = log_chunk_bytes
         self.max_poll_failures = max_poll_failures
         self._handle: dict[str, Any] | None = None
+        self._launching: tuple[str, RemoteJob] | None = None  # this try's job while its launch call runs
+        self._killed = False  # set by on_kill: the still-running execute must not recover (re-create) anything
         self._ephemeral_name: str | None = None
         self._ti: Any = None
         self._deferring = False
@@ -314,6 +316,8 @@ class BrevExecOperator(BrevBaseOperator):
 
     def _recover(self, context: Context, name: str, error: BrevError, *, launched: bool = True) -> str:
         """Re-create ``name`` if ``error`` means it is lost, else re-raise ``error``; returns the instance name."""
+        if self._killed:  # on_kill deleted the instance or killed the job: that loss is not to be repaired
+            raise error
         recovery = InstanceRecovery(
             self.hook,
             self.log,
@@ -482,6 +486,7 @@ class BrevExecOperator(BrevBaseOperator):
         stored = self._stored_job(context, name)
         earlier = [stored] if stored else []
         earlier += [RemoteJob(job_id) for job_id in earlier_ids if stored is None or job_id != stored.job_id]
+        self._launching = (name, RemoteJob(current))
         return attach_or_launch(
             self.hook,
             self.log,
@@ -548,6 +553,7 @@ class BrevExecOperator(BrevBaseOperator):
         if not self.detach or self.on_kill_action == "kill":  # foreground work (also TAO's docker login/pull)
             with contextlib.suppress(Exception):
                 self.hook.stop_foreground(timeout=ON_KILL_TIMEOUT / 2)
+        self._killed = True
         handle = self._handle or self._handle_from_xcom()
         name = (handle or {}).get("instance_name") or self._ephemeral_name
         if self.ephemeral and name:
@@ -555,12 +561,18 @@ class BrevExecOperator(BrevBaseOperator):
             with contextlib.suppress(Exception):
                 self.hook.run_cli(["delete", name], timeout=ON_KILL_TIMEOUT, retry=False)
             return
-        if not handle or self.on_kill_action != "kill":
+        if handle:
+            name, job = str(name), RemoteJob.from_dict(handle["job"])
+        elif self._launching:  # killed while the launch call ran: this try's job may already be running
+            name, job = self._launching
+        else:
             return
-        job = RemoteJob.from_dict(handle["job"])
+        if self.on_kill_action != "kill":
+            self.log.info("Task killed: keeping job %s on %s running (on_kill_action='keep').", job.job_id, name)
+            return
         self.log.warning("Task killed: killing job %s on %s.", job.job_id, name)
         with contextlib.suppress(Exception):
-            self.hook.kill_job(str(name), job, grace_seconds=1, timeout=ON_KILL_TIMEOUT)
+            self.hook.kill_job(name, job, grace_seconds=1, timeout=ON_KILL_TIMEOUT)
 
     def _handle_from_xcom(self) -> dict[str, Any] | None:
         """After deferral the operator is rehydrated without attributes: the handle is in XCom."""
