@@ -23,6 +23,7 @@ import time
 from typing import TYPE_CHECKING
 
 from airflow_provider_brev.cli.lines import READ_CHUNK, Collector, LineCallback, LineSplitter, ProcessResult
+from airflow_provider_brev.exceptions import BrevCLINotFoundError
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -35,6 +36,15 @@ KILL_GRACE_SECONDS = 3.0
 def _kill_group(proc_pid: int, sig: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc_pid, sig)
+
+
+def start_failed(argv: Sequence[str], err: OSError) -> BrevCLINotFoundError:
+    """The typed error for an executable that could not be started (removed or made non-executable since it was
+    resolved, e.g. on a triggerer host), shared by both drivers."""
+    return BrevCLINotFoundError(
+        f"Could not start {argv[0]!r}: {err.strerror or err}. The brev CLI must be installed and executable on "
+        "every Airflow worker and triggerer (or set the connection extra 'cli_path')."
+    )
 
 
 def run_process(
@@ -50,15 +60,18 @@ def run_process(
     """Run ``argv`` (stdin closed, own process group), streaming lines to the callbacks."""
     started_at = time.time()
     started = time.monotonic()
-    proc = subprocess.Popen(
-        list(argv),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=env,
-        start_new_session=True,
-        close_fds=True,
-    )
+    try:
+        proc = subprocess.Popen(
+            list(argv),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+            start_new_session=True,
+            close_fds=True,
+        )
+    except OSError as spawn_error:
+        raise start_failed(argv, spawn_error) from None
     if on_start is not None:
         on_start(proc)
     out = Collector(capture_stdout, on_stdout)
@@ -128,14 +141,17 @@ async def arun_process(
     """Async twin of :func:`run_process` (``asyncio.create_subprocess_exec``), for triggers."""
     started_at = time.time()
     started = time.monotonic()
-    proc = await asyncio.create_subprocess_exec(
-        *argv,
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env=env,
-        start_new_session=True,
-    )
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            *argv,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=env,
+            start_new_session=True,
+        )
+    except OSError as spawn_error:
+        raise start_failed(argv, spawn_error) from None
     out = Collector(capture_stdout, on_stdout)
     err = Collector(False, on_stderr)
 

@@ -75,6 +75,15 @@ with DAG(dag_id="proof_create_trigger_error", schedule=None, start_date=START):
     # waits: its next `brev ls` fails to log in, and the trigger yields an error event.
     BrevCreateInstanceOperator(task_id="create", gpu="L40S:1", ready_timeout=300, poll_interval=0.2, deferrable=True)
 
+with DAG(dag_id="proof_exec_trigger_error", schedule=None, start_date=START):
+    # The test takes the brev CLI's execute permission away while the remote-job trigger follows the job: the
+    # trigger's next poll cannot start `brev` and it yields an error event, which the task re-raises.
+    create = _create()
+    run = BrevExecOperator(
+        task_id="run", instance_name=create.output, command=GATED, deferrable=True, poll_interval=0.2
+    )
+    create >> run >> _delete(create)
+
 with DAG(dag_id="proof_exec_lost_relaunch", schedule=None, start_date=START):
     # Try 1's job is killed with its wrapper (no exit code: lost); try 2 must relaunch. The second run succeeds.
     create = _create()

@@ -304,3 +304,37 @@ def test_trigger_error_event_raises_the_typed_error(run_dag, brev_sim, task_logs
     assert task_states(dag_run)["create"] == "failed"
     assert "BrevAuthError: Waiting for the instance failed:" in task_logs.text  # the event's type, re-raised
     assert "BrevTimeoutError" not in task_logs.text
+
+
+def test_job_trigger_error_event_fails_the_task_with_the_triggers_error(run_dag, brev_sim, task_logs):
+    """The remote-job trigger cannot run ``brev`` any more (e.g. removed from the triggerer's machine): it reports an
+    ``error`` event (not ``instance_lost``: nothing says the instance is gone), and the task fails with its typed
+    error (not retried: retry_policy)."""
+    cli = brev_sim.brev_path
+    mode = cli.stat().st_mode
+
+    def following() -> str | None:
+        return job_started(brev_sim) if "from the triggerer." in task_logs.text else None
+
+    def take_away(_: object) -> None:
+        cli.chmod(mode & ~0o111)
+
+    def give_back(_: object) -> None:
+        cli.chmod(mode)
+
+    failed = lambda: "Following the remote job failed" in task_logs.text  # noqa: E731
+    try:
+        with ChaosAgent(following, take_away, timeout=600) as agent, ChaosAgent(failed, give_back, timeout=600):
+            dag_run = run_dag("proof_exec_trigger_error")
+    finally:
+        cli.chmod(mode)
+    assert agent.fired
+    assert task_states(dag_run)["run"] == "failed"
+    name = created_name(brev_sim)
+    assert name
+    # the trigger's typed error crossed the deferral in its error event and failed the task; whether the trigger's
+    # hook resolved the CLI before or after it lost its permission, the type is the same
+    assert "BrevCLINotFoundError: Following the remote job failed:" in task_logs.text
+    assert "relaunching" not in task_logs.text and "re-creating" not in task_logs.text
+    assert counter(brev_sim, name) == "started\n"  # one launch only
+    wait_for_no_instances(brev_sim)
