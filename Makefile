@@ -44,7 +44,7 @@ typecheck: sync
 	$(BIN)/mypy
 
 test: lint typecheck docs
-	$(BIN)/pytest --cov --cov-report=term --durations=15
+	$(BIN)/pytest -n auto --cov --cov-report=term --durations=15
 
 demo: sync
 	$(BIN)/python scripts/demo.py
