@@ -69,7 +69,7 @@ test-floor: $(UV)
 	$(UV) venv --quiet --allow-existing --python $(PYTHON) $(FLOOR_VENV)
 	$(UV) pip sync --quiet --python $(FLOOR_VENV)/bin/python --require-hashes floor/requirements.txt
 	$(UV) pip install --quiet --python $(FLOOR_VENV)/bin/python --no-deps --reinstall .
-	$(FLOOR_VENV)/bin/pytest -p no:cacheprovider $(PYTEST_ARGS)
+	$(FLOOR_VENV)/bin/pytest -p no:cacheprovider -n auto $(PYTEST_ARGS)
 
 .PHONY: docs
 # The documentation site (MkDocs Material + mkdocstrings), warnings as errors; output in .site/ (git-ignored).
