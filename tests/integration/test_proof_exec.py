@@ -241,7 +241,11 @@ def test_retry_relaunches_after_the_earlier_trys_job_was_lost(run_dag, brev_sim,
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
 
-    with ChaosAgent(lambda: job_started(brev_sim), kill_the_whole_job, timeout=600) as agent:
+    def waiting_at_its_gate() -> str | None:  # "started" is written right before the job waits for its gate
+        name = job_started(brev_sim)
+        return name if name and "started" in counter(brev_sim, name) else None
+
+    with ChaosAgent(waiting_at_its_gate, kill_the_whole_job, timeout=600) as agent:
         dag_run = run_dag("proof_exec_lost_relaunch")
     assert agent.fired
     assert run_state(dag_run) == "success", task_states(dag_run)
