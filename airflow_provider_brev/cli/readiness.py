@@ -260,6 +260,10 @@ class ReadinessWait:
         self.failures = 0
         self.last: Readiness | None = None
 
+    def ready_after(self, now: float) -> str:
+        """How long the wait took, for both drivers' "ready" line (``now`` in the driver's clock)."""
+        return f"Instance {self.name} is ready after {now - self.started:.0f} s."
+
     def remaining(self, now: float) -> float:
         """Seconds left before the deadline."""
         return self.deadline - now

@@ -376,7 +376,7 @@ class BrevInstancesHook(BrevBaseHook):
             if step.log_stage:
                 self.log.info("Readiness of %s: %s", name, step.message)
             if step.action == "ready":
-                self.log.info("Instance %s is ready after %.0f s.", name, time.monotonic() - wait.started)
+                self.log.info(wait.ready_after(time.monotonic()))
                 assert step.readiness is not None
                 return BrevInstance(**dict(step.readiness.instance or {"name": name, "id": "", "status": "RUNNING"}))
             if step.action == "timeout":

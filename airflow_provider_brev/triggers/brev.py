@@ -150,7 +150,7 @@ class BrevInstanceReadyTrigger(BrevBaseTrigger):
                     self.log.info("Readiness of %s: %s", self.instance_name, step.message)
                 instance = step.readiness.instance if step.readiness else None
                 if step.action == "ready":
-                    ready = f"{step.message} Ready after {time.time() - wait.started:.0f} s of waiting."
+                    ready = f"{step.message} {wait.ready_after(time.time())}"
                     yield self._event(EVENT_SUCCESS, ready, instance=instance)
                     return
                 if step.action == "failed":
