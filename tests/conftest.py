@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from helpers import airflow_logs_through_stdlib, configure_dag_test_logging
+from helpers import add_dag_files, airflow_logs_through_stdlib, configure_dag_test_logging
 
 # The simulator plugin is opt-in (no pytest11 entry point): users add the same line to their conftest.py.
 pytest_plugins = ["airflow_provider_brev.testing.pytest_plugin", "fixtures_s3"]
@@ -25,9 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 AIRFLOW_HOME = Path(tempfile.mkdtemp(prefix="brev-airflow-home-"))
 DAGS_FOLDER = AIRFLOW_HOME / "dags"
 DAGS_FOLDER.mkdir()
-for source in (ROOT / "dags_examples", ROOT / "tests" / "dags"):
-    for path in source.glob("*.py"):
-        shutil.copy(path, DAGS_FOLDER / path.name)
+add_dag_files(DAGS_FOLDER, [*(ROOT / "dags_examples").glob("*.py"), *(ROOT / "tests" / "dags").glob("*.py")])
 
 os.environ.update(
     {
@@ -66,22 +64,33 @@ def _build_the_in_process_execution_api_once() -> None:
 def dagbag(airflow_db):
     from airflow.models import DagBag
 
-    from airflow_provider_brev._compat import AIRFLOW_V_3_1_PLUS
-
     bag = DagBag(dag_folder=str(DAGS_FOLDER))
     assert not bag.import_errors, bag.import_errors
-    if not AIRFLOW_V_3_1_PLUS:
-        _sync_dags_and_assets_to_db(bag)
+    _sync_every_bundle_to_db()
     return bag
 
 
-def _sync_dags_and_assets_to_db(bag) -> None:
-    """Airflow 3.0's dag.test() does not write the DAG's assets to the DB, so a task with an asset outlet fails with
-    AirflowInactiveAssetInInletOrOutletException (apache/airflow#51644). Do what the DAG processor would."""
-    from airflow.dag_processing.bundles.manager import DagBundlesManager
+def _sync_every_bundle_to_db() -> None:
+    """Do once what the DAG processor would: write every bundle's DAGs (and their assets) to the metadata DB.
 
-    DagBundlesManager().sync_bundles_to_db()
-    bag.sync_to_db("dags-folder", None)
+    Then each ``dag.test()`` knows its DAG's bundle and parses that one file only (helpers.add_dag_files). On
+    Airflow 3.0 it is also needed because 3.0's ``dag.test()`` does not write the DAG's assets, so a task with an
+    asset outlet fails with AirflowInactiveAssetInInletOrOutletException (apache/airflow#51644).
+    """
+    from airflow.dag_processing.bundles.manager import DagBundlesManager
+    from airflow.models import DagBag
+
+    manager = DagBundlesManager()
+    manager.sync_bundles_to_db()
+    for bundle in manager.get_all_dag_bundles():
+        bag = DagBag(dag_folder=bundle.path, bundle_path=bundle.path)
+        assert not bag.import_errors, bag.import_errors
+        try:
+            from airflow.dag_processing.dagbag import sync_bag_to_db
+        except ImportError:  # Airflow 3.0
+            bag.sync_to_db(bundle.name, None)
+        else:
+            sync_bag_to_db(bag, bundle.name, bundle.version)
 
 
 @pytest.fixture

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -14,8 +16,39 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterable
     from datetime import datetime
+
+
+BUNDLES_ENV = "AIRFLOW__DAG_PROCESSOR__DAG_BUNDLE_CONFIG_LIST"
+
+
+def add_dag_files(dags_folder: Path, files: Iterable[Path]) -> None:
+    """Copy DAG files into ``dags_folder``, each into a folder of its own that is its own DAG bundle.
+
+    Airflow 3.3's ``dag.test()`` parses and serialises the *whole* bundle that holds the DAG on every call
+    (apache/airflow#64884, so that sibling DAGs exist in the DB); with every test DAG in one folder, each run paid
+    for parsing all of them. One bundle per file makes a run parse its own file only, as a DAG processor would.
+    """
+    bundles = json.loads(os.environ.get(BUNDLES_ENV) or "[]")
+    for path in files:
+        folder = dags_folder / path.stem
+        folder.mkdir(exist_ok=True)
+        shutil.copy(path, folder / path.name)
+        if all(bundle["name"] != path.stem for bundle in bundles):
+            bundles.append(
+                {
+                    "name": path.stem,
+                    "classpath": "airflow.dag_processing.bundles.local.LocalDagBundle",
+                    "kwargs": {"path": str(folder)},
+                }
+            )
+    os.environ[BUNDLES_ENV] = json.dumps(bundles)
+
+
+def dag_file_path(dags_folder: Path | str, file_name: str) -> Path:
+    """Where :func:`add_dag_files` put ``file_name``."""
+    return Path(dags_folder) / Path(file_name).stem / file_name
 
 
 def task_states(dag_run) -> dict[str, str]:
@@ -143,8 +176,9 @@ class DagWorker:
                 from helpers import configure_dag_test_logging
                 configure_dag_test_logging()
                 from airflow.models import DagBag
+                from helpers import dag_file_path
                 folder = os.environ["AIRFLOW__CORE__DAGS_FOLDER"]
-                dag = DagBag(dag_folder=os.path.join(folder, {dag_file!r})).get_dag({dag_id!r})
+                dag = DagBag(dag_folder=str(dag_file_path(folder, {dag_file!r}))).get_dag({dag_id!r})
                 when = datetime.datetime.fromisoformat({when.isoformat()!r})
                 dag.test(logical_date=when, run_after=when, run_conf={conf!r})
                 """

@@ -9,12 +9,12 @@ from __future__ import annotations
 import contextlib
 import copy
 import os
-import shutil
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from helpers import add_dag_files
 from system_support import (
     REAL,
     SystemInstance,
@@ -31,8 +31,7 @@ if TYPE_CHECKING:
 
 # tests/conftest.py copied dags_examples/ and tests/dags/ into the dags folder at import; add the system DAGs
 # before any test builds the (session-wide) DagBag.
-for _path in (Path(__file__).parent / "dags").glob("*.py"):
-    shutil.copy(_path, Path(os.environ["AIRFLOW__CORE__DAGS_FOLDER"]) / _path.name)
+add_dag_files(Path(os.environ["AIRFLOW__CORE__DAGS_FOLDER"]), (Path(__file__).parent / "dags").glob("*.py"))
 
 #: fixtures that put the simulator's fake ``brev`` on PATH: real mode must never request them
 SIMULATOR_FIXTURES = frozenset({"brev_sim", "brev_sim_both", "active_sim", "run_dag"})
