@@ -10,6 +10,7 @@ the only code in this provider that runs the ``brev`` CLI.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import secrets
 import shutil
@@ -129,6 +130,7 @@ class BrevHook(BrevInstancesHook):
         cwd: str | None = None,
         secret_env: dict[str, str] | None = None,
         log_output: bool = True,
+        log_level: int = logging.INFO,
         on_line: LineCallback | None = None,
     ) -> CommandResult:
         """Run ``command`` on instance ``name`` exactly once and return its real exit code.
@@ -143,6 +145,8 @@ class BrevHook(BrevInstancesHook):
         :param cwd: remote working directory.
         :param secret_env: secret environment variables: shipped in a 0600 file (``brev copy``) that the command
             sources and deletes; never on a command line, in a log or in the result.
+        :param log_output: stream the output into the task log.
+        :param log_level: the level of those log lines (``logging.DEBUG`` for chatty tools such as ``docker pull``).
         :param on_line: also receive each output line.
         :raises BrevCommandError: never; check ``exit_code`` (the operators turn it into task state).
         """
@@ -173,7 +177,7 @@ class BrevHook(BrevInstancesHook):
         def emit(line: str) -> None:
             tail.append(line)
             if log_output:
-                self.log.info("[%s] %s", name, line)
+                self.log.log(log_level, "[%s] %s", name, line)
             if on_line is not None:
                 on_line(line)
 
@@ -191,7 +195,7 @@ class BrevHook(BrevInstancesHook):
 
             def on_stderr(line: str) -> None:
                 if marker not in line and log_output and line:
-                    self.log.info("[%s stderr] %s", name, line)
+                    self.log.log(log_level, "[%s stderr] %s", name, line)
 
             remaining = deadline - time.monotonic()
             if remaining <= 0:

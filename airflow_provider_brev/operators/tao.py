@@ -20,6 +20,7 @@ deferrable, ephemeral mode), adding what TAO needs:
 
 from __future__ import annotations
 
+import logging
 import shlex
 import time
 from pathlib import Path
@@ -323,7 +324,9 @@ class TaoOperator(BrevExecOperator):
             if login.exit_code != 0:
                 raise BrevError(f"docker login nvcr.io failed on {name}: {login.last_line}")
         started = time.monotonic()
-        pulled = hook.run_command(name, f"docker pull {shlex.quote(self.image)}", timeout=float(self.pull_timeout))
+        pulled = hook.run_command(  # a line per layer and state: DEBUG; the outcome and its time are INFO
+            name, f"docker pull {shlex.quote(self.image)}", timeout=float(self.pull_timeout), log_level=logging.DEBUG
+        )
         self._timings["pull_seconds"] = round(time.monotonic() - started, 3)
         if pulled.exit_code != 0:
             raise BrevTransientError(f"Pulling {self.image} on {name} failed: {pulled.last_line}")
