@@ -84,7 +84,7 @@ if TYPE_CHECKING:
 
     from airflow_provider_brev.cli.manifest import StagingPair
     from airflow_provider_brev.cli.transfer_reports import ListReport
-    from airflow_provider_brev.cli.transfer_scripts import TransferTask
+    from airflow_provider_brev.cli.transfer_scripts import Md5Cache, TransferTask
     from airflow_provider_brev.hooks.brev import BrevHook
     from airflow_provider_brev.hooks.s3_staging import S3StagingHook
 
@@ -233,10 +233,15 @@ class TransferRunner:
         return self.rounds(items, staging.download_tasks, settle, done)
 
     # -- uploads ---------------------------------------------------------------------------------
-    def list_remote(self, *, checksums: bool = True, manifest: bool = False) -> ListReport:
-        """List the directory (read-only, so a failed exec is retried); raises when it cannot be read."""
+    def list_remote(self, *, checksums: bool = True, manifest: bool = False, md5_cache: Md5Cache = "off") -> ListReport:
+        """List the directory (a failed exec is retried); raises when it cannot be read.
+
+        :param md5_cache: see :data:`~airflow_provider_brev.cli.transfer_scripts.Md5Cache`.
+        """
         s = self.settings
-        script = build_list_script(s.remote_dir, s.path_filter, checksums=checksums, manifest=manifest)
+        script = build_list_script(
+            s.remote_dir, s.path_filter, checksums=checksums, manifest=manifest, md5_cache=md5_cache
+        )
         for attempt in range(1, s.max_attempts + 1):
             try:
                 result = self.hook.exec_script(s.instance_name, script, timeout=s.transfer_timeout)
@@ -444,7 +449,9 @@ def sync_outputs(
     for pair, runner in _runners(hook, instance, validate_outputs(outputs), aws_conn_id, log, concurrency):
         started = time.monotonic()
         staging, remote = runner.staging, runner.settings.remote
-        listed = runner.list_remote()
+        # A running step's periodic syncs read only the files that changed since the last sync; the last one
+        # removes that md5 cache from the instance.
+        listed = runner.list_remote(md5_cache="drop" if final else "keep")
         if listed.missing_dir:
             log.info("Output %s does not exist (yet): nothing to upload to %s.", remote, pair.uri)
             reports.append(_finish(pair, "", TransferOutcome(), 0, started))

@@ -12,6 +12,7 @@ import pytest
 from test_transfers import URL_MARKERS, install_flaky_curl
 
 from airflow_provider_brev.cli.manifest import MANIFEST_NAME
+from airflow_provider_brev.cli.transfer_scripts import md5_cache_path
 from airflow_provider_brev.exceptions import BrevInvalidInputError, BrevTransferError
 from airflow_provider_brev.utils.staging import sync_inputs, sync_outputs, validate_inputs, validate_outputs
 
@@ -54,8 +55,8 @@ def box(brev_sim, aws_connection, monkeypatch):
         def sync_in(self, inputs):
             return sync_inputs(self.hook, INSTANCE, inputs, aws_conn_id="aws_default", log=log)
 
-        def sync_out(self, outputs):
-            return sync_outputs(self.hook, INSTANCE, outputs, aws_conn_id="aws_default", log=log)
+        def sync_out(self, outputs, final=True):
+            return sync_outputs(self.hook, INSTANCE, outputs, aws_conn_id="aws_default", log=log, final=final)
 
     yield Box()
     log.removeHandler(handler)
@@ -167,6 +168,28 @@ def test_outputs_upload_new_and_changed_files_and_never_delete(box, brev_sim, aw
     assert aws.get("runs/r1/metrics.json") == b'{"loss": 0.5}'
     assert aws.get("runs/r1/keep-me.txt") == b"was there before"
     assert_no_secrets(brev_sim, aws, box)
+
+
+def test_periodic_output_syncs_keep_an_md5_cache_that_the_last_sync_removes(box, brev_sim, aws_connection):
+    """A running step's periodic syncs keep the md5s of unchanged files on the instance (outside the outputs); a
+    file rewritten with the same size is still uploaded; the step's last sync removes the cache."""
+    aws = aws_connection
+    out = box.home / "work/out"
+    out.mkdir(parents=True)
+    (out / "ckpt_001.pth").write_bytes(b"1" * 5000)
+    outputs = {"work/out": f"s3://{aws.bucket}/runs/r2"}
+    cache = box.home / md5_cache_path("work/out")
+    (first,) = box.sync_out(outputs, final=False)
+    assert first.transferred == 1
+    assert cache.is_file()
+    (out / "ckpt_001.pth").write_bytes(b"2" * 5000)
+    (second,) = box.sync_out(outputs, final=False)
+    assert (second.transferred, second.skipped) == (1, 0)
+    assert aws.get("runs/r2/ckpt_001.pth") == b"2" * 5000
+    (last,) = box.sync_out(outputs)
+    assert (last.transferred, last.skipped) == (0, 1)
+    assert not cache.exists()
+    assert aws.keys("runs/r2/") == ["runs/r2/ckpt_001.pth"]  # the cache itself is never uploaded
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,113 @@
+"""The listing script's md5 cache, run in a real bash: a running step's periodic output syncs read a file again only
+when its size, times or inode changed (multi-GB checkpoints are read once), and the last sync removes the cache.
+
+A ``md5sum`` on the fake instance's PATH records every file it reads, so "not read again" is observed, not assumed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+
+from airflow_provider_brev.cli.transfer_reports import parse_list_output
+from airflow_provider_brev.cli.transfer_scripts import build_list_script, md5_cache_path
+
+COUNTING_MD5SUM = """#!/bin/bash
+printf 'read %s\\n' "$(readlink /proc/$$/fd/0)" >> {log}
+exec /usr/bin/md5sum "$@"
+"""
+FILES = {
+    "model.pth": b"weights" * 1000,
+    "logs/train.log": b"epoch 1\n",
+    "a b/$(touch pwned) ]*[.json": b"{}",  # the relative path is an associative-array key: no expansion, no glob
+    "empty": b"",
+}
+
+
+@pytest.fixture
+def outputs(instance, tmp_path):
+    """``~/results`` on the fake instance, with FILES, and ``reads()``: the files ``md5sum`` read since last asked."""
+    root = instance.home / "results"
+    for rel, data in FILES.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_bytes(data)
+    log = tmp_path / "md5sum.log"
+    log.touch()
+    (instance.bindir / "md5sum").write_text(COUNTING_MD5SUM.format(log=log))
+    (instance.bindir / "md5sum").chmod(0o755)
+
+    def reads() -> list[str]:
+        lines = log.read_text().splitlines()
+        log.write_text("")
+        return sorted(str(instance.home.joinpath(line.removeprefix("read ")).relative_to(root)) for line in lines)
+
+    instance.reads = reads
+    return root
+
+
+def listing(instance, md5_cache: str, settle_seconds: int = 0) -> dict[str, str | None]:
+    script = build_list_script("results", md5_cache=md5_cache, settle_seconds=settle_seconds)  # type: ignore[arg-type]
+    report = parse_list_output(instance.run(script).stdout.splitlines())
+    assert report.complete and not report.unreadable
+    return {f.relpath: f.md5 for f in report.files}
+
+
+def truth(root) -> dict[str, str]:
+    return {
+        str(p.relative_to(root)): hashlib.md5(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
+
+
+def test_periodic_listings_read_only_new_and_changed_files(instance, outputs):
+    assert listing(instance, "keep") == truth(outputs)
+    assert instance.reads() == sorted(FILES)  # the first sync reads everything
+    assert listing(instance, "keep") == truth(outputs)
+    assert instance.reads() == []  # nothing changed: nothing read
+    with (outputs / "logs/train.log").open("ab") as log:
+        log.write(b"epoch 2\n")
+    (outputs / "ckpt_002.pth").write_bytes(b"new checkpoint")
+    (outputs / "model.pth").unlink()
+    (outputs / "model.pth").write_bytes(b"W" * len(FILES["model.pth"]))  # same size, new inode and ctime
+    assert listing(instance, "keep") == truth(outputs)
+    assert instance.reads() == ["ckpt_002.pth", "logs/train.log", "model.pth"]
+    assert not (instance.home / "pwned").exists()
+
+
+def test_files_changed_just_before_a_listing_are_read_again(instance, outputs):
+    """A write within the listing's timestamp tick could leave size and times unchanged: such files are not cached."""
+    listing(instance, "keep", settle_seconds=3600)
+    listing(instance, "keep", settle_seconds=3600)
+    assert instance.reads() == sorted([*FILES, *FILES])
+
+
+def test_the_last_sync_uses_the_cache_then_removes_it_and_no_temp_file_is_left(instance, outputs):
+    cache = instance.home / md5_cache_path("results")
+    listing(instance, "keep")
+    assert cache.is_file()
+    (cache.parent / f"{cache.name}.12345").write_bytes(b"")  # a listing killed part-way left its temp file
+    instance.reads()
+    assert listing(instance, "drop") == truth(outputs)
+    assert instance.reads() == []
+    assert list(cache.parent.iterdir()) == []
+
+
+def test_without_a_cache_every_listing_reads_every_file_and_writes_nothing(instance, outputs):
+    listing(instance, "off")
+    listing(instance, "off")
+    assert instance.reads() == sorted([*FILES, *FILES])
+    assert not (instance.home / ".airflow-brev").exists()
+
+
+def test_a_vanished_directory_removes_its_cache(instance, outputs):
+    listing(instance, "keep")
+    cache = instance.home / md5_cache_path("results")
+    assert cache.is_file()
+    for path in sorted(outputs.rglob("*"), reverse=True):
+        path.unlink() if path.is_file() else path.rmdir()
+    outputs.rmdir()
+    report = parse_list_output(instance.run(build_list_script("results", md5_cache="keep")).stdout.splitlines())
+    assert report.missing_dir
+    assert not cache.exists()
