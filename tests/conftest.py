@@ -8,8 +8,10 @@ the DAG's bundle from the configured dags folder.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import copy
 import functools
+import importlib
 import logging
 import os
 import shutil
@@ -80,14 +82,18 @@ def _sync_every_bundle_to_db() -> None:
     from airflow.dag_processing.bundles.manager import DagBundlesManager
     from airflow.models import DagBag
 
+    sync_bag_to_db = None  # a function since Airflow 3.1 (airflow.models.dagbag), moved in 3.2; a method on 3.0
+    for module in ("airflow.dag_processing.dagbag", "airflow.models.dagbag"):
+        with contextlib.suppress(ImportError):
+            sync_bag_to_db = getattr(importlib.import_module(module), "sync_bag_to_db", None)
+        if sync_bag_to_db is not None:
+            break
     manager = DagBundlesManager()
     manager.sync_bundles_to_db()
     for bundle in manager.get_all_dag_bundles():
         bag = DagBag(dag_folder=bundle.path, bundle_path=bundle.path)
         assert not bag.import_errors, bag.import_errors
-        try:
-            from airflow.dag_processing.dagbag import sync_bag_to_db
-        except ImportError:  # Airflow 3.0
+        if sync_bag_to_db is None:
             bag.sync_to_db(bundle.name, None)
         else:
             sync_bag_to_db(bag, bundle.name, bundle.version)

@@ -427,10 +427,10 @@ def build_cleanup_script(xfer_id: str) -> str:
 
 
 _LIST_BODY = r"""
-if [ ! -d "$__L_D" ]; then [ -n "$__L_C" ] && rm -f -- "$__L_C"; echo 'BREV_XFER_NODIR'; exit 0; fi
+if [ ! -d "$__L_D" ]; then [ -n "$__L_C" ] && rm -f -- "$__L_C" "$__L_C".*; echo 'BREV_XFER_NODIR'; exit 0; fi
 if [ "$__L_MAN" = 1 ] && [ -f "$__L_D/$__L_MN" ]; then sed 's/^/BREV_XFER_MANIFEST /' -- "$__L_D/$__L_MN"; fi
 declare -A __l_cm=()
-__l_cw=
+__l_cw=; __l_cok=1
 if [ -n "$__L_C" ]; then
   if [ -f "$__L_C" ]; then
     while IFS= read -r -d '' __l_k && IFS= read -r -d '' __l_v; do __l_cm["$__l_k"]=$__l_v; done < "$__L_C"
@@ -461,15 +461,19 @@ while IFS= read -r -d '' __l_e; do
     fi
     __l_ct=${__l_st#*/*/}; __l_ct=${__l_ct%%[./]*}
     if [ -n "$__l_cw" ] && [ $((__l_now - __l_ct)) -ge "$__L_SETTLE" ]; then
-      printf '%s\0%s %s\0' "$__l_r" "$__l_st" "$__l_m" >&3
+      printf '%s\0%s %s\0' "$__l_r" "$__l_st" "$__l_m" >&3 || __l_cok=0  # disk full: keep no partial cache
     fi
   else
     __l_m=-
   fi
   printf 'BREV_XFER_FILE %s %s %s\n' "$__l_s" "$__l_m" "$__l_r"
   __l_n=$((__l_n + 1))
-done < <(find -H "$__L_D" -mindepth 1 -type f -printf '%s/%T@/%C@/%i//%P\0')
-if [ -n "$__l_cw" ]; then exec 3>&-; mv -f -- "$__l_cw" "$__L_C" || rm -f -- "$__l_cw"; fi
+done < <(find -H "$__L_D" -mindepth 1 \( -name .airflow-brev -o -name '.airflow-brev-*' \) -prune \
+  -o -type f -printf '%s/%T@/%C@/%i//%P\0')
+if [ -n "$__l_cw" ]; then
+  exec 3>&-
+  if [ "$__l_cok" = 1 ]; then mv -f -- "$__l_cw" "$__L_C" || rm -f -- "$__l_cw"; else rm -f -- "$__l_cw"; fi
+fi
 printf 'BREV_XFER_LISTED %s %s\n' "$__l_n" "$__l_bad"
 exit 0
 """
@@ -499,7 +503,8 @@ def build_list_script(
     settle_seconds: int = MD5_CACHE_SETTLE_SECONDS,
 ) -> str:
     """List the regular files under ``remote_dir`` (symlinks and special files are skipped; so is the input
-    manifest :data:`~airflow_provider_brev.cli.manifest.MANIFEST_NAME` at its top, which is never uploaded).
+    manifest :data:`~airflow_provider_brev.cli.manifest.MANIFEST_NAME` at its top, which is never uploaded; so is
+    the provider's own working state, ``.airflow-brev`` and ``.airflow-brev-*``, when ``remote_dir`` holds it).
 
     With ``manifest``, first prints each line of that manifest as ``BREV_XFER_MANIFEST <line>``.
 

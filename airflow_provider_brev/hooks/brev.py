@@ -95,15 +95,26 @@ class CommandResult:
 
     :param exit_code: the remote command's real exit code.
     :param output: the last lines of its output (the full output went to the task log).
+    :param errors: the last lines of its standard error (where tools such as ``docker`` say why they failed).
     """
 
     exit_code: int
     output: str
+    errors: str = ""
 
     @property
     def last_line(self) -> str:
-        lines = [line for line in self.output.splitlines() if line.strip()]
-        return lines[-1] if lines else ""
+        return _last_line(self.output)
+
+    @property
+    def last_error(self) -> str:
+        """The last line of standard error, else the last line of output: what to quote when the command failed."""
+        return _last_line(self.errors) or self.last_line
+
+
+def _last_line(text: str) -> str:
+    lines = [line for line in text.splitlines() if line.strip()]
+    return lines[-1] if lines else ""
 
 
 class BrevHook(BrevInstancesHook):
@@ -146,7 +157,8 @@ class BrevHook(BrevInstancesHook):
         :param secret_env: secret environment variables: shipped in a 0600 file (``brev copy``) that the command
             sources and deletes; never on a command line, in a log or in the result.
         :param log_output: stream the output into the task log.
-        :param log_level: the level of those log lines (``logging.DEBUG`` for chatty tools such as ``docker pull``).
+        :param log_level: the level of the output lines (``logging.DEBUG`` for chatty tools such as ``docker
+            pull``); standard error stays INFO, as that is where such tools say why they failed.
         :param on_line: also receive each output line.
         :raises BrevCommandError: never; check ``exit_code`` (the operators turn it into task state).
         """
@@ -172,6 +184,7 @@ class BrevHook(BrevInstancesHook):
         budget = timeout or DEFAULT_EXEC_TIMEOUT
         deadline = time.monotonic() + budget
         tail: deque[str] = deque(maxlen=OUTPUT_TAIL_LINES)
+        errors: deque[str] = deque(maxlen=OUTPUT_TAIL_LINES)
         self._foreground = (name, run_id)  # for stop_foreground (on_kill)
 
         def emit(line: str) -> None:
@@ -194,8 +207,11 @@ class BrevHook(BrevInstancesHook):
                     emit(pending.popleft())
 
             def on_stderr(line: str) -> None:
-                if marker not in line and log_output and line:
-                    self.log.log(log_level, "[%s stderr] %s", name, line)
+                if marker in line or not line:
+                    return
+                errors.append(line)
+                if log_output:
+                    self.log.info("[%s stderr] %s", name, line)
 
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -220,7 +236,7 @@ class BrevHook(BrevInstancesHook):
                 emit(line)
             code = parse_once_marker(result.stderr_lines, marker)
             if isinstance(code, int):
-                return CommandResult(exit_code=code, output="\n".join(tail))
+                return CommandResult(exit_code=code, output="\n".join(tail), errors="\n".join(errors))
             if code == STARTED_ELSEWHERE:
                 raise BrevConnectionLostError(
                     f"The connection to {name!r} dropped while the command ran. It was started once and is "

@@ -305,7 +305,7 @@ class TaoOperator(BrevExecOperator):
             name, f"mkdir -p {remote_path(results + '/specs')} {remote_path(results + '/' + self.action)}", timeout=300
         )
         if setup.exit_code != 0:
-            raise BrevError(f"Could not create {results} on {name}: {setup.last_line}")
+            raise BrevError(f"Could not create {results} on {name}: {setup.last_error}")
         hook.write_file_to_instance(name, self._spec_text, f"{results}/specs/{self.spec_name}", mode=0o644)
         declared = check_input_paths(self.input_paths or [], instance_paths=self.instance_paths or [])
         if declared:
@@ -322,14 +322,14 @@ class TaoOperator(BrevExecOperator):
                 timeout=300,
             )
             if login.exit_code != 0:
-                raise BrevError(f"docker login nvcr.io failed on {name}: {login.last_line}")
+                raise BrevError(f"docker login nvcr.io failed on {name}: {login.last_error}")
         started = time.monotonic()
         pulled = hook.run_command(  # a line per layer and state: DEBUG; the outcome and its time are INFO
             name, f"docker pull {shlex.quote(self.image)}", timeout=float(self.pull_timeout), log_level=logging.DEBUG
         )
         self._timings["pull_seconds"] = round(time.monotonic() - started, 3)
         if pulled.exit_code != 0:
-            raise BrevTransientError(f"Pulling {self.image} on {name} failed: {pulled.last_line}")
+            raise BrevTransientError(f"Pulling {self.image} on {name} failed: {pulled.last_error}")
         self.log.info(
             "Pulled %s in %.1f s (its own step: the GPU work has not started).",
             self.image,

@@ -238,7 +238,7 @@ def test_tao_results_dir_that_cannot_be_created_stops_before_docker(run_dag, bre
     (brev_sim.sandbox("tao-box") / "tao-results").write_text("a file where the results directory should be")
     dag_run = run_dag("brev_proof_tao", conf=tao_box)
     assert task_states(dag_run)["train"] == "failed"
-    assert "Could not create tao-results on tao-box" in task_logs.text
+    assert "Could not create tao-results on tao-box: mkdir: " in task_logs.text  # mkdir's reason, from stderr
     assert brev_sim.docker_calls(subcommand="login") == []
     assert brev_sim.docker_calls(subcommand="pull") == []
 
@@ -247,7 +247,7 @@ def test_tao_docker_login_failure_stops_before_the_pull(run_dag, brev_sim, tao_b
     brev_sim.set_docker(revoked_ngc_keys=[NGC_KEY])
     dag_run = run_dag("brev_proof_tao", conf=tao_box)
     assert task_states(dag_run)["train"] == "failed"
-    assert "docker login nvcr.io failed on tao-box" in task_logs.text
+    assert "docker login nvcr.io failed on tao-box: Error response from daemon: " in task_logs.text  # stderr
     assert len(brev_sim.docker_calls(subcommand="login")) == 2  # once per try
     assert brev_sim.docker_calls(subcommand="pull") == []
     assert NGC_KEY not in task_logs.text
@@ -258,7 +258,7 @@ def test_tao_failed_image_pull_is_retried_by_the_next_try(run_dag, brev_sim, tao
     dag_run = run_dag("brev_proof_tao", conf=tao_box)
     assert task_states(dag_run)["train"] == "success"
     assert ti_of(dag_run, "train").try_number == 2
-    assert f"Pulling {IMAGE} on tao-box failed" in task_logs.text
+    assert f"Pulling {IMAGE} on tao-box failed: Error response from daemon: " in task_logs.text  # docker's reason
     assert f"Pulled {IMAGE} in" in task_logs.text
     assert "Pull complete" not in task_logs.text  # docker pull's line per layer is DEBUG; INFO has the outcome
     assert len(brev_sim.docker_calls(subcommand="pull")) == 2

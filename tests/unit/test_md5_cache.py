@@ -111,3 +111,15 @@ def test_a_vanished_directory_removes_its_cache(instance, outputs):
     report = parse_list_output(instance.run(build_list_script("results", md5_cache="keep")).stdout.splitlines())
     assert report.missing_dir
     assert not cache.exists()
+
+
+def test_a_listing_of_the_home_directory_leaves_out_the_providers_own_state(instance, outputs):
+    """Absolute outputs may be ``$HOME`` itself: the cache, job directories and secret files are never listed."""
+    (instance.home / ".airflow-brev-secret-try1.env").write_text("export A=b\n")
+    (instance.home / ".airflow-brev" / "jobs" / "j1").mkdir(parents=True)
+    (instance.home / ".airflow-brev" / "jobs" / "j1" / "out.log").write_text("log\n")
+    script = build_list_script(str(instance.home), md5_cache="keep", settle_seconds=0)
+    for _ in range(2):  # the second listing runs with the first one's cache (and its own temp file) in ~/.airflow-brev
+        listed = parse_list_output(instance.run(script).stdout.splitlines())
+        assert sorted(f.relpath for f in listed.files) == sorted(f"results/{rel}" for rel in FILES)
+    assert (instance.home / md5_cache_path(str(instance.home))).is_file()
