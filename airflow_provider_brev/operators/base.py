@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+import threading
+
 from airflow_provider_brev._compat import BaseOperator
 from airflow_provider_brev.utils.mixins import BrevBaseHookMixin, brev_template_fields
+
+#: How long Airflow's SIGTERM handler waits for the kill cleanup before the interrupted code resumes.
+ON_KILL_HANDLER_WAIT = 1.0
+#: How long the end of ``execute`` waits for it (Airflow SIGKILLs a killed task about 5 s after SIGTERM).
+ON_KILL_CLEANUP_WAIT = 10.0
 
 
 class BrevBaseOperator(BrevBaseHookMixin, BaseOperator):
@@ -14,3 +21,43 @@ class BrevBaseOperator(BrevBaseHookMixin, BaseOperator):
 
     template_fields = brev_template_fields()
     ui_color = "#76b900"  # NVIDIA green
+
+    #: The thread running :meth:`_cleanup_on_kill` once the task was killed.
+    _kill_cleanup: threading.Thread | None = None
+    #: Set (on the task's main thread) as soon as the task is killed.
+    _killed: bool = False
+
+    def on_kill(self) -> None:
+        """Undo what killing this task leaves behind (:meth:`_cleanup_on_kill`), in a thread of its own.
+
+        Airflow calls ``on_kill`` from its SIGTERM handler, on the task's main thread, which the signal may have
+        interrupted in the middle of writing a log line, holding the log handler's lock (structlog's is not
+        reentrant). A log line written by the handler itself would then wait for that lock forever and the task
+        would hang until it is SIGKILLed, its cleanup never done. So the handler only starts the cleanup thread
+        and waits for it briefly (:data:`ON_KILL_HANDLER_WAIT`); the interrupted code resumes (releasing the lock)
+        and waits for the rest before the task ends (:meth:`wait_for_kill_cleanup`, called by ``execute``).
+        """
+        self._killed = True
+        if self._kill_cleanup is not None:
+            return
+        self._kill_cleanup = threading.Thread(
+            target=self._cleanup_on_kill_logged, name=f"on_kill {self.task_id}", daemon=True
+        )
+        self._kill_cleanup.start()
+        self._kill_cleanup.join(ON_KILL_HANDLER_WAIT)
+
+    def _cleanup_on_kill(self) -> None:
+        """What killing this task must undo (subclasses; the default is nothing). Runs in its own thread."""
+
+    def _cleanup_on_kill_logged(self) -> None:
+        try:
+            self._cleanup_on_kill()
+        except Exception:
+            self.log.exception("Cleaning up after the kill failed.")
+
+    def wait_for_kill_cleanup(self) -> None:
+        """Wait (bounded) for the cleanup the kill started: the task process ends with ``os._exit``, which would
+        cut the thread short. A no-op unless the task was killed."""
+        thread = self._kill_cleanup
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(ON_KILL_CLEANUP_WAIT)

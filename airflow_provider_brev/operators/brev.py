@@ -180,6 +180,12 @@ class BrevCreateInstanceOperator(BrevBaseOperator):
         return self._provisioner
 
     def execute(self, context: Context) -> str:
+        try:
+            return self._create(context)
+        finally:
+            self.wait_for_kill_cleanup()
+
+    def _create(self, context: Context) -> str:
         provisioner = self.provisioner(self._validate())
         timeout = self.ready_timeout
         provisioned = provisioner.ensure(context, wait_timeout=timeout)
@@ -214,6 +220,12 @@ class BrevCreateInstanceOperator(BrevBaseOperator):
         return name
 
     def execute_complete(self, context: Context, event: dict[str, Any] | None = None) -> str:
+        try:
+            return self._complete(event)
+        finally:
+            self.wait_for_kill_cleanup()
+
+    def _complete(self, event: dict[str, Any] | None) -> str:
         request = self._validate()  # a resumed task is rendered anew: the same checks and normalisation
         event = validate_event(event, "instance_name")
         name = event["instance_name"]
@@ -229,7 +241,7 @@ class BrevCreateInstanceOperator(BrevBaseOperator):
             raise BrevTimeoutError(event["message"])
         raise BrevInstanceFailedError(event["message"])
 
-    def on_kill(self) -> None:
+    def _cleanup_on_kill(self) -> None:
         """Delete the instance this try created (or is creating under a provider-managed name); nothing else."""
         name = self._created_name or (self._provisioner.pending_name if self._provisioner else None)
         if not name or not self.delete_on_failure:

@@ -290,6 +290,7 @@ class BrevExecOperator(BrevBaseOperator):
             name = self._instance(context)
             return self._with_recovery(context, name, lambda current: self._run(context, current, deadline), deadline)
         finally:
+            self.wait_for_kill_cleanup()
             if self.ephemeral and not self._deferring:
                 self._delete_ephemeral(self._ephemeral_name)  # set as soon as the instance exists
 
@@ -410,6 +411,7 @@ class BrevExecOperator(BrevBaseOperator):
         try:
             return self._with_recovery(context, name, lambda current: self._resume(context, event), deadline)
         finally:
+            self.wait_for_kill_cleanup()
             if event.get("ephemeral") and not self._deferring:
                 self._delete_ephemeral(self._ephemeral_name or name)
 
@@ -547,13 +549,12 @@ class BrevExecOperator(BrevBaseOperator):
             "job_id": job.job_id if job else None,
         }
 
-    def on_kill(self) -> None:
+    def _cleanup_on_kill(self) -> None:
         """Stop a foreground command (local ``brev exec`` and the remote session); kill the remote job (default)
         or keep it; delete an ephemeral instance. Fast: Airflow allows ~5 s."""
         if not self.detach or self.on_kill_action == "kill":  # foreground work (also TAO's docker login/pull)
             with contextlib.suppress(Exception):
                 self.hook.stop_foreground(timeout=ON_KILL_TIMEOUT / 2)
-        self._killed = True
         handle = self._handle or self._handle_from_xcom()
         name = (handle or {}).get("instance_name") or self._ephemeral_name
         if self.ephemeral and name:

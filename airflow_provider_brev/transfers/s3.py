@@ -191,6 +191,12 @@ class BrevToS3Operator(BrevS3TransferBaseOperator):
         self.part_size = part_size
 
     def execute(self, context: Context) -> dict[str, Any]:
+        try:
+            return self._upload()
+        finally:
+            self.wait_for_kill_cleanup()
+
+    def _upload(self) -> dict[str, Any]:
         s = self._settings()
         overwrite = bool_value("overwrite", self.overwrite, default=False)
         threshold = integer("multipart_threshold", self.multipart_threshold, minimum=0)
@@ -247,7 +253,7 @@ class BrevToS3Operator(BrevS3TransferBaseOperator):
         )
         return summary
 
-    def on_kill(self) -> None:
+    def _cleanup_on_kill(self) -> None:
         """Abort multipart uploads this task started (S3 would otherwise keep, and bill, their parts)."""
         if self.staging is not None:
             self.staging.abort_open_uploads()
