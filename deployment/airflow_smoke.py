@@ -165,7 +165,8 @@ class Smoke:
         expect(dialog).to_contain_text("Trigger Dag")
         page.screenshot(path=str(ARTIFACTS / "trigger-dialog.png"))
         dialog.get_by_role("button", name="Trigger", exact=True).click()
-        expect(page.get_by_text("Dag Run Triggered")).to_be_visible(timeout=60_000)  # the toast, once POSTed
+        # The toast, once POSTed. Chakra may render the same toast twice while it animates in (seen in CI): .first.
+        expect(page.get_by_text("Dag Run Triggered").first).to_be_visible(timeout=60_000)
         page.screenshot(path=str(ARTIFACTS / "triggered.png"))
         deadline = time.monotonic() + 30
         while not (new := [r for r in self.api.dag_runs(DAG_ID) if r.dag_run_id not in before]):
