@@ -7,8 +7,10 @@ import threading
 from airflow_provider_brev._compat import BaseOperator
 from airflow_provider_brev.utils.mixins import BrevBaseHookMixin, brev_template_fields
 
-#: How long Airflow's SIGTERM handler waits for the kill cleanup before the interrupted code resumes.
-ON_KILL_HANDLER_WAIT = 1.0
+#: How long Airflow's SIGTERM handler waits for the kill cleanup before the interrupted code resumes: long enough
+#: for a whole cleanup (a CLI call is bounded to 4 s), so the interrupted code normally sees everything done (as
+#: when ``on_kill`` ran the cleanup itself); only a cleanup stuck behind the interrupted code's log lock waits it out.
+ON_KILL_HANDLER_WAIT = 6.0
 #: How long the end of ``execute`` waits for it (Airflow SIGKILLs a killed task about 5 s after SIGTERM).
 ON_KILL_CLEANUP_WAIT = 10.0
 
@@ -34,7 +36,7 @@ class BrevBaseOperator(BrevBaseHookMixin, BaseOperator):
         interrupted in the middle of writing a log line, holding the log handler's lock (structlog's is not
         reentrant). A log line written by the handler itself would then wait for that lock forever and the task
         would hang until it is SIGKILLed, its cleanup never done. So the handler only starts the cleanup thread
-        and waits for it briefly (:data:`ON_KILL_HANDLER_WAIT`); the interrupted code resumes (releasing the lock)
+        and waits for it (up to :data:`ON_KILL_HANDLER_WAIT`); the interrupted code resumes (releasing the lock)
         and waits for the rest before the task ends (:meth:`wait_for_kill_cleanup`, called by ``execute``).
         """
         self._killed = True

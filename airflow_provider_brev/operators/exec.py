@@ -357,8 +357,8 @@ class BrevExecOperator(BrevBaseOperator):
         """Prepare the instance, launch (or re-attach to) the command and follow it to its result."""
         self._prepare_instance(context, name)
         if not self.detach:
-            return self._run_foreground(context, name, self._before_launch(context, name), deadline)
-        job = self._attach_or_launch(context, name, before_launch=lambda: self._before_launch(context, name))
+            return self._run_foreground(context, name, self._launch_command(context, name), deadline)
+        job = self._attach_or_launch(context, name, before_launch=lambda: self._launch_command(context, name))
         self._handle = {"instance_name": name, "job": job.to_dict(), "deadline": deadline, "ephemeral": self.ephemeral}
         self._ti.xcom_push(key=XCOM_JOB, value=self._handle)
         self._store(context, self._handle)
@@ -528,6 +528,14 @@ class BrevExecOperator(BrevBaseOperator):
 
     def _prepare_instance(self, context: Context, name: str) -> None:
         """Hook for subclasses: runs once the instance is ready, before the command is launched or re-attached."""
+
+    def _launch_command(self, context: Context, name: str) -> str:
+        """:meth:`_before_launch`, then the command to launch, unless the task was killed meanwhile: ``on_kill``
+        found no job to kill then, so nothing may be launched after it."""
+        command = self._before_launch(context, name)
+        if self._killed:
+            raise BrevCommandError("The task was killed before its job was launched: not launching it.", exit_code=-15)
+        return command
 
     def _before_launch(self, context: Context, name: str) -> str:
         """Right before a launch (not a re-attach): sync the inputs; returns the command to launch."""

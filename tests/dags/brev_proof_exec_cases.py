@@ -46,6 +46,24 @@ for action in ("kill", "keep"):
         )
         create >> run >> _delete(create)
 
+
+class _KilledWhileItsInputsSync(BrevExecOperator):
+    """A SIGTERM that lands while the inputs sync, right before the launch: ``on_kill`` runs then, on the task's main
+    thread, as Airflow's signal handler runs it."""
+
+    def _before_launch(self, context, name):
+        command = super()._before_launch(context, name)
+        self.on_kill()
+        return command
+
+
+with DAG(dag_id="proof_exec_killed_before_launch", schedule=None, start_date=START):
+    create = _create()
+    run = _KilledWhileItsInputsSync(
+        task_id="run", instance_name=create.output, command="echo started >> counter", poll_interval=0.2
+    )
+    create >> run >> _delete(create)
+
 with DAG(dag_id="proof_exec_on_kill_ephemeral", schedule=None, start_date=START):
     BrevExecOperator(task_id="run", gpu="L40S:1", command=GATED, poll_interval=0.2, ready_timeout=60)
 

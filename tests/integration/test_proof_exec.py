@@ -140,6 +140,18 @@ def test_on_kill_action_keep_leaves_the_job_running(run_dag, brev_sim, task_logs
     assert [c for c in cli_calls(brev_sim, "exec") if "BREV_JOB_KILLED" in c["argv"][-1]] == []
 
 
+def test_a_kill_during_the_input_sync_launches_nothing(run_dag, brev_sim, task_logs):
+    """on_kill found no job to kill (none launched yet): the launch that would have followed must not happen."""
+    dag_run = run_dag("proof_exec_killed_before_launch")
+    assert task_states(dag_run)["run"] == "failed"
+    name = created_name(brev_sim)
+    assert name
+    assert "The task was killed before its job was launched: not launching it." in task_logs.text
+    assert job_launches(brev_sim) == []
+    assert counter(brev_sim, name) == ""
+    wait_for_no_instances(brev_sim)
+
+
 def test_on_kill_deletes_the_ephemeral_instance(run_dag, brev_sim, task_logs, sigterm_task):
     def recreated_and_started() -> str | None:
         name = created_name(brev_sim)
