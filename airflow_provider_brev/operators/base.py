@@ -26,7 +26,8 @@ class BrevBaseOperator(BrevBaseHookMixin, BaseOperator):
 
     #: The thread running :meth:`_cleanup_on_kill` once the task was killed.
     _kill_cleanup: threading.Thread | None = None
-    #: Set (on the task's main thread) as soon as the task is killed.
+    #: Set (on the task's main thread) as soon as the task is killed: the still-running execute must not recover
+    #: (re-create) anything, nor launch.
     _killed: bool = False
 
     def on_kill(self) -> None:

@@ -202,7 +202,6 @@ class BrevExecOperator(BrevBaseOperator):
         self.max_poll_failures = max_poll_failures
         self._handle: dict[str, Any] | None = None
         self._launching: tuple[str, RemoteJob] | None = None  # this try's job while its launch call runs
-        self._killed = False  # set by on_kill: the still-running execute must not recover (re-create) anything
         self._ephemeral_name: str | None = None
         self._ti: Any = None
         self._deferring = False
