@@ -54,13 +54,28 @@ def mask_secret(value: str | None) -> None:
     masker(value)
 
 
-def default_deferrable() -> bool:
-    """Airflow's ``[operators] default_deferrable`` setting."""
+def _conf() -> Any:
     try:
         from airflow.sdk.configuration import conf
     except ImportError:  # pragma: no cover
         from airflow.configuration import conf  # type: ignore[no-redef]
-    return conf.getboolean("operators", "default_deferrable", fallback=False)
+    return conf
+
+
+def default_deferrable() -> bool:
+    """Airflow's ``[operators] default_deferrable`` setting."""
+    return bool(_conf().getboolean("operators", "default_deferrable", fallback=False))
+
+
+#: Default of ``[brev] deferral_settle_seconds``.
+DEFAULT_DEFERRAL_SETTLE_SECONDS = 10.0
+
+
+def deferral_settle_seconds() -> float:
+    """``[brev] deferral_settle_seconds``: the least time between a deferral and the trigger's event (see
+    :class:`~airflow_provider_brev.triggers.brev.BrevBaseTrigger`); never negative."""
+    value = _conf().getfloat("brev", "deferral_settle_seconds", fallback=DEFAULT_DEFERRAL_SETTLE_SECONDS)
+    return max(0.0, float(value))
 
 
 # Names only DAG files need, resolved on first access so importing this module (every hook, operator and
@@ -97,5 +112,6 @@ __all__ = [  # plus the lazy names in _LAZY_IMPORTS
     "BaseOperatorLink",
     "BaseSensorOperator",
     "default_deferrable",
+    "deferral_settle_seconds",
     "mask_secret",
 ]

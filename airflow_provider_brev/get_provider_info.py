@@ -124,4 +124,21 @@ def get_provider_info() -> dict:
             }
         ],
         "extra-links": [],
+        "config": {
+            "brev": {
+                "description": "Settings of the NVIDIA Brev provider.",
+                "options": {
+                    "deferral_settle_seconds": {
+                        "description": "The least time, in seconds, between a Brev task's deferral and the "
+                        "trigger event that resumes it. An event that comes back before the scheduler has "
+                        "processed the worker's exit on defer() can make the scheduler fail the resumed try "
+                        "(apache/airflow#72716); 0 turns the guard off.",
+                        "version_added": "0.2.0",
+                        "type": "float",
+                        "example": "10",
+                        "default": "10",
+                    }
+                },
+            }
+        },
     }

@@ -15,8 +15,7 @@ machine decides:
   ``sync_interval`` seconds, and as soon as a log line shows a new checkpoint);
 * what the outcome is, and which error a non-successful outcome means (:func:`outcome_error`).
 
-It also holds the pure part of *attach-or-launch*: the deterministic job ids of every try of a task instance
-(:func:`try_job_ids`) and what an earlier try's job means for this one (:func:`earlier_job_verdict`).
+Which job a try follows (its own, or an earlier try's) is :mod:`airflow_provider_brev.cli.job_attempts`.
 
 The drivers, sync for the worker and async for the triggerer, live in
 :mod:`airflow_provider_brev.utils.job_runner`; they only do I/O.
@@ -32,11 +31,8 @@ from typing import Any
 from airflow_provider_brev.cli.remote_job import (
     DEFAULT_MAX_BYTES,
     FINISHED,
-    LOST,
-    RUNNING,
     LogLineAssembler,
     PollResult,
-    generate_job_id,
 )
 from airflow_provider_brev.exceptions import BrevError, BrevJobLostError, BrevTimeoutError, retry_policy
 
@@ -71,8 +67,13 @@ class JobOutcome:
 
     @property
     def collected(self) -> bool:
-        """The job will not run again and its result has been read: its directory may be removed."""
+        """The job will not run again and its result has been read."""
         return self.state in (FINISHED, TIMED_OUT)
+
+    @property
+    def succeeded(self) -> bool:
+        """The job finished by itself with exit code 0 (a retry may collect it instead of running it again)."""
+        return self.state == FINISHED and self.exit_code == 0
 
 
 def outcome_error(outcome: JobOutcome, instance_name: str, job_id: str) -> BrevError | None:
@@ -328,36 +329,3 @@ class JobFollower:
             return None
         self._last_percent = percent
         return f"progress: {percent}% ({done}/{total})"
-
-
-# ------------------------------------------------------------------------------------------ attach-or-launch
-
-#: What an earlier try's job means for this try (:func:`earlier_job_verdict`).
-REATTACH = "reattach"
-COLLECT = "collect"
-RELAUNCH = "relaunch"
-IGNORE = "ignore"
-
-
-def try_job_ids(*, dag_id: str, task_id: str, run_id: str, try_number: int, map_index: int = -1) -> list[str]:
-    """Job ids of this try first, then of every earlier try, newest first."""
-    return [
-        generate_job_id(dag_id=dag_id, task_id=task_id, run_id=run_id, try_number=number, map_index=map_index)
-        for number in range(int(try_number), 0, -1)
-    ]
-
-
-def earlier_job_verdict(poll: PollResult) -> str:
-    """What to do about an earlier try's job, given a poll of it.
-
-    :data:`REATTACH` while it runs (never launch twice); :data:`COLLECT` when it finished successfully after its
-    worker was lost; :data:`RELAUNCH` when it failed or was lost (clean it up, launch this try's job);
-    :data:`IGNORE` when it never existed.
-    """
-    if poll.state == RUNNING:
-        return REATTACH
-    if poll.state == FINISHED and poll.exit_code == 0:
-        return COLLECT
-    if poll.state in (FINISHED, LOST):
-        return RELAUNCH
-    return IGNORE

@@ -38,6 +38,10 @@ if TYPE_CHECKING:
 
 # ------------------------------------------------------------------------------------------ shell fragments
 
+#: A finished job's directory stays (a retry may collect a job that succeeded although its try failed in Airflow);
+#: a launch removes the directories of jobs that finished more than this many days ago.
+STALE_JOB_DAYS = 7
+
 # The job's pid (== pgid == sid) may be reused after a reboot: ``launched`` records the boot id.
 _SAME_BOOT_FN = """__bj_same_boot() {
   [ -r "$__bj_dir/launched" ] && [ -r /proc/sys/kernel/random/boot_id ] || return 0
@@ -241,7 +245,7 @@ def build_launch_command(
             failed("missing-setsid"),
             'elif ! mkdir -p -- "$__bj_base" 2>/dev/null; then',
             failed("base-dir"),
-            'elif mkdir -m 700 -- "$__bj_dir" 2>/dev/null; then',
+            f'elif {_sweep_stale_jobs()}; mkdir -m 700 -- "$__bj_dir" 2>/dev/null; then',
             f'  if printf \'%s\' {shlex.quote(script)} > "$__bj_dir/job.sh" && : > "$__bj_dir/log"; then',
             '    setsid nohup bash "$__bj_dir/job.sh" > "$__bj_dir/log" 2>&1 < /dev/null &',
             "    __bj_pid=$!",
@@ -262,6 +266,15 @@ def build_launch_command(
             "fi",
             "exit 0",
         ]
+    )
+
+
+def _sweep_stale_jobs() -> str:
+    """Remove the directories of jobs that finished more than :data:`STALE_JOB_DAYS` days ago (``exit_code`` is
+    written when a job ends; a running job has none)."""
+    return (
+        f'find "$__bj_base" -mindepth 2 -maxdepth 2 -name exit_code -mtime +{STALE_JOB_DAYS} '
+        "-exec sh -c 'rm -rf -- \"${1%/exit_code}\"' _ {} \\; 2>/dev/null"
     )
 
 

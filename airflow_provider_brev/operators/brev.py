@@ -9,7 +9,7 @@ import time
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_brev._compat import default_deferrable
+from airflow_provider_brev._compat import default_deferrable, deferral_settle_seconds
 from airflow_provider_brev.cli.validation import bool_value, conn_id, duration_seconds, instance_name, optional
 from airflow_provider_brev.exceptions import BrevError, BrevInstanceFailedError, BrevTimeoutError
 from airflow_provider_brev.operators.base import BrevBaseOperator
@@ -210,6 +210,7 @@ class BrevCreateInstanceOperator(BrevBaseOperator):
                     require_docker=self.require_docker,
                     delete_on_kill=self.delete_on_failure and provisioned.owned,
                     created=provisioned.owned,
+                    not_before=time.time() + deferral_settle_seconds(),
                 ),
                 method_name="execute_complete",
                 timeout=timedelta(seconds=timeout + 60),

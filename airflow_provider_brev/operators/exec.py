@@ -12,15 +12,10 @@ import time
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_brev._compat import AirflowSkipException, default_deferrable, mask_secret
-from airflow_provider_brev.cli.job_follower import (
-    SYNC_DUE,
-    TIMED_OUT,
-    FollowPolicy,
-    JobOutcome,
-    outcome_error,
-    try_job_ids,
-)
+from airflow_provider_brev._compat import AirflowSkipException, default_deferrable, deferral_settle_seconds, mask_secret
+from airflow_provider_brev.cli.job_attempts import EarlierJob, earlier_jobs, generation_start
+from airflow_provider_brev.cli.job_follower import SYNC_DUE, TIMED_OUT, FollowPolicy, JobOutcome, outcome_error
+from airflow_provider_brev.cli.job_handle import generate_job_id
 from airflow_provider_brev.cli.names import validate_instance_name
 from airflow_provider_brev.cli.readiness import STAGE_MISSING
 from airflow_provider_brev.cli.recovery import DEFAULT_MAX_INSTANCE_RECOVERIES, EVENT_INSTANCE_LOST
@@ -395,6 +390,7 @@ class BrevExecOperator(BrevBaseOperator):
                 ephemeral=self.ephemeral,
                 offset=offset,
                 last_line=last_line,
+                not_before=time.time() + deferral_settle_seconds(),
             ),
             method_name="execute_complete",
         )
@@ -455,8 +451,13 @@ class BrevExecOperator(BrevBaseOperator):
                 store.delete(STATE_STORE_JOB_KEY)
             else:
                 store.set(STATE_STORE_JOB_KEY, handle)
-        except Exception:
-            self.log.warning("Could not write the job handle to the task state store.", exc_info=True)
+        except Exception as err:  # e.g. a 404 when Airflow no longer counts this try as running
+            self.log.warning(
+                "Could not write the job handle to the task state store (%s: %s); a retry still finds the job on "
+                "the instance by its deterministic id.",
+                type(err).__name__,
+                err,
+            )
 
     def _stored_job(self, context: Context, name: str) -> RemoteJob | None:
         """The job handle an earlier try recorded in the task state store for ``name``, if any."""
@@ -477,22 +478,23 @@ class BrevExecOperator(BrevBaseOperator):
     ) -> RemoteJob:
         ti = context["ti"]
         map_index = getattr(ti, "map_index", -1)
-        current, *earlier_ids = try_job_ids(
-            dag_id=ti.dag_id,
-            task_id=ti.task_id,
-            run_id=ti.run_id,
-            try_number=int(ti.try_number),
-            map_index=map_index if isinstance(map_index, int) else -1,
+        map_index = map_index if isinstance(map_index, int) else -1
+        try_number = int(ti.try_number)
+        first_try = generation_start(
+            try_number=try_number, max_tries=getattr(ti, "max_tries", None), retries=getattr(self, "retries", None)
         )
+        ids: dict[str, Any] = {"dag_id": ti.dag_id, "task_id": ti.task_id, "run_id": ti.run_id, "map_index": map_index}
+        current = RemoteJob(generate_job_id(try_number=try_number, **ids))
+        earlier = earlier_jobs(try_number=try_number, first_try=first_try, **ids)
         stored = self._stored_job(context, name)
-        earlier = [stored] if stored else []
-        earlier += [RemoteJob(job_id) for job_id in earlier_ids if stored is None or job_id != stored.job_id]
-        self._launching = (name, RemoteJob(current))
+        if stored is not None and stored.job_id not in {job.job_id for job in earlier} | {current.job_id}:
+            earlier.insert(0, EarlierJob(stored.job_id, None, collectable=True))
+        self._launching = (name, current)
         return attach_or_launch(
             self.hook,
             self.log,
             name,
-            RemoteJob(current),
+            current,
             earlier,
             self.command,
             env=self._plain_env(),
@@ -511,8 +513,12 @@ class BrevExecOperator(BrevBaseOperator):
                 raise error
             return self._finish(context, name, job, int(outcome.exit_code), outcome.last_line)  # type: ignore[arg-type]
         finally:
-            if outcome.collected:
+            if outcome.collected and not outcome.succeeded:
+                # A job that succeeded keeps its directory: if this try does not succeed in Airflow after all (a
+                # failure after the job, the scheduler's deferral race), the retry collects it instead of running
+                # the command again. The next launch on the instance removes finished jobs a week old.
                 cleanup_job(self.hook, name, job)
+            if outcome.collected:
                 self._store(context, None)
 
     def _finish(self, context: Context, name: str, job: RemoteJob | None, exit_code: int, last_line: str) -> Any:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import PokeReturnValue
 
-from airflow_provider_brev._compat import default_deferrable
+from airflow_provider_brev._compat import default_deferrable, deferral_settle_seconds
 from airflow_provider_brev.cli.validation import bool_value, conn_id, duration_seconds, instance_name, optional
 from airflow_provider_brev.exceptions import BrevInstanceFailedError, BrevTimeoutError
 from airflow_provider_brev.sensors.base import BrevBaseSensor
@@ -100,6 +100,7 @@ class BrevReadySensor(BrevBaseSensor):
                 deadline=time.time() + self.timeout,
                 poll_interval=self.poke_interval,
                 require_docker=self.require_docker,
+                not_before=time.time() + deferral_settle_seconds(),
             ),
             method_name="execute_complete",
             timeout=timedelta(seconds=self.timeout + 60),

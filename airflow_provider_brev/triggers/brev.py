@@ -45,22 +45,41 @@ __all__ = [
 
 
 class BrevBaseTrigger(BaseTrigger):
-    """Shared plumbing of the Brev triggers: serialisation from a field list, the hook, event building.
+    """Shared plumbing of the Brev triggers: serialisation from a field list, the hook, event building, and the
+    deferral's settling time.
 
     Subclasses list their constructor arguments in ``serialized_fields`` (all JSON-serialisable, never a secret)
-    and the fields every event carries in ``event_fields``.
+    and the fields every event carries in ``event_fields``, and yield their events from :meth:`events`.
+
+    **No event before** ``not_before`` (epoch seconds; the deferring operator sets it to the deferral time plus
+    ``[brev] deferral_settle_seconds``, :func:`~airflow_provider_brev._compat.deferral_settle_seconds`): an event
+    that comes back before Airflow's scheduler has processed the worker's exit on ``defer()`` can make the scheduler
+    fail the resumed try although its work succeeded (apache/airflow#72716). A job that ends within that time has
+    its event held back until then; later events are not delayed.
     """
 
     serialized_fields: tuple[str, ...] = ()
     event_fields: tuple[str, ...] = ()
     brev_conn_id: str
     instance_name: str
+    not_before: float | None = None
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
-        return (
-            f"{type(self).__module__}.{type(self).__qualname__}",
-            {name: getattr(self, name) for name in self.serialized_fields},
-        )
+        fields = {name: getattr(self, name) for name in self.serialized_fields}
+        fields["not_before"] = self.not_before
+        return f"{type(self).__module__}.{type(self).__qualname__}", fields
+
+    def events(self) -> AsyncIterator[TriggerEvent]:
+        """The trigger's events (subclasses); :meth:`run` hands each back no earlier than ``not_before``."""
+        raise NotImplementedError
+
+    async def run(self) -> AsyncIterator[TriggerEvent]:
+        async for event in self.events():
+            wait = (self.not_before or 0.0) - time.time()
+            if wait > 0:
+                self.log.info("Holding the event back %.1f s, until Airflow has recorded the deferral.", wait)
+                await asyncio.sleep(wait)
+            yield event
 
     def _hook(self) -> BrevHook:
         return BrevHook(brev_conn_id=self.brev_conn_id, log_cli_output=False)
@@ -107,8 +126,10 @@ class BrevInstanceReadyTrigger(BrevBaseTrigger):
         require_docker: bool = False,
         delete_on_kill: bool = False,
         created: bool = False,
+        not_before: float | None = None,
     ) -> None:
         super().__init__()
+        self.not_before = None if not_before is None else float(not_before)
         self.instance_name = instance_name
         self.brev_conn_id = brev_conn_id
         self.deadline = float(deadline)
@@ -117,7 +138,7 @@ class BrevInstanceReadyTrigger(BrevBaseTrigger):
         self.delete_on_kill = delete_on_kill
         self.created = created
 
-    async def run(self) -> AsyncIterator[TriggerEvent]:
+    async def events(self) -> AsyncIterator[TriggerEvent]:
         """Async driver of :class:`~airflow_provider_brev.cli.readiness.ReadinessWait` (the hook's
         ``wait_until_ready`` drives the same state machine); checks share the triggerer's listing."""
         hook = self._hook()
@@ -258,8 +279,10 @@ class BrevRemoteJobTrigger(BrevBaseTrigger):
         sync_interval: float | None = None,
         checkpoint_regex: str | None = None,
         next_sync_at: float | None = None,
+        not_before: float | None = None,
     ) -> None:
         super().__init__()
+        self.not_before = None if not_before is None else float(not_before)
         self.progress_regex = progress_regex
         self.sync_interval = None if sync_interval is None else float(sync_interval)
         self.checkpoint_regex = checkpoint_regex
@@ -286,7 +309,7 @@ class BrevRemoteJobTrigger(BrevBaseTrigger):
         """How this trigger follows its job (:class:`~airflow_provider_brev.cli.job_follower.FollowPolicy`)."""
         return FollowPolicy(**{field: getattr(self, name) for name, field in _POLICY_FIELDS.items()})
 
-    async def run(self) -> AsyncIterator[TriggerEvent]:
+    async def events(self) -> AsyncIterator[TriggerEvent]:
         job = RemoteJob.from_dict(self.job)
         runner = JobRunner(
             self._hook(),

@@ -25,10 +25,8 @@ import contextlib
 import time
 from typing import TYPE_CHECKING, Any, Protocol
 
+from airflow_provider_brev.cli.job_attempts import COLLECT, REATTACH, RELAUNCH, SUPERSEDED, earlier_job_verdict
 from airflow_provider_brev.cli.job_follower import (
-    COLLECT,
-    REATTACH,
-    RELAUNCH,
     SYNC_DUE,
     FollowPolicy,
     GiveUp,
@@ -39,20 +37,23 @@ from airflow_provider_brev.cli.job_follower import (
     PollJob,
     SyncOutputs,
     Wait,
-    earlier_job_verdict,
 )
+from airflow_provider_brev.cli.remote_job import RemoteJob
 from airflow_provider_brev.exceptions import BrevError
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Sequence
 
-    from airflow_provider_brev.cli.remote_job import LaunchResult, PollResult, RemoteJob
+    from airflow_provider_brev.cli.job_attempts import EarlierJob
+    from airflow_provider_brev.cli.remote_job import LaunchResult, PollResult
 
 
 class JobLog(Protocol):
     """The logger calls the runner makes (a stdlib ``logging.Logger`` or Airflow's structlog logger)."""
 
     def info(self, event: Any, *args: Any, **kw: Any) -> Any: ...
+
+    def warning(self, event: Any, *args: Any, **kw: Any) -> Any: ...
 
     def log(self, level: int, event: Any, *args: Any, **kw: Any) -> Any: ...
 
@@ -216,7 +217,7 @@ def attach_or_launch(
     log: JobLog,
     instance_name: str,
     current: RemoteJob,
-    earlier: Sequence[RemoteJob],
+    earlier: Sequence[EarlierJob],
     command: str,
     *,
     env: dict[str, str] | None = None,
@@ -228,26 +229,38 @@ def attach_or_launch(
 
     :param current: this try's job (deterministic id: a crashed worker's re-run of the same try re-attaches
         through the launch guard).
-    :param earlier: jobs earlier tries may have left on the instance, most likely first.
+    :param earlier: jobs earlier tries may have left on the instance, most likely first
+        (:func:`~airflow_provider_brev.cli.job_attempts.earlier_jobs`).
     :param secret_env: secret values: delivered in a 0600 file by the hook, never on a command line.
     :param before_launch: called right before this try's job is launched (not when re-attaching to or collecting
         an earlier try's job), e.g. to sync the step's inputs; it may return the command to launch instead of
         ``command`` (e.g. one that resumes from a restored checkpoint).
     """
-    for job in earlier:
-        if job.job_id == current.job_id:
+    for earlier_job in earlier:
+        if earlier_job.job_id == current.job_id:
             continue
+        job = RemoteJob(earlier_job.job_id, current.base_dir)
         poll = hook.poll_job(instance_name, job, offset=0, max_bytes=1)
-        verdict = earlier_job_verdict(poll)
+        verdict = earlier_job_verdict(poll, collectable=earlier_job.collectable)
         if verdict == REATTACH:
             log.info("Re-attaching to job %s of an earlier try, still running: not launching again.", job.job_id)
             return job
         if verdict == COLLECT:
-            log.info(
-                "Job %s of an earlier try finished successfully after its worker was lost: collecting its result.",
+            log.warning(
+                "Job %s of an earlier try finished successfully, but that try did not succeed in Airflow (its "
+                "worker was lost, the task failed after the job ended, or Airflow's scheduler failed the try in a "
+                "race with its deferral, apache/airflow#72716): collecting its result instead of running the "
+                "command again.",
                 job.job_id,
             )
             return job
+        if verdict == SUPERSEDED:
+            log.info(
+                "Job %s succeeded before this task was cleared: running the command again as %s.",
+                job.job_id,
+                current.job_id,
+            )
+            cleanup_job(hook, instance_name, job)
         if verdict == RELAUNCH:
             log.info(
                 "Job %s of an earlier try ended (%s, exit code %s): relaunching as %s.",
@@ -259,8 +272,9 @@ def attach_or_launch(
             cleanup_job(hook, instance_name, job)
     if before_launch is not None:
         command = before_launch() or command
+    jobs = [RemoteJob(earlier_job.job_id, current.base_dir) for earlier_job in earlier]
     launch = hook.launch_job(
-        instance_name, current, command, env=env, cwd=cwd, secret_env=secret_env, earlier_jobs=earlier
+        instance_name, current, command, env=env, cwd=cwd, secret_env=secret_env, earlier_jobs=jobs
     )
     if launch.launched:
         log.info("Launched job %s on %s (pid %s).", current.job_id, instance_name, launch.pid)

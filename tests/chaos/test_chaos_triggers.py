@@ -198,3 +198,37 @@ def test_triggerer_restart_while_deferred_the_job_survives(brev_sim, hook, task_
     hook.cleanup_job(name, job)
     assert hook.delete_instance(name)
     assert_chaos_invariants(brev_sim, task_logs, secrets=[secret], counters={name: ["try-1"]})
+
+
+# ------------------------------------------------------- 10. the scheduler's deferral race (apache/airflow#72716)
+@pytest.mark.parametrize("kind", ["job", "readiness"])
+def test_an_event_is_held_back_until_the_deferral_has_settled(brev_sim, hook, task_logs, secret, kind):
+    """A trigger whose work is already done when it starts still hands its event back no earlier than
+    ``not_before``: the scheduler must have recorded the deferral before the task resumes."""
+    name = new_instance(brev_sim, hook, f"chaos-settle-{kind}")
+    if kind == "job":
+        job = launch(hook, name, "chaos-settle-t1", "echo job-done", secret)
+        wait_until(lambda: hook.poll_job(name, job, offset=0).state == FINISHED, what="the job to finish")
+    events: list = []
+
+    def trigger(not_before: float) -> BrevInstanceReadyTrigger | BrevRemoteJobTrigger:
+        if kind == "job":
+            return job_trigger(name, job, not_before=not_before)
+        return BrevInstanceReadyTrigger(instance_name=name, deadline=time.time() + 60, not_before=not_before)
+
+    not_before = time.time() + 2.0
+    settling = trigger(not_before)
+    assert trigger_from_serialized(settling.serialize()).not_before == not_before  # it survives a triggerer restart
+    asyncio.run(asyncio.wait_for(run_like_triggerer(settling, events), timeout=60))
+    arrived = time.time()
+    (event,) = events
+    assert event.payload["status"] == (FINISHED if kind == "job" else "success")
+    assert arrived >= not_before
+    assert "until Airflow has recorded the deferral" in task_logs.text
+
+    events.clear()
+    before = len([line for line in task_logs.lines if "until Airflow has recorded the deferral" in line])
+    asyncio.run(asyncio.wait_for(run_like_triggerer(trigger(time.time() - 1.0), events), timeout=60))
+    assert len(events) == 1  # settled long ago: nothing is held back
+    assert len([line for line in task_logs.lines if "until Airflow has recorded the deferral" in line]) == before
+    assert hook.delete_instance(name)

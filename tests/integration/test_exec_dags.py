@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from helpers import ChaosAgent, DagWorker, cli_calls, deferrals, job_ids_on, run_state, task_states
 
+from airflow_provider_brev.cli.job_handle import DEFAULT_MAX_BYTES, LAUNCHED_MARKER
 from airflow_provider_brev.triggers.brev import BrevRemoteJobTrigger
 
 
@@ -37,7 +38,8 @@ def only_instance_name(sim) -> str:
 
 
 def launches(sim):
-    """Commands actually started through a job launch (the launcher's setsid'd job script)."""
+    """Launch calls that reached an instance (``brev exec`` of a launch script). A call the hook repeats after a
+    dropped connection counts twice although the launch guard starts one job: count job starts with ``counter``."""
     return [run for run in sim.runs() if "BREV_JOB_LAUNCHED" in run["command"]]
 
 
@@ -81,13 +83,32 @@ def test_failing_command_runs_once_and_reports_its_exit_code(run_dag, brev_sim_b
     no_instances_left(brev_sim_both)
 
 
+#: The job polls of the DAGs above ask for at most this many log bytes (the exec operator's default): a string only
+#: their poll scripts contain (a launch's own status block asks for none).
+POLL_MARKER = f"__bj_n={DEFAULT_MAX_BYTES}"
+
+
 def test_connection_drop_mid_job_recovers_without_relaunch(run_dag, brev_sim, task_logs):
-    brev_sim.set_fault("connection_drop", after_seconds=0.05, match="BREV_JOB_STATUS", times=2)
+    brev_sim.set_fault("connection_drop", after_seconds=0.0, match=POLL_MARKER, times=2)
     dag_run = run_dag("brev_exec_sync", conf={"command": "echo start >> counter; sleep 2; echo finished"})
     assert run_state(dag_run) == "success", task_states(dag_run)
+    assert [f for f in brev_sim.faults() if f["kind"] == "connection_drop"] == [], "both polls were dropped"
     name = only_instance_name(brev_sim)
     assert (brev_sim.sandbox(name) / "counter").read_text() == "start\n"
     assert len(launches(brev_sim)) == 1
+    assert "finished" in task_logs.text
+
+
+def test_a_connection_drop_during_the_launch_call_starts_the_job_once(run_dag, brev_sim, task_logs):
+    """The launch call loses its connection after the job started: the hook calls again, the launch guard on the
+    instance reports the job that exists, and nothing starts twice (two launch calls, one job)."""
+    brev_sim.set_fault("connection_drop", after_seconds=0.0, match=LAUNCHED_MARKER, times=1)
+    dag_run = run_dag("brev_exec_sync", conf={"command": "echo start >> counter; sleep 1; echo finished"})
+    assert run_state(dag_run) == "success", task_states(dag_run)
+    assert [f for f in brev_sim.faults() if f["kind"] == "connection_drop"] == [], "the launch call was dropped"
+    name = only_instance_name(brev_sim)
+    assert len(launches(brev_sim)) == 2  # the dropped call and the one that found the job
+    assert (brev_sim.sandbox(name) / "counter").read_text() == "start\n"  # the job started once
     assert "finished" in task_logs.text
 
 

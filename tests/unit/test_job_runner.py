@@ -17,11 +17,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from airflow_provider_brev.cli.job_follower import (
-    COLLECT,
-    IGNORE,
     MAX_BACKOFF,
-    REATTACH,
-    RELAUNCH,
     SYNC_DUE,
     TIMED_OUT,
     FollowPolicy,
@@ -31,9 +27,7 @@ from airflow_provider_brev.cli.job_follower import (
     PollJob,
     SyncOutputs,
     Wait,
-    earlier_job_verdict,
     outcome_error,
-    try_job_ids,
 )
 from airflow_provider_brev.cli.remote_job import (
     FINISHED,
@@ -334,27 +328,6 @@ def test_backoff_is_capped():
 
 
 @pytest.mark.parametrize(
-    ("state", "exit_code", "verdict"),
-    [
-        (RUNNING, None, REATTACH),
-        (FINISHED, 0, COLLECT),
-        (FINISHED, 1, RELAUNCH),
-        (FINISHED, None, RELAUNCH),
-        (LOST, None, RELAUNCH),
-        (MISSING, None, IGNORE),
-    ],
-)
-def test_earlier_job_verdicts(state, exit_code, verdict):
-    assert earlier_job_verdict(PollResult(state=state, exit_code=exit_code, log_size=0, pid=None)) == verdict
-
-
-def test_try_job_ids_are_this_try_then_earlier_ones():
-    ids = try_job_ids(dag_id="d", task_id="t", run_id="r", try_number=3)
-    assert [i.rsplit("-t", 1)[1] for i in ids] == ["3", "2", "1"]
-    assert len({i.rsplit("-t", 1)[0] for i in ids}) == 1
-
-
-@pytest.mark.parametrize(
     ("outcome", "error"),
     [
         (JobOutcome(FINISHED, 0, "", 0), None),
@@ -368,6 +341,7 @@ def test_outcome_errors(outcome, error):
     found = outcome_error(outcome, NAME, JOB.job_id)
     assert (type(found) if found else None) is error
     assert outcome.collected == (outcome.state in (FINISHED, TIMED_OUT))
+    assert outcome.succeeded == (outcome.state == FINISHED and outcome.exit_code == 0)
 
 
 def test_the_trigger_follows_with_the_policy_the_worker_uses():
