@@ -54,17 +54,15 @@ def mask_secret(value: str | None) -> None:
     masker(value)
 
 
-def _conf() -> Any:
-    try:
-        from airflow.sdk.configuration import conf
-    except ImportError:  # pragma: no cover
-        from airflow.configuration import conf  # type: ignore[no-redef]
-    return conf
+try:  # Airflow's configuration (already loaded by airflow.sdk)
+    from airflow.sdk.configuration import conf
+except ImportError:  # pragma: no cover - Airflow 3.0 layouts without it
+    from airflow.configuration import conf  # type: ignore[no-redef]
 
 
 def default_deferrable() -> bool:
     """Airflow's ``[operators] default_deferrable`` setting."""
-    return bool(_conf().getboolean("operators", "default_deferrable", fallback=False))
+    return bool(conf.getboolean("operators", "default_deferrable", fallback=False))
 
 
 #: Default of ``[brev] deferral_settle_seconds``.
@@ -74,7 +72,7 @@ DEFAULT_DEFERRAL_SETTLE_SECONDS = 10.0
 def deferral_settle_seconds() -> float:
     """``[brev] deferral_settle_seconds``: the least time between a deferral and the trigger's event (see
     :class:`~airflow_provider_brev.triggers.brev.BrevBaseTrigger`); never negative."""
-    value = _conf().getfloat("brev", "deferral_settle_seconds", fallback=DEFAULT_DEFERRAL_SETTLE_SECONDS)
+    value = conf.getfloat("brev", "deferral_settle_seconds", fallback=DEFAULT_DEFERRAL_SETTLE_SECONDS)
     return max(0.0, float(value))
 
 
@@ -111,6 +109,7 @@ __all__ = [  # plus the lazy names in _LAZY_IMPORTS
     "BaseOperator",
     "BaseOperatorLink",
     "BaseSensorOperator",
+    "conf",
     "default_deferrable",
     "deferral_settle_seconds",
     "mask_secret",

@@ -43,6 +43,7 @@ __all__ = [
     "BrevInstanceNotFoundError",
     "BrevInstanceNotOwnedError",
     "BrevInstanceNotReadyError",
+    "BrevInstanceReplacedError",
     "BrevInvalidInputError",
     "BrevJobLostError",
     "BrevNoCapacityError",
@@ -50,6 +51,7 @@ __all__ = [
     "BrevPlacementRequiredError",
     "BrevPreflightError",
     "BrevSweepFailedError",
+    "BrevTaskKilledError",
     "BrevTimeoutError",
     "BrevTransferConflictError",
     "BrevTransferError",
@@ -131,6 +133,11 @@ class BrevInstanceNotOwnedError(BrevInvalidInputError):
     ``adopt_existing=True`` (and then never deleted by the provider); nothing was touched."""
 
 
+class BrevInstanceReplacedError(BrevError, AirflowFailException):
+    """The instance this DAG run created under a name is gone, and another instance now holds that name (someone
+    created it after the name was freed): the provider never deletes, stops or uses it (no retry is spent)."""
+
+
 class BrevNoMatchingTypeError(BrevError, AirflowFailException):
     """No instance type matches the requested GPU / filters at all (retrying does not help, so no retry)."""
 
@@ -165,6 +172,10 @@ class BrevInstanceNotReadyError(BrevError):
 
 class BrevTimeoutError(BrevError):
     """A ``brev`` call or a wait exceeded its time budget."""
+
+
+class BrevTaskKilledError(BrevError, AirflowFailException):
+    """The task was killed (``on_kill``): what it was doing stopped, and nothing more is created or launched."""
 
 
 class BrevSweepFailedError(BrevError):

@@ -74,6 +74,16 @@ def cli_calls(sim, command: str) -> list[dict]:
     ]
 
 
+def deleted_names(sim) -> list[str]:
+    """The instances ``brev delete`` was called for, by name (the provider deletes by id), in call order."""
+    return [
+        sim.name_of(target) or target
+        for call in cli_calls(sim, "delete")
+        for target in call["argv"][1:]
+        if not target.startswith("-")
+    ]
+
+
 def wait_for_no_instances(sim, timeout: float = 20.0) -> None:
     """Wait until the simulator has no instance left (``brev delete`` is asynchronous: DELETING, then gone)."""
     deadline = time.monotonic() + timeout

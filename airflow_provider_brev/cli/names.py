@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from airflow_provider_brev.exceptions import BrevInvalidInputError
 
@@ -62,6 +62,13 @@ def validate_owner_prefix(prefix: str) -> str:
     return prefix
 
 
+def expiry_minute(expires_at: datetime) -> datetime:
+    """``expires_at`` (UTC) rounded up to the whole minute a name can hold."""
+    utc = expires_at.astimezone(UTC)
+    whole = utc.replace(second=0, microsecond=0)
+    return whole if whole == utc else whole + timedelta(minutes=1)
+
+
 def managed_instance_name(
     *,
     dag_id: str,
@@ -71,10 +78,14 @@ def managed_instance_name(
     map_index: int = -1,
     prefix: str = DEFAULT_OWNER_PREFIX,
 ) -> str:
-    """A deterministic, valid (≤ 63 chars) name that carries the owner prefix and the expiry."""
+    """A deterministic, valid (≤ 63 chars) name that carries the owner prefix and the expiry.
+
+    The name holds the expiry to the minute, rounded *up*: an instance never expires before ``expires_at``
+    (rounding down would let the janitor delete it up to 59 s early, and at once for a lifetime under a minute).
+    """
     validate_owner_prefix(prefix)
     digest = hashlib.sha256(f"{dag_id}\x00{run_id}\x00{task_id}\x00{map_index}".encode()).hexdigest()[:8]
-    expiry = expires_at.astimezone(UTC).strftime(_EXPIRY_FORMAT)
+    expiry = expiry_minute(expires_at).strftime(_EXPIRY_FORMAT)
     fixed = len(prefix) + 1 + 1 + len(digest) + 2 + len(expiry)  # prefix- slug - hash -x expiry
     room = MAX_NAME_LENGTH - fixed
     slug = _slug(f"{dag_id}-{task_id}")[:room].strip("-")

@@ -58,6 +58,11 @@ class Readiness:
     def ready(self) -> bool:
         return self.stage == STAGE_READY
 
+    @property
+    def listed(self) -> BrevInstance | None:
+        """The instance ``brev ls`` listed under the name (``None``: not listed)."""
+        return BrevInstance(**self.instance) if self.instance else None
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "stage": self.stage,

@@ -8,8 +8,10 @@ command again. The service that does the I/O is :mod:`airflow_provider_brev.util
   bad input or a deadline never does; the listing then decides);
 * :func:`diagnose_loss` -- given the error, what ``brev ls`` says about the instance and whether it still answers
   a probe: :data:`LOST_MISSING` (not listed, or DELETING), :data:`LOST_FAILURE` (FAILURE), :data:`LOST_UNREACHABLE`
-  (RUNNING but unreachable past the failure budget), or ``None`` (not lost: the original error stands);
-* :func:`decide_recovery` -- recover, or give up with which message (budget spent, adopted instance, no record);
+  (RUNNING but unreachable past the failure budget), :data:`LOST_REPLACED` (gone, and another instance -- another
+  id -- now holds its name), or ``None`` (not lost: the original error stands);
+* :func:`decide_recovery` -- recover, or give up with which message (budget spent, adopted instance, no record,
+  the instance expired and the janitor deleted it, the name taken by someone else);
 * :func:`recoveries_used` -- the count so far, from the task state store and the XCom fallback.
 """
 
@@ -17,8 +19,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from airflow_provider_brev.cli.identity import REPLACED, identity_verdict
 from airflow_provider_brev.cli.output import STATUS_DELETING, STATUS_FAILURE, STATUS_RUNNING, BrevInstance
 from airflow_provider_brev.exceptions import (
     BrevCLIError,
@@ -33,10 +36,14 @@ from airflow_provider_brev.exceptions import (
     retry_policy,
 )
 
+if TYPE_CHECKING:
+    from collections.abc import Collection
+
 #: :func:`diagnose_loss` verdicts.
 LOST_MISSING = "missing"
 LOST_FAILURE = "failure"
 LOST_UNREACHABLE = "unreachable"
+LOST_REPLACED = "replaced"
 
 #: Event status of the remote-job trigger when following failed in a way that may mean the instance is gone (the
 #: worker confirms with ``brev ls`` and recovers).
@@ -67,16 +74,26 @@ def may_be_lost(error: BaseException) -> bool:
     return isinstance(error, _SUSPECTS)
 
 
-def diagnose_loss(error: BaseException, instance: BrevInstance | None, *, reachable: bool | None = None) -> str | None:
+def diagnose_loss(
+    error: BaseException,
+    instance: BrevInstance | None,
+    *,
+    reachable: bool | None = None,
+    known_ids: Collection[str] = (),
+) -> str | None:
     """Whether the step's instance is lost, given the error that stopped the step.
 
     :param error: what stopped the step (a poll, a launch, a sync ...).
     :param instance: what ``brev ls`` lists under the instance's name (``None``: not listed).
     :param reachable: whether the instance answered a probe just now (``None``: not probed).
-    :return: :data:`LOST_MISSING`, :data:`LOST_FAILURE`, :data:`LOST_UNREACHABLE` or ``None`` (not lost).
+    :param known_ids: the ids the DAG run recorded for the name (empty: not known, the name decides).
+    :return: :data:`LOST_MISSING`, :data:`LOST_FAILURE`, :data:`LOST_UNREACHABLE`, :data:`LOST_REPLACED` or ``None``
+        (not lost).
     """
     if not may_be_lost(error):
         return None
+    if instance is not None and identity_verdict(instance, known_ids) == REPLACED:
+        return LOST_REPLACED
     if instance is None or instance.status == STATUS_DELETING:
         return LOST_MISSING
     if instance.status == STATUS_FAILURE or instance.build_status == "CREATE_FAILED":
@@ -87,11 +104,12 @@ def diagnose_loss(error: BaseException, instance: BrevInstance | None, *, reacha
     return None
 
 
-def needs_probe(error: BaseException, instance: BrevInstance | None) -> bool:
+def needs_probe(error: BaseException, instance: BrevInstance | None, known_ids: Collection[str] = ()) -> bool:
     """Whether :func:`diagnose_loss` needs the ``reachable`` answer (a RUNNING instance after a transient error)."""
     return (
         may_be_lost(error)
         and instance is not None
+        and identity_verdict(instance, known_ids) != REPLACED
         and instance.status == STATUS_RUNNING
         and isinstance(error, BrevTransientError)
         and not isinstance(error, BrevJobLostError)
@@ -117,6 +135,7 @@ def describe_loss(loss: str) -> str:
         LOST_MISSING: "is gone (deleted, not listed by brev ls)",
         LOST_FAILURE: "is in FAILURE",
         LOST_UNREACHABLE: "is RUNNING but unreachable past its failure budget",
+        LOST_REPLACED: "is gone, and another instance now holds its name",
     }.get(loss, loss)
 
 
@@ -130,6 +149,7 @@ def decide_recovery(
     budget: int,
     lost_at: datetime,
     create_task_id: str | None = None,
+    expires_at: datetime | None = None,
 ) -> RecoveryDecision:
     """Recover (re-create the instance under the same name and spec) or give up.
 
@@ -141,9 +161,26 @@ def decide_recovery(
     :param budget: ``max_instance_recoveries``.
     :param lost_at: when the loss was noticed (UTC).
     :param create_task_id: the create task named explicitly, if any (for the message).
+    :param expires_at: the expiry in a provider-managed name (``max_lifetime``): an expired instance is the
+        janitor's, never re-created under its old expiry.
     """
     when = lost_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
     what = f"Instance {name!r} {describe_loss(loss)} (noticed at {when})"
+    if loss == LOST_REPLACED:
+        return RecoveryDecision(
+            GIVE_UP,
+            f"{what}: it was created by someone else after this DAG run's instance was lost, so the provider "
+            "neither uses nor deletes it, and cannot re-create its own under the taken name. Choose another "
+            "instance name, or let the DAG derive one (omit instance_name).",
+        )
+    if expires_at is not None and lost_at >= expires_at:
+        expiry = expires_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
+        return RecoveryDecision(
+            GIVE_UP,
+            f"{what}. Its name says it expired at {expiry} (max_lifetime): the janitor deletes expired instances, "
+            "so the provider does not re-create it under its old expiry. Raise max_lifetime for steps that run "
+            "longer.",
+        )
     if not ephemeral and owned is None:
         where = f"task {create_task_id!r}" if create_task_id else "any upstream task"
         return RecoveryDecision(

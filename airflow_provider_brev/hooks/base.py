@@ -160,6 +160,8 @@ class BrevBaseHook(BaseHook):
         self.log_cli_output = log_cli_output
         #: ``brev`` processes this hook started (the sync runner), for :meth:`stop_running` (``on_kill``).
         self._running: list[subprocess.Popen[bytes]] = []
+        #: Set by :meth:`stop_running` (on_kill): no call is retried after that.
+        self._stopped = False
 
     # ------------------------------------------------------------------ connection form (Airflow < 3.2)
     @classmethod
@@ -386,7 +388,8 @@ class BrevBaseHook(BaseHook):
             "reraise": True,
         }
         kwargs.update(self.retry_args)
-        kwargs["retry"] = tenacity.retry_if_exception(lambda exc: retry_policy(exc) == "hook")
+        # Nothing is retried once the task's calls were stopped (on_kill): a retry would start work after the kill.
+        kwargs["retry"] = tenacity.retry_if_exception(lambda exc: retry_policy(exc) == "hook" and not self._stopped)
         kwargs["before_sleep"] = self._log_retry
         return kwargs
 
@@ -418,6 +421,7 @@ class BrevBaseHook(BaseHook):
 
         :param grace_seconds: seconds between SIGTERM and SIGKILL.
         """
+        self._stopped = True
         alive = [proc for proc in self._running if proc.poll() is None]
         for proc in alive:
             with contextlib.suppress(ProcessLookupError, PermissionError):

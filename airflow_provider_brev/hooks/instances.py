@@ -38,7 +38,9 @@ from airflow_provider_brev.exceptions import (
     BrevError,
     BrevInstanceFailedError,
     BrevInstanceNotFoundError,
+    BrevInvalidInputError,
     BrevNoMatchingTypeError,
+    BrevTaskKilledError,
     BrevTimeoutError,
     BrevTransientError,
 )
@@ -47,7 +49,7 @@ from airflow_provider_brev.hooks.listing import shared_listing
 from airflow_provider_brev.hooks.process import ProcessResult
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
 __all__ = ["DEFAULT_CREATE_TIMEOUT", "DEFAULT_PROBE_TIMEOUT", "BrevInstancesHook"]
 
@@ -231,35 +233,51 @@ class BrevInstancesHook(BrevBaseHook):
             ) from err
 
     def delete_instance(
-        self, name: str, *, wait: bool = False, timeout: float = 600.0, poll_interval: float = 1.0
+        self,
+        name: str,
+        *,
+        instance_id: str | None = None,
+        wait: bool = False,
+        timeout: float = 600.0,
+        poll_interval: float = 1.0,
+        call_timeout: float | None = None,
+        retry: bool = True,
     ) -> bool:
         """Delete ``name``; ``False`` when it was already gone (deleting twice is success).
 
+        :param instance_id: delete the instance with this Brev id (``brev delete`` takes a name or an id): an
+            instance someone else created under the same name after this one was lost is never hit.
         :param wait: also wait until the instance has disappeared from ``brev ls`` (deletion is asynchronous).
+        :param timeout: how long to wait for the deletion (``wait``).
+        :param call_timeout: budget of the ``brev delete`` call itself (default: the hook's).
+        :param retry: retry transient failures of the call (``False`` for ``on_kill``, which has about 5 s).
         """
         validate_instance_name(name)
+        target = _delete_target(name, instance_id)
         try:
-            self.run_cli(["delete", name])
+            self.run_cli(["delete", target], timeout=call_timeout, retry=retry)
             deleted = True
-            self.log.info("Deletion of Brev instance %s requested.", name)
+            self.log.info("Deletion of Brev instance %s%s requested.", name, _id_note(instance_id))
         except BrevInstanceNotFoundError:
             deleted = False
-            self.log.info("Brev instance %s does not exist (already deleted): nothing to do.", name)
+            self.log.info(
+                "Brev instance %s%s does not exist (already deleted): nothing to do.", name, _id_note(instance_id)
+            )
         if wait:
-            self.wait_until_gone(name, timeout=timeout, poll_interval=poll_interval)
+            self.wait_until_gone(target, timeout=timeout, poll_interval=poll_interval)
         return deleted
 
-    async def adelete_instance(self, name: str) -> bool:
+    async def adelete_instance(self, name: str, *, instance_id: str | None = None) -> bool:
         """Async twin of :meth:`delete_instance` (without the wait)."""
         validate_instance_name(name)
         try:
-            await self.arun_cli(["delete", name])
+            await self.arun_cli(["delete", _delete_target(name, instance_id)])
         except BrevInstanceNotFoundError:
             return False
         return True
 
     def wait_until_gone(self, name: str, *, timeout: float = 600.0, poll_interval: float = 1.0) -> None:
-        """Block until ``name`` has disappeared from ``brev ls``."""
+        """Block until ``name`` (an instance name or id) has disappeared from ``brev ls``."""
         deadline = time.monotonic() + timeout
         while True:
             instance = self.get_instance(name)
@@ -351,17 +369,23 @@ class BrevInstancesHook(BrevBaseHook):
         *,
         poll_interval: float = 1.0,
         require_docker: bool = False,
+        should_stop: Callable[[], bool] | None = None,
     ) -> BrevInstance:
         """Block until ``name`` is ready; fail fast on FAILURE, DELETING or a vanished instance.
 
         Sync driver of :class:`~airflow_provider_brev.cli.readiness.ReadinessWait` (the trigger drives the same
         state machine): checks every ``poll_interval`` seconds while the instance changes stage and at most every
         2 s during a long boot; a few transient check failures in a row do not end the wait.
+
+        :param should_stop: checked before every check; once it returns ``True`` (the task was killed) the wait
+            ends with :class:`~airflow_provider_brev.exceptions.BrevTaskKilledError`.
         """
         wait = ReadinessWait(
             name, deadline=time.monotonic() + timeout, poll_interval=poll_interval, now=time.monotonic()
         )
         while True:
+            if should_stop is not None and should_stop():
+                raise BrevTaskKilledError(f"The task was killed while waiting for instance {name!r} to be ready.")
             step = wait.before_check(time.monotonic())
             if step is None:
                 probe_timeout = min(DEFAULT_PROBE_TIMEOUT, max(wait.remaining(time.monotonic()), 1.0))
@@ -384,6 +408,24 @@ class BrevInstancesHook(BrevBaseHook):
             if step.action == "failed":
                 raise BrevInstanceFailedError(step.message)
             time.sleep(step.sleep)
+
+
+def _delete_target(name: str, instance_id: str | None) -> str:
+    """What ``brev delete`` gets: the id when known (a name can be freed and taken by someone else), else the name."""
+    if instance_id is None:
+        return name
+    if (
+        not isinstance(instance_id, str)
+        or not instance_id
+        or instance_id.startswith("-")
+        or not instance_id.isprintable()
+    ):
+        raise BrevInvalidInputError(f"Invalid instance id {instance_id!r} for instance {name!r}.")
+    return instance_id
+
+
+def _id_note(instance_id: str | None) -> str:
+    return f" (id {instance_id})" if instance_id else ""
 
 
 def _find(instances: list[BrevInstance], name: str) -> BrevInstance | None:

@@ -4,32 +4,25 @@ keeps working."""
 
 from __future__ import annotations
 
-import contextlib
 import time
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_brev._compat import default_deferrable, deferral_settle_seconds
+from airflow_provider_brev._compat import conf, default_deferrable, deferral_settle_seconds
 from airflow_provider_brev.cli.validation import bool_value, conn_id, duration_seconds, instance_name, optional
 from airflow_provider_brev.exceptions import BrevError, BrevInstanceFailedError, BrevTimeoutError
 from airflow_provider_brev.operators.base import BrevBaseOperator
 from airflow_provider_brev.operators.exec import (  # re-exported: the exec operator lives in its own module
-    ON_KILL_TIMEOUT,
     XCOM_INSTANCE_NAME,
     XCOM_JOB,
     BrevExecOperator,
 )
 from airflow_provider_brev.sensors.brev import DEFAULT_READY_TIMEOUT
 from airflow_provider_brev.utils.events import EVENT_SUCCESS, EVENT_TIMEOUT, raise_for_error_event, validate_event
+from airflow_provider_brev.utils.instance_records import XCOM_INSTANCE_RECORD, read_instance_records, records_for
 from airflow_provider_brev.utils.mixins import brev_template_fields
-from airflow_provider_brev.utils.provisioning import (
-    DEFAULT_MAX_LIFETIME,
-    XCOM_INSTANCE_RECORD,
-    InstanceProvisioner,
-    InstanceRecord,
-    InstanceRequest,
-    read_instance_records,
-)
+from airflow_provider_brev.utils.provisioning import DEFAULT_MAX_LIFETIME, InstanceProvisioner, InstanceRequest
+from airflow_provider_brev.utils.release import release_on_kill, release_recorded
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -123,7 +116,7 @@ class BrevCreateInstanceOperator(BrevBaseOperator):
         ready_timeout: float = DEFAULT_READY_TIMEOUT,
         require_docker: bool = False,
         poll_interval: float = 1.0,
-        deferrable: bool | None = None,
+        deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=False),
         delete_on_failure: bool = True,
         max_lifetime: timedelta | float = DEFAULT_MAX_LIFETIME,
         name_prefix: str | None = None,
@@ -142,11 +135,10 @@ class BrevCreateInstanceOperator(BrevBaseOperator):
         self.ready_timeout = ready_timeout
         self.require_docker = require_docker
         self.poll_interval = poll_interval
-        self.deferrable = default_deferrable() if deferrable is None else deferrable
+        self.deferrable = deferrable
         self.delete_on_failure = delete_on_failure
         self.max_lifetime = max_lifetime
         self.name_prefix = name_prefix
-        self._created_name: str | None = None
         self._provisioner: InstanceProvisioner | None = None
 
     def _validate(self) -> InstanceRequest:
@@ -190,8 +182,6 @@ class BrevCreateInstanceOperator(BrevBaseOperator):
         timeout = self.ready_timeout
         provisioned = provisioner.ensure(context, wait_timeout=timeout)
         name = provisioned.name
-        if provisioned.created:
-            self._created_name = name
         ti = context["ti"]
         ti.xcom_push(key=XCOM_INSTANCE_NAME, value=name)
         ti.xcom_push(key=XCOM_INSTANCE, value=provisioned.instance.to_dict())
@@ -210,6 +200,7 @@ class BrevCreateInstanceOperator(BrevBaseOperator):
                     require_docker=self.require_docker,
                     delete_on_kill=self.delete_on_failure and provisioned.owned,
                     created=provisioned.owned,
+                    instance_id=provisioned.instance.id or None,
                     not_before=time.time() + deferral_settle_seconds(),
                 ),
                 method_name="execute_complete",
@@ -235,7 +226,10 @@ class BrevCreateInstanceOperator(BrevBaseOperator):
             return name
         if self.delete_on_failure:
             self.provisioner(request).cleanup_after_failure(
-                name, owned=bool(event.get("created")), reason=event["message"]
+                name,
+                owned=bool(event.get("created")),
+                reason=event["message"],
+                instance_id=event.get("instance_id") or None,
             )
         raise_for_error_event(event, "Waiting for the instance failed")
         if event["status"] == EVENT_TIMEOUT:
@@ -243,13 +237,18 @@ class BrevCreateInstanceOperator(BrevBaseOperator):
         raise BrevInstanceFailedError(event["message"])
 
     def _cleanup_on_kill(self) -> None:
-        """Delete the instance this try created (or is creating under a provider-managed name); nothing else."""
-        name = self._created_name or (self._provisioner.pending_name if self._provisioner else None)
-        if not name or not self.delete_on_failure:
+        """Delete the instance this try created (by its id), or is creating under a provider-managed name; nothing
+        else."""
+        provisioner = self._provisioner
+        if provisioner is None or not self.delete_on_failure:
             return
-        self.log.warning("Task killed: deleting instance %s created by this try.", name)
-        with contextlib.suppress(Exception):
-            self.hook.run_cli(["delete", name], timeout=ON_KILL_TIMEOUT, retry=False)
+        created, pending = provisioner.created, provisioner.pending_name
+        if created is not None:
+            self.log.warning("Task killed: deleting instance %s created by this try.", created.name)
+            release_on_kill(self.hook, created.name, created.id or None)
+        elif pending:
+            self.log.warning("Task killed: deleting instance %s created by this try.", pending)
+            release_on_kill(self.hook, pending, None)
 
 
 class BrevDeleteInstanceOperator(BrevBaseOperator):
@@ -260,12 +259,14 @@ class BrevDeleteInstanceOperator(BrevBaseOperator):
         delete = BrevDeleteInstanceOperator(task_id="delete", instance_name=create.output)
         create >> work >> delete.as_teardown(setups=create)
 
-    **Deletes only what the DAG run owns.** When :class:`BrevCreateInstanceOperator` tasks are upstream -- those
-    directly upstream (the setup it tears down, ``create.output``), or, with none directly upstream, every create
-    task it runs after -- their records (XCom key ``brev_instance``) decide:
+    **Deletes only what the DAG run owns, known by its id.** The records upstream tasks pushed (XCom key
+    ``brev_instance``: the create task's, and the new ids of instances a step re-created after a loss) decide:
 
-    * the record of this instance says the create task created it (``owned``): it is deleted;
-    * the record says it was adopted (``adopt_existing=True``): it is left alone ("leaving instance X: it was
+    * a record names this instance and says the DAG run created it (``owned``): the instance ``brev ls`` lists
+      under the name is deleted -- by its id -- if that id is one the DAG run recorded. An instance of another id
+      is someone else's (ours was lost and someone created a new one under the freed name): it is left alone, with
+      a warning naming both ids;
+    * the records say it was adopted (``adopt_existing=True``): it is left alone ("leaving instance X: it was
       adopted, not created by this DAG run");
     * no record names it, and an upstream create task recorded nothing (it failed before creating anything, e.g.
       because the name belonged to someone else): it is left alone too.
@@ -311,16 +312,35 @@ class BrevDeleteInstanceOperator(BrevBaseOperator):
 
     def execute(self, context: Context) -> dict[str, Any]:
         name = self._validate()
-        reason = self._reason_to_leave(context, name)
+        creates = self._upstream_create_task_ids()
+        created = [r for task_id in creates for r in read_instance_records(context, task_id) if r.name == name]
+        if created:  # the DAG run created (or adopted) it: release it by a recorded id (re-creations included)
+            steps = [t for t in self._upstream_brev_task_ids() if t not in creates]
+            records = created + records_for(context, name, steps)
+            released = release_recorded(
+                self.hook, self.log, name, records, wait=self.wait_for_deletion, timeout=self.deletion_timeout
+            )
+            if released.left:
+                self.log.info("Leaving instance %s: %s.", name, released.left)
+            return {"instance_name": name, "deleted": released.deleted}
+        reason = self._reason_to_leave(context)
         if reason:
             self.log.info("Leaving instance %s: %s.", name, reason)
             return {"instance_name": name, "deleted": False}
-        try:
+        try:  # a standalone delete the user asked for: by name
             deleted = self.hook.delete_instance(name, wait=self.wait_for_deletion, timeout=self.deletion_timeout)
         except BrevError:
             self.log.error("Deleting %s failed; retry the task or delete it with `brev delete %s`.", name, name)
             raise
         return {"instance_name": name, "deleted": deleted}
+
+    def _upstream_brev_task_ids(self) -> list[str]:
+        """Every upstream task that may have recorded (re-)creating an instance (create tasks, steps)."""
+        dag = getattr(self, "dag", None)
+        if dag is None:
+            return []
+        upstream = self.get_flat_relative_ids(upstream=True)
+        return sorted(t for t in upstream if isinstance(dag.task_dict.get(t), BrevBaseOperator))
 
     def _upstream_create_task_ids(self) -> list[str]:
         """The create tasks directly upstream (its setups, ``create.output``); with none, every upstream one."""
@@ -333,18 +353,12 @@ class BrevDeleteInstanceOperator(BrevBaseOperator):
 
         return creates(set(self.upstream_task_ids)) or creates(self.get_flat_relative_ids(upstream=True))
 
-    def _reason_to_leave(self, context: Context, name: str) -> str | None:
-        """Why this instance is not this DAG run's to delete, judged from the upstream create tasks' records."""
-        create_ids = self._upstream_create_task_ids()
-        records: dict[str, list[InstanceRecord]] = {
-            task_id: read_instance_records(context, task_id) for task_id in create_ids
-        }
-        mine = [record for found in records.values() for record in found if record.name == name]
-        if mine:
-            if any(record.owned for record in mine):
-                return None
-            return "it was adopted, not created by this DAG run"
-        silent = [task_id for task_id, found in records.items() if not found]
+    def _reason_to_leave(self, context: Context) -> str | None:
+        """Why an instance no record names is not this DAG run's to delete: an upstream create task recorded nothing
+        (it failed before creating anything, e.g. because the name belonged to someone else)."""
+        silent = [
+            task_id for task_id in self._upstream_create_task_ids() if not read_instance_records(context, task_id)
+        ]
         if silent:
             return f"its create task ({', '.join(silent)}) recorded no instance it created under that name"
         return None

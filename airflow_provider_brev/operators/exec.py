@@ -12,19 +12,21 @@ import time
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_brev._compat import AirflowSkipException, default_deferrable, deferral_settle_seconds, mask_secret
+from airflow_provider_brev._compat import (
+    AirflowSkipException,
+    conf,
+    deferral_settle_seconds,
+    mask_secret,
+)
+from airflow_provider_brev.cli.identity import InstanceRef
 from airflow_provider_brev.cli.job_attempts import EarlierJob, earlier_jobs, generation_start
 from airflow_provider_brev.cli.job_follower import SYNC_DUE, TIMED_OUT, FollowPolicy, JobOutcome, outcome_error
 from airflow_provider_brev.cli.job_handle import generate_job_id
-from airflow_provider_brev.cli.names import validate_instance_name
-from airflow_provider_brev.cli.readiness import STAGE_MISSING
 from airflow_provider_brev.cli.recovery import DEFAULT_MAX_INSTANCE_RECOVERIES, EVENT_INSTANCE_LOST
 from airflow_provider_brev.cli.remote_job import DEFAULT_MAX_BYTES, RemoteJob
 from airflow_provider_brev.exceptions import (
     BrevCommandError,
     BrevError,
-    BrevInstanceNotFoundError,
-    BrevInstanceNotReadyError,
     error_from_event,
 )
 from airflow_provider_brev.operators.base import BrevBaseOperator
@@ -35,23 +37,22 @@ from airflow_provider_brev.utils.mixins import brev_template_fields
 from airflow_provider_brev.utils.parameter_checks import check_exec_parameters
 from airflow_provider_brev.utils.provisioning import (
     DEFAULT_MAX_LIFETIME,
-    InstanceProvisioner,
     InstanceRequest,
-    ProvisionedInstance,
 )
-from airflow_provider_brev.utils.recovery import InstanceRecovery, upstream_task_ids
+from airflow_provider_brev.utils.recovery import upstream_task_ids
+from airflow_provider_brev.utils.release import ON_KILL_TIMEOUT
 from airflow_provider_brev.utils.step_data import StepData, render_keys, sync_seconds
+from airflow_provider_brev.utils.step_instance import XCOM_INSTANCE_NAME, StepInstance
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from airflow.sdk import Context
 
-XCOM_INSTANCE_NAME = "instance_name"
+__all__ = ["ON_KILL_TIMEOUT", "XCOM_INSTANCE_NAME", "XCOM_JOB", "BrevExecOperator"]
+
 XCOM_JOB = "brev_job"
 STATE_STORE_JOB_KEY = "brev_job"
-#: Airflow 3 gives ``on_kill`` about 5 s before SIGKILL: a delete request must fit.
-ON_KILL_TIMEOUT = 4.0
 #: Default seconds between output syncs while the command runs.
 DEFAULT_OUTPUT_SYNC_INTERVAL = 300.0
 
@@ -130,7 +131,17 @@ class BrevExecOperator(BrevBaseOperator):
     """
 
     template_fields = brev_template_fields(
-        "instance_name", "command", "env", "secret_env", "cwd", "gpu", "instance_types", "min_vram", "inputs", "outputs"
+        "instance_name",
+        "command",
+        "env",
+        "secret_env",
+        "cwd",
+        "gpu",
+        "instance_types",
+        "min_vram",
+        "inputs",
+        "outputs",
+        "aws_conn_id",
     )
     template_ext = (".sh", ".bash")
     template_fields_renderers = {"command": "bash", "env": "json"}
@@ -144,7 +155,7 @@ class BrevExecOperator(BrevBaseOperator):
         secret_env: dict[str, str] | None = None,
         cwd: str | None = None,
         timeout: float | timedelta | None = None,
-        deferrable: bool | None = None,
+        deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=False),
         detach: bool = True,
         skip_on_exit_code: int | list[int] | None = None,
         poll_interval: float = 5.0,
@@ -182,7 +193,7 @@ class BrevExecOperator(BrevBaseOperator):
         self.secret_env = secret_env
         self.cwd = cwd
         self.timeout = timeout
-        self.deferrable = default_deferrable() if deferrable is None else deferrable
+        self.deferrable = deferrable
         self.detach = detach
         self.skip_on_exit_code = skip_on_exit_code
         self.poll_interval = poll_interval
@@ -197,7 +208,7 @@ class BrevExecOperator(BrevBaseOperator):
         self.max_poll_failures = max_poll_failures
         self._handle: dict[str, Any] | None = None
         self._launching: tuple[str, RemoteJob] | None = None  # this try's job while its launch call runs
-        self._ephemeral_name: str | None = None
+        self._step_instance: StepInstance | None = None
         self._ti: Any = None
         self._deferring = False
 
@@ -241,36 +252,30 @@ class BrevExecOperator(BrevBaseOperator):
         return {str(k): str(v) for k, v in self.secret_env.items()} if self.secret_env else None
 
     # -- instance --------------------------------------------------------------------------------
-    def _ephemeral_provisioner(self) -> InstanceProvisioner:
-        request = InstanceRequest(
-            gpu=self.gpu or None,
-            instance_types=self.instance_types,
-            min_vram=self.min_vram,
-            max_lifetime=self.max_lifetime,
-        )
-        return InstanceProvisioner(self.hook, self.log, request, poll_interval=1.0)
-
-    def _check_target(self, name: str) -> None:
-        """The instance must exist and be ready before anything is launched."""
-        readiness = self.hook.check_readiness(name)
-        if readiness.ready:
-            return
-        if readiness.stage == STAGE_MISSING:
-            raise BrevInstanceNotFoundError(
-                f"Instance {name!r} does not exist: create it first (BrevCreateInstanceOperator) or check the name."
+    def _compute(self) -> StepInstance:
+        """The step's instance service (built once per try, after validation)."""
+        if self._step_instance is None:
+            request = None
+            if self.ephemeral:
+                request = InstanceRequest(
+                    gpu=self.gpu or None,
+                    instance_types=self.instance_types,
+                    min_vram=self.min_vram,
+                    max_lifetime=self.max_lifetime,
+                )
+            self._step_instance = StepInstance(
+                self.hook,
+                self.log,
+                instance_name=self.instance_name or None,
+                request=request,
+                ready_timeout=float(self.ready_timeout),
+                require_docker=bool(self.require_docker),
+                max_recoveries=int(self.max_instance_recoveries),
+                create_task_id=self.create_task_id or None,
+                upstream=upstream_task_ids(self),
+                killed=lambda: self._killed,
             )
-        raise BrevInstanceNotReadyError(
-            f"Instance {name!r} is not ready ({readiness.message}); wait for it with BrevReadySensor first."
-        )
-
-    def _delete_ephemeral(self, name: str | None) -> None:
-        if not name:
-            return
-        self.log.info("Deleting ephemeral instance %s.", name)
-        try:
-            self.hook.delete_instance(name)
-        except Exception:
-            self.log.exception("Could not delete ephemeral instance %s; the janitor will once it expires.", name)
+        return self._step_instance
 
     # -- execution -------------------------------------------------------------------------------
     def execute(self, context: Context) -> Any:
@@ -280,13 +285,14 @@ class BrevExecOperator(BrevBaseOperator):
         seconds = self._timeout_seconds()
         deadline = None if seconds is None else time.time() + seconds
         self._deferring = False
+        compute = self._compute()
         try:
-            name = self._instance(context)
-            return self._with_recovery(context, name, lambda current: self._run(context, current, deadline), deadline)
+            ref = compute.acquire(context)
+            return self._with_recovery(context, ref, lambda current: self._run(context, current, deadline), deadline)
         finally:
             self.wait_for_kill_cleanup()
-            if self.ephemeral and not self._deferring:
-                self._delete_ephemeral(self._ephemeral_name)  # set as soon as the instance exists
+            if not self._deferring:
+                compute.release()
 
     def _prepare_command(self) -> None:
         """Before the first launch (and again before a launch after a deferral): mask the secrets. Subclasses
@@ -298,66 +304,37 @@ class BrevExecOperator(BrevBaseOperator):
         for value in (self._secret_env() or {}).values():
             mask_secret(value)
 
-    def _with_recovery(self, context: Context, name: str, step: Callable[[str], Any], deadline: float | None) -> Any:
+    def _with_recovery(
+        self, context: Context, ref: InstanceRef, step: Callable[[InstanceRef], Any], deadline: float | None
+    ) -> Any:
         """Run ``step`` on the instance; when it fails because the instance is lost, re-create the instance and
         run the command again on it (within ``max_instance_recoveries``)."""
         while True:
             try:
-                return step(name)
+                return step(ref)
             except BrevError as err:
-                name = self._recover(context, name, err)
+                ref = self._compute().recover(context, ref, err)
                 self._prepare_command()
                 step = lambda current: self._run(context, current, deadline)  # noqa: E731
 
-    def _recover(self, context: Context, name: str, error: BrevError, *, launched: bool = True) -> str:
-        """Re-create ``name`` if ``error`` means it is lost, else re-raise ``error``; returns the instance name."""
-        if self._killed:  # on_kill deleted the instance or killed the job: that loss is not to be repaired
-            raise error
-        recovery = InstanceRecovery(
-            self.hook,
-            self.log,
-            budget=int(self.max_instance_recoveries),
-            ephemeral=self.ephemeral,
-            create_task_id=self.create_task_id or None,
-            upstream=upstream_task_ids(self),
-            ready_timeout=float(self.ready_timeout),
-            require_docker=bool(self.require_docker),
-            recreate_ephemeral=lambda: self._instance(context),
-        )
-        return recovery.recover_if_lost(context, name, error, launched=launched)
-
-    def _instance(self, context: Context) -> str:
-        """The instance to run on: the given one (which must be ready, or is recovered), or a new ephemeral one."""
-        if not self.ephemeral:
-            name = validate_instance_name(self.instance_name)
-            try:
-                self._check_target(name)
-            except BrevError as err:
-                return self._recover(context, name, err, launched=False)
-            return name
-        provisioner = self._ephemeral_provisioner()
-        provisioned: ProvisionedInstance = provisioner.ensure(context, wait_timeout=float(self.ready_timeout))
-        name = self._ephemeral_name = provisioned.name
-        self._ti.xcom_push(key=XCOM_INSTANCE_NAME, value=name)
-        provisioner.wait_ready(
-            provisioned,
-            timeout=float(self.ready_timeout),
-            require_docker=self.require_docker,
-            delete_on_failure=False,  # execute()'s finally deletes it
-        )
-        return name
-
-    def _run(self, context: Context, name: str, deadline: float | None) -> Any:
+    def _run(self, context: Context, ref: InstanceRef, deadline: float | None) -> Any:
         """Prepare the instance, launch (or re-attach to) the command and follow it to its result."""
+        name = ref.name
         self._prepare_instance(context, name)
         if not self.detach:
             return self._run_foreground(context, name, self._launch_command(context, name), deadline)
         job = self._attach_or_launch(context, name, before_launch=lambda: self._launch_command(context, name))
-        self._handle = {"instance_name": name, "job": job.to_dict(), "deadline": deadline, "ephemeral": self.ephemeral}
+        self._handle = {
+            "instance_name": name,
+            "instance_id": ref.id,
+            "job": job.to_dict(),
+            "deadline": deadline,
+            "ephemeral": self.ephemeral,
+        }
         self._ti.xcom_push(key=XCOM_JOB, value=self._handle)
         self._store(context, self._handle)
         if self.deferrable:
-            self._defer_following(name, job, deadline)
+            self._defer_following(ref, job, deadline)
         runner = JobRunner(self.hook, name, job, self._follow_policy(deadline), self.log)
         outcome = runner.follow(on_sync=lambda: self._step_data(context).periodic_sync(name))
         return self._complete(context, name, job, outcome)
@@ -375,14 +352,15 @@ class BrevExecOperator(BrevBaseOperator):
         )
 
     def _defer_following(
-        self, name: str, job: RemoteJob, deadline: float | None, *, offset: int = 0, last_line: str = ""
+        self, ref: InstanceRef, job: RemoteJob, deadline: float | None, *, offset: int = 0, last_line: str = ""
     ) -> None:
         from airflow_provider_brev.triggers.brev import BrevRemoteJobTrigger  # triggerer-side code: lazy
 
         self._deferring = True
         self.defer(
             trigger=BrevRemoteJobTrigger.for_policy(
-                instance_name=name,
+                instance_name=ref.name,
+                instance_id=ref.id or None,
                 job=job.to_dict(),
                 brev_conn_id=self.brev_conn_id,
                 policy=self._follow_policy(deadline),
@@ -399,24 +377,25 @@ class BrevExecOperator(BrevBaseOperator):
         self._validate()  # a resumed task is rendered anew: the same checks and normalisation
         self._mask_secrets()  # this worker process never saw them
         event = validate_event(event, "instance_name", "job")
-        name = event["instance_name"]
         self._ti = context["ti"]
         self._deferring = False
         deadline = event.get("deadline")
+        compute = self._compute()
+        ref = compute.resume(event["instance_name"], event.get("instance_id"))
         try:
-            return self._with_recovery(context, name, lambda current: self._resume(context, event), deadline)
+            return self._with_recovery(context, ref, lambda current: self._resume(context, current, event), deadline)
         finally:
             self.wait_for_kill_cleanup()
-            if event.get("ephemeral") and not self._deferring:
-                self._delete_ephemeral(self._ephemeral_name or name)
+            if not self._deferring:
+                compute.release()
 
-    def _resume(self, context: Context, event: dict[str, Any]) -> Any:
+    def _resume(self, context: Context, ref: InstanceRef, event: dict[str, Any]) -> Any:
         """Act on the trigger's event: sync outputs and defer again, report a loss, or collect the result."""
-        name, job = event["instance_name"], RemoteJob.from_dict(event["job"])
+        name, job = ref.name, RemoteJob.from_dict(event["job"])
         if event["status"] == SYNC_DUE:
             self._step_data(context).periodic_sync(name)
             offset, last_line = int(event.get("offset", 0)), str(event.get("last_line", ""))
-            self._defer_following(name, job, event.get("deadline"), offset=offset, last_line=last_line)
+            self._defer_following(ref, job, event.get("deadline"), offset=offset, last_line=last_line)
         if event["status"] == EVENT_INSTANCE_LOST:
             raise error_from_event(str(event.get("message")), event.get("error_type"))
         raise_for_error_event(event, "Following the remote job failed")
@@ -564,19 +543,23 @@ class BrevExecOperator(BrevBaseOperator):
 
     def _cleanup_on_kill(self) -> None:
         """Stop a foreground command (local ``brev exec`` and the remote session); kill the remote job (default)
-        or keep it; delete an ephemeral instance. Fast: Airflow allows ~5 s."""
+        or keep it; delete every ephemeral instance of this try (by id). Fast: Airflow allows ~5 s."""
+        handle = self._handle or self._handle_from_xcom()
+        if self.ephemeral:  # deleting the instance stops everything on it: first stop local calls, then delete
+            with contextlib.suppress(Exception):
+                self.hook.stop_running(grace_seconds=0.2)
+            handled = (
+                InstanceRef(str(handle["instance_name"]), str(handle.get("instance_id") or "")) if handle else None
+            )
+            deleted = self._compute().release_on_kill(also=handled)
+            if deleted:
+                self.log.warning("Task killed: deleting its ephemeral instance %s.", ", ".join(deleted))
+            return
         if not self.detach or self.on_kill_action == "kill":  # foreground work (also TAO's docker login/pull)
             with contextlib.suppress(Exception):
                 self.hook.stop_foreground(timeout=ON_KILL_TIMEOUT / 2)
-        handle = self._handle or self._handle_from_xcom()
-        name = (handle or {}).get("instance_name") or self._ephemeral_name
-        if self.ephemeral and name:
-            self.log.warning("Task killed: deleting its ephemeral instance %s.", name)
-            with contextlib.suppress(Exception):
-                self.hook.run_cli(["delete", name], timeout=ON_KILL_TIMEOUT, retry=False)
-            return
         if handle:
-            name, job = str(name), RemoteJob.from_dict(handle["job"])
+            name, job = str(handle["instance_name"]), RemoteJob.from_dict(handle["job"])
         elif self._launching:  # killed while the launch call ran: this try's job may already be running
             name, job = self._launching
         else:

@@ -196,7 +196,7 @@ class BrevSweepInstancesOperator(BrevBaseOperator):
                 continue
             self.log.info("Deleting %s (%s): expired %s.", name, instance.status, expires)
             try:
-                requested = self.hook.delete_instance(name)
+                requested = self.hook.delete_instance(name, instance_id=instance.id or None)  # what it listed
             except Exception as err:
                 report["failed"].append({"name": name, "error": str(err)})
                 self.log.error("Could not delete %s; continuing with the others: %s", name, err)

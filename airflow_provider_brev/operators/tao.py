@@ -157,6 +157,8 @@ class TaoOperator(BrevExecOperator):
                 "s3_inputs",
                 "input_paths",
                 "instance_paths",
+                "ngc_conn_id",
+                "hf_conn_id",
             }
         )
     )
@@ -467,7 +469,9 @@ class BrevPreflightOperator(BrevBaseOperator):
     :param check_brev: also check that the Brev connection works (CLI found, login, listing).
     """
 
-    template_fields = brev_template_fields("s3_inputs", "image", "spec", "input_paths", "instance_paths")
+    template_fields = brev_template_fields(
+        "s3_inputs", "image", "spec", "input_paths", "instance_paths", "aws_conn_id", "ngc_conn_id", "hf_conn_id"
+    )
 
     def __init__(
         self,

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import PokeReturnValue
 
-from airflow_provider_brev._compat import default_deferrable, deferral_settle_seconds
+from airflow_provider_brev._compat import conf, default_deferrable, deferral_settle_seconds
 from airflow_provider_brev.cli.validation import bool_value, conn_id, duration_seconds, instance_name, optional
 from airflow_provider_brev.exceptions import BrevInstanceFailedError, BrevTimeoutError
 from airflow_provider_brev.sensors.base import BrevBaseSensor
@@ -53,7 +53,7 @@ class BrevReadySensor(BrevBaseSensor):
         *,
         instance_name: str,
         require_docker: bool = False,
-        deferrable: bool | None = None,
+        deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=False),
         poke_interval: float = 1.0,
         timeout: float = DEFAULT_READY_TIMEOUT,
         **kwargs: Any,
@@ -61,7 +61,7 @@ class BrevReadySensor(BrevBaseSensor):
         super().__init__(poke_interval=poke_interval, timeout=timeout, **kwargs)
         self.instance_name = instance_name
         self.require_docker = require_docker
-        self.deferrable = default_deferrable() if deferrable is None else deferrable
+        self.deferrable = deferrable
 
     def _validate(self) -> str:
         """Check every rendered parameter before any ``brev`` call and normalise it; returns the instance name."""

@@ -64,6 +64,7 @@ FAULT_KINDS: dict[str, int | None] = {
     "ssh_refused": 1,  # seconds=, instance=; sshd answers that much later (next create/start)
     "connection_drop": 1,  # after_seconds= | after_bytes=, instance=, match= (substring of the command)
     "listing_unavailable": 1,  # the next create cannot fetch the instance-type/workspace-group listing
+    "slow_create": 1,  # seconds=, instance=; the next create's POST succeeds, then its CLI answers that much later
     # instance=, mode="deleted"|"failure", message=, and one trigger: after_seconds= | when_file= | at_epoch=
     "instance_lost": 1,
 }
@@ -425,6 +426,18 @@ class BrevSimulator:
         """The current instance with this name (or id), or None."""
         return next((v for v in self.instances() if name in (v["name"], v["id"])), None)
 
+    def name_of(self, ident: str) -> str | None:
+        """The name of the instance with id ``ident`` (current or deleted), ``ident`` itself when it is a name of one,
+        else ``None``: what a ``brev delete <name or id>`` call hit."""
+        for meta_path in (self.root / "instances").glob("*/meta.json"):
+            try:
+                meta = json.loads(meta_path.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                continue
+            if ident in (meta.get("id"), meta.get("name")):
+                return str(meta.get("name"))
+        return None
+
     def sandbox(self, name: str) -> Path:
         """The sandbox HOME of an instance (current one by name/id, else the newest with that name)."""
         cur = self.instance(name)
@@ -496,6 +509,21 @@ class BrevSimulator:
         view = self.instance(name)
         assert view is not None
         return view
+
+    def replace_instance(self, name: str, *, created_by: str = "user") -> dict[str, Any]:
+        """Someone deletes instance ``name`` outside Airflow (gone at once, its processes killed) and creates a new
+        one under the freed name: same name, another id. By default on the same account (a colleague sharing the
+        token, another DAG run), so ``brev ls`` lists it. Returns the new instance."""
+        now = time.time() + float(self.config().get("now_offset") or 0.0)
+        with self._store.txn(now=now) as st:
+            live = [i for i in st["instances"] if i["name"] == name and not _st.derive(i, now)["gone"]]
+            if not live:
+                raise KeyError(f"no instance named {name!r}")
+            for inst in live:
+                inst.update(last_build="COMPLETED", phase="delete", t_deleting=now, t_gone=now)
+        for inst in live:
+            _st.kill_sandbox_processes("BREV_SIM_INSTANCE", inst["id"])
+        return self.create_instance_directly(name, created_by=created_by)
 
     def set_health(self, name: str, health: str | None) -> None:
         """Override a RUNNING instance's health (``"UNHEALTHY"`` shows as status UNHEALTHY in ls)."""

@@ -103,6 +103,8 @@ class BrevInstanceReadyTrigger(BrevBaseTrigger):
     :param delete_on_kill: on Airflow 3.3+, delete the instance when a user kills the deferred task (only for
         instances the task owns, i.e. the create operator's own wait).
     :param created: carried through to the event (whether the deferring task created the instance).
+    :param instance_id: the instance's Brev id, when known: ``on_kill`` deletes by it (a name can be freed and taken
+        by someone else), and the event carries it.
     """
 
     serialized_fields = (
@@ -113,8 +115,9 @@ class BrevInstanceReadyTrigger(BrevBaseTrigger):
         "require_docker",
         "delete_on_kill",
         "created",
+        "instance_id",
     )
-    event_fields = ("instance_name", "created")
+    event_fields = ("instance_name", "created", "instance_id")
 
     def __init__(
         self,
@@ -126,10 +129,12 @@ class BrevInstanceReadyTrigger(BrevBaseTrigger):
         require_docker: bool = False,
         delete_on_kill: bool = False,
         created: bool = False,
+        instance_id: str | None = None,
         not_before: float | None = None,
     ) -> None:
         super().__init__()
         self.not_before = None if not_before is None else float(not_before)
+        self.instance_id = instance_id
         self.instance_name = instance_name
         self.brev_conn_id = brev_conn_id
         self.deadline = float(deadline)
@@ -194,7 +199,7 @@ class BrevInstanceReadyTrigger(BrevBaseTrigger):
             return
         self.log.info("Task killed while waiting: deleting instance %s it owns.", self.instance_name)
         try:
-            await self._hook().adelete_instance(self.instance_name)
+            await self._hook().adelete_instance(self.instance_name, instance_id=self.instance_id)
         except Exception:
             self.log.exception("Could not delete instance %s on kill; the teardown/janitor will.", self.instance_name)
 
@@ -218,7 +223,7 @@ class BrevRemoteJobTrigger(BrevBaseTrigger):
     the serialised ``offset`` (lines since then may be shown twice, none are lost). At the end the *whole*
     remaining log is drained before the event is sent (no cap on the tail).
 
-    Events (each carries ``instance_name``, ``job``, ``ephemeral`` and ``deadline``): the job's end
+    Events (each carries ``instance_name``, ``instance_id``, ``job``, ``ephemeral`` and ``deadline``): the job's end
     (``finished``/``lost``/``missing``/``timeout`` with ``state``, ``exit_code``, ``last_line``, ``offset``);
     ``sync_due`` (with ``offset`` and ``last_line``) when the step's outputs are due -- every ``sync_interval``
     seconds, or at a log line matching ``checkpoint_regex`` -- so the worker uploads them and defers again (the
@@ -226,6 +231,7 @@ class BrevRemoteJobTrigger(BrevBaseTrigger):
     in a way that may mean the instance is gone; ``error`` otherwise.
 
     :param instance_name: the instance the job runs on.
+    :param instance_id: its Brev id (``on_kill`` of an ephemeral step deletes by it; events carry it).
     :param job: the job handle (:meth:`RemoteJob.to_dict`): job id and base dir, no secrets.
     :param brev_conn_id: the Airflow connection id of type ``brev``.
     :param offset: byte offset of the log already shown.
@@ -244,6 +250,7 @@ class BrevRemoteJobTrigger(BrevBaseTrigger):
 
     serialized_fields = (
         "instance_name",
+        "instance_id",
         "job",
         "brev_conn_id",
         "offset",
@@ -259,13 +266,14 @@ class BrevRemoteJobTrigger(BrevBaseTrigger):
         "checkpoint_regex",
         "next_sync_at",
     )
-    event_fields = ("instance_name", "job", "ephemeral", "deadline")
+    event_fields = ("instance_name", "instance_id", "job", "ephemeral", "deadline")
 
     def __init__(
         self,
         *,
         instance_name: str,
         job: dict[str, Any],
+        instance_id: str | None = None,
         brev_conn_id: str = BrevHook.default_conn_name,
         offset: int = 0,
         deadline: float | None = None,
@@ -288,6 +296,7 @@ class BrevRemoteJobTrigger(BrevBaseTrigger):
         self.checkpoint_regex = checkpoint_regex
         self.next_sync_at = None if next_sync_at is None else float(next_sync_at)
         self.instance_name = instance_name
+        self.instance_id = instance_id
         self.job = dict(job)
         self.brev_conn_id = brev_conn_id
         self.offset = int(offset)
@@ -344,7 +353,7 @@ class BrevRemoteJobTrigger(BrevBaseTrigger):
         if self.ephemeral:
             self.log.info("Task killed: deleting its ephemeral instance %s.", self.instance_name)
             try:
-                await hook.adelete_instance(self.instance_name)
+                await hook.adelete_instance(self.instance_name, instance_id=self.instance_id)
             except Exception:
                 self.log.exception("Could not delete %s on kill; the janitor will.", self.instance_name)
             return

@@ -21,19 +21,18 @@ def brev_template_fields(*template_fields: str) -> tuple[str, ...]:
 
 
 class BrevBaseHookMixin:
-    """Mixin giving an operator/sensor ``brev_conn_id`` and a lazily built ``hook``.
+    """Mixin giving an operator/sensor a lazily built ``hook`` from its ``brev_conn_id``.
 
-    The hook is never built in ``__init__`` (DAG parsing must not touch connections or run ``brev``).
-
-    :param brev_conn_id: the Airflow connection id of type ``brev`` (default ``brev_default``).
+    The hook is never built in ``__init__`` (DAG parsing must not touch connections or run ``brev``). The
+    ``brev_conn_id`` argument itself is declared by the ``BaseOperator`` subclasses that use this mixin
+    (:class:`~airflow_provider_brev.operators.base.BrevBaseOperator`,
+    :class:`~airflow_provider_brev.sensors.base.BrevBaseSensor`): Airflow accepts in ``.partial()``/``.expand()``
+    only the arguments of ``BaseOperator`` subclasses' ``__init__`` (as the Amazon provider's ``AwsBaseOperator``).
     """
 
     hook_class: type[BrevHook] = BrevHook
     template_fields: Sequence[str] = brev_template_fields()
-
-    def __init__(self, *, brev_conn_id: str = BrevHook.default_conn_name, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.brev_conn_id = brev_conn_id
+    brev_conn_id: str
 
     @property
     def _hook_parameters(self) -> dict[str, Any]:

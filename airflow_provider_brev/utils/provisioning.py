@@ -16,13 +16,14 @@ Shared by :class:`~airflow_provider_brev.operators.brev.BrevCreateInstanceOperat
 * after a failure past creation, an instance this task owns is deleted best-effort without masking the original
   error.
 
-:class:`InstanceRecord` is what the create task pushes to XCom (key ``brev_instance``): name, id, ownership and
-the spec to re-create it; :func:`read_instance_record` reads it back in a later task.
+:class:`~airflow_provider_brev.utils.instance_records.InstanceRecord` is what the create task pushes to XCom (key
+``brev_instance``): name, id, ownership and the spec to re-create it; :func:`read_instance_record` reads it back in a
+later task (both live in :mod:`airflow_provider_brev.utils.instance_records` and are re-exported here).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -47,21 +48,30 @@ from airflow_provider_brev.exceptions import (
     BrevInstanceNotOwnedError,
     BrevInvalidInputError,
     BrevNoCapacityError,
+    BrevNoMatchingTypeError,
+    BrevTaskKilledError,
+)
+from airflow_provider_brev.utils.instance_records import (  # re-exported: the records' public home was here
+    STATE_STORE_INSTANCE_KEY,
+    XCOM_INSTANCE_RECORD,
+    InstanceRecord,
+    read_instance_record,
+    read_instance_records,
+    task_state_store,
 )
 
 if TYPE_CHECKING:
     import logging
+    from collections.abc import Callable
 
     from airflow_provider_brev.hooks.brev import BrevHook
 
 DEFAULT_MAX_LIFETIME = timedelta(hours=24)
-#: XCom key of the create task's :class:`InstanceRecord`.
-XCOM_INSTANCE_RECORD = "brev_instance"
-#: Task state store key (Airflow 3.3+) under which a create task records the instance it created.
-STATE_STORE_INSTANCE_KEY = "brev_instance"
 #: Failures of ``create_instance`` that happen before Brev creates anything (no cleanup needed).
 _NOTHING_CREATED = (
     BrevInvalidInputError,
+    BrevNoMatchingTypeError,
+    BrevTaskKilledError,
     BrevDuplicateNameError,
     BrevNoCapacityError,
     BrevAuthError,
@@ -131,70 +141,6 @@ class InstanceRequest:
         }
 
 
-@dataclass(frozen=True)
-class InstanceRecord:
-    """What a create task recorded about its instance (XCom key ``brev_instance``).
-
-    :param name: the instance name.
-    :param id: Brev's id of the instance, as ``brev ls`` listed it right after creation (or adoption).
-    :param owned: the provider created it for this task: its teardown and failure cleanup may delete it.
-    :param adopted: the task used an instance it did not create (``adopt_existing=True``); never deleted.
-    :param spec: what re-creates the same instance: ``gpu``, ``instance_types``, ``min_vram``, ``cloud_cred_id``,
-        ``workspace_group_id``, ``require_docker``, ``brev_conn_id`` and ``instance_type`` (the type Brev placed it
-        on).
-    """
-
-    name: str
-    id: str
-    owned: bool
-    adopted: bool
-    spec: dict[str, Any] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "id": self.id, "owned": self.owned, "adopted": self.adopted, "spec": dict(self.spec)}
-
-    @classmethod
-    def from_dict(cls, value: Any) -> InstanceRecord | None:
-        """The record in ``value`` (an XCom or state-store value), or ``None`` if it is not one."""
-        if not isinstance(value, dict) or not isinstance(value.get("name"), str) or not value["name"]:
-            return None
-        spec = value.get("spec")
-        return cls(
-            name=value["name"],
-            id=str(value.get("id") or ""),
-            owned=value.get("owned") is True,
-            adopted=value.get("adopted") is True,
-            spec=dict(spec) if isinstance(spec, dict) else {},
-        )
-
-
-def read_instance_records(context: Any, create_task_id: str) -> list[InstanceRecord]:
-    """Every record the create task ``create_task_id`` pushed in this DAG run (one per map index)."""
-    value = context["ti"].xcom_pull(task_ids=create_task_id, key=XCOM_INSTANCE_RECORD)
-    values = value if isinstance(value, list) else [value]
-    return [record for item in values if (record := InstanceRecord.from_dict(item)) is not None]
-
-
-def read_instance_record(context: Any, create_task_id: str, instance_name: str | None = None) -> InstanceRecord | None:
-    """The record of the instance the create task ``create_task_id`` made (or adopted) in this DAG run.
-
-    :param context: the calling task's context.
-    :param create_task_id: task id of the :class:`~airflow_provider_brev.operators.brev.BrevCreateInstanceOperator`.
-    :param instance_name: pick the record of this instance (a mapped create task pushes one per map index).
-    :return: the record, or ``None`` when the task recorded none (it failed before creating anything, or it ran
-        with a provider version that did not record).
-    """
-    records = read_instance_records(context, create_task_id)
-    if instance_name is not None:
-        records = [r for r in records if r.name == instance_name]
-    return records[0] if records else None
-
-
-def _task_state_store(context: Any) -> Any | None:
-    """The Airflow 3.3+ task state store (shared by every try of the task instance), or ``None``."""
-    return context.get("task_state_store") if hasattr(context, "get") else None
-
-
 @dataclass
 class ProvisionedInstance:
     """The outcome of :meth:`InstanceProvisioner.ensure`."""
@@ -219,15 +165,25 @@ class InstanceProvisioner:
     :param log: the task's logger.
     :param request: the wanted instance.
     :param poll_interval: seconds between status checks while waiting.
+    :param cancelled: returns ``True`` once the task was killed: nothing more is created, and a wait ends.
     """
 
     def __init__(
-        self, hook: BrevHook, log: logging.Logger | Any, request: InstanceRequest, *, poll_interval: float = 1.0
+        self,
+        hook: BrevHook,
+        log: logging.Logger | Any,
+        request: InstanceRequest,
+        *,
+        poll_interval: float = 1.0,
+        cancelled: Callable[[], bool] | None = None,
     ):
         self.hook = hook
         self.log = log
         self.request = request
         self.poll_interval = poll_interval
+        self.cancelled = cancelled
+        #: The instance this provisioner created, as listed right after ``brev create`` returned (for ``on_kill``).
+        self.created: BrevInstance | None = None
         #: Provider-managed name being created right now (for ``on_kill`` while ``brev create`` runs). An explicit
         #: name is never set here: until ``brev create`` returns, the task cannot tell its instance from one another
         #: run created under the same name meanwhile.
@@ -281,7 +237,7 @@ class InstanceProvisioner:
 
     def recorded_creation(self, context: Any, instance: BrevInstance) -> bool:
         """Whether an earlier try of this task recorded creating exactly this instance (same Brev id)."""
-        store = _task_state_store(context)
+        store = task_state_store(context)
         if store is None:
             return False
         try:
@@ -293,7 +249,7 @@ class InstanceProvisioner:
 
     def remember_creation(self, context: Any, provisioned: ProvisionedInstance) -> None:
         """Record in the task state store that this task created the instance (read by its retries)."""
-        store = _task_state_store(context)
+        store = task_state_store(context)
         if store is None:
             return
         try:
@@ -303,7 +259,7 @@ class InstanceProvisioner:
 
     def _remember_listed(self, context: Any, name: str) -> None:
         """Record the instance ``brev ls`` lists under ``name`` as created by this task (after a failed create)."""
-        if _task_state_store(context) is None:
+        if task_state_store(context) is None:
             return
         try:
             instance = self.hook.get_instance(name)
@@ -317,7 +273,7 @@ class InstanceProvisioner:
         state = f" ({status})" if status else ""
         hint = (
             ""
-            if _task_state_store(context) is not None
+            if task_state_store(context) is not None
             else " (Airflow before 3.3 has no task state store, so a retry cannot recognise an instance its earlier"
             " try created: omit instance_name for a provider-managed name if the task retries.)"
         )
@@ -354,7 +310,13 @@ class InstanceProvisioner:
                     "leaves it as it is: delete it yourself or choose another name."
                 )
             self.log.warning("Instance %s from an earlier try is in %s: replacing it.", existing.name, existing.status)
-            self.hook.delete_instance(existing.name, wait=True, timeout=wait_timeout, poll_interval=self.poll_interval)
+            self.hook.delete_instance(
+                existing.name,
+                instance_id=existing.id or None,
+                wait=True,
+                timeout=wait_timeout,
+                poll_interval=self.poll_interval,
+            )
             existing = None
         if existing is not None:
             if ours:
@@ -378,9 +340,10 @@ class InstanceProvisioner:
 
     def _create(self, context: Any, name: str, managed: bool) -> BrevInstance:
         request = self.request
+        self._stop_if_cancelled(f"creating instance {name}")
         self.pending_name = name if managed else None
         try:
-            return self.hook.create_instance(
+            instance = self.hook.create_instance(
                 name,
                 gpu=request.gpu or None,
                 instance_types=instance_types_list(request.instance_types),
@@ -405,27 +368,68 @@ class InstanceProvisioner:
             raise
         finally:
             self.pending_name = None
+        self.created = instance
+        return instance
+
+    def _stop_if_cancelled(self, what: str) -> None:
+        if self.cancelled is not None and self.cancelled():
+            raise BrevTaskKilledError(f"The task was killed: not {what}.")
 
     def wait_ready(
         self, provisioned: ProvisionedInstance, *, timeout: float, require_docker: bool, delete_on_failure: bool
     ) -> None:
-        """Wait (in this process) until the instance is ready; delete it on failure if allowed and owned."""
+        """Wait (in this process) until the instance is ready; delete it on failure if allowed and owned. A kill
+        (``cancelled``) ends the wait at the next check."""
         try:
             self.hook.wait_until_ready(
-                provisioned.name, timeout, poll_interval=self.poll_interval, require_docker=require_docker
+                provisioned.name,
+                timeout,
+                poll_interval=self.poll_interval,
+                require_docker=require_docker,
+                should_stop=self.cancelled,
             )
         except Exception as err:
             if delete_on_failure:
-                self.cleanup_after_failure(provisioned.name, owned=provisioned.owned, reason=str(err))
+                self.cleanup_after_failure(
+                    provisioned.name, owned=provisioned.owned, reason=str(err), instance_id=provisioned.instance.id
+                )
             raise
 
-    def cleanup_after_failure(self, name: str, *, owned: bool, reason: str) -> None:
-        """Best-effort delete after a post-create failure; never masks the original error."""
+    def cleanup_after_failure(self, name: str, *, owned: bool, reason: str, instance_id: str | None = None) -> None:
+        """Best-effort delete after a post-create failure; never masks the original error.
+
+        :param instance_id: the id of the instance the task created (deleted by id); ``None``: the task could not
+            learn it (the create call itself failed), so the instance ``brev ls`` lists under ``name`` right now is
+            taken for it, if there is one.
+        """
         if not owned:
             self.log.warning("Not deleting instance %s after the failure: this task does not own it.", name)
             return
-        self.log.warning("Deleting instance %s because the task failed after it existed: %s", name, reason)
         try:
-            self.hook.delete_instance(name)
+            if not instance_id:
+                listed = self.hook.get_instance(name)
+                if listed is None:
+                    self.log.info("No instance %s was created before the failure: nothing to delete.", name)
+                    return
+                instance_id = listed.id
+            self.log.warning(
+                "Deleting instance %s (id %s) because the task failed after it existed: %s", name, instance_id, reason
+            )
+            self.hook.delete_instance(name, instance_id=instance_id or None)
         except Exception:
             self.log.exception("Could not delete instance %s; the janitor will remove it once it expires.", name)
+
+
+__all__ = [
+    "DEFAULT_MAX_LIFETIME",
+    "STATE_STORE_INSTANCE_KEY",
+    "XCOM_INSTANCE_RECORD",
+    "InstanceProvisioner",
+    "InstanceRecord",
+    "InstanceRequest",
+    "ProvisionedInstance",
+    "as_timedelta",
+    "instance_types_list",
+    "read_instance_record",
+    "read_instance_records",
+]

@@ -11,11 +11,17 @@ failure budget -- before its command is launched or while it runs,
    ``create_task_id``) and decide (:func:`~airflow_provider_brev.cli.recovery.decide_recovery`): only an instance
    the DAG owns is re-created, within ``max_instance_recoveries`` per task instance (counted in the task state
    store on Airflow 3.3+, shared by every try, and in XCom, which lasts for the try and its deferrals);
-3. clear the name (a FAILURE or unreachable instance is deleted and waited out: never two instances of one name),
-   re-create it with the recorded spec and wait until it is ready
-   (:class:`~airflow_provider_brev.utils.provisioning.InstanceProvisioner`). The name -- for managed names, with
-   its expiry -- is unchanged, so the existing teardown and the janitor delete the new instance as they would have
-   deleted the old one.
+3. clear the name (a FAILURE or unreachable instance of ours is deleted by its id and waited out: never two
+   instances of one name), re-create it with the recorded spec and wait until it is ready
+   (:class:`~airflow_provider_brev.utils.provisioning.InstanceProvisioner`), and record the new id
+   (:func:`~airflow_provider_brev.utils.instance_records.publish_record`), so the teardown and later steps know
+   it. The name -- for managed names, with its expiry -- is unchanged, so the teardown and the janitor delete the
+   new instance as they would have deleted the old one.
+
+An instance is known by its id: when the instance listed under the name has an id the DAG run never recorded, ours
+is gone and someone else created one under the freed name; it is never deleted, used or replaced
+(:class:`~airflow_provider_brev.exceptions.BrevInstanceReplacedError`). An instance whose provider-managed name
+says it expired is not re-created (the janitor deleted it).
 
 The step then re-syncs its inputs, restores what it needs from its outputs and launches its command again.
 """
@@ -25,24 +31,23 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from airflow_provider_brev.cli.identity import SAME, InstanceRef, identity_verdict, replaced_message
+from airflow_provider_brev.cli.names import parse_managed_name
 from airflow_provider_brev.cli.recovery import (
     GIVE_UP,
+    LOST_REPLACED,
     decide_recovery,
     diagnose_loss,
     may_be_lost,
     needs_probe,
     recoveries_used,
 )
-from airflow_provider_brev.exceptions import BrevError, BrevInstanceLostError
-from airflow_provider_brev.utils.provisioning import (
-    InstanceProvisioner,
-    InstanceRecord,
-    InstanceRequest,
-    read_instance_record,
-)
+from airflow_provider_brev.exceptions import BrevError, BrevInstanceLostError, BrevInstanceReplacedError
+from airflow_provider_brev.utils.instance_records import InstanceRecord, publish_record, read_instance_record
+from airflow_provider_brev.utils.provisioning import InstanceProvisioner, InstanceRequest
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable, Collection, Sequence
 
     from airflow_provider_brev.hooks.brev import BrevHook
 
@@ -52,10 +57,14 @@ STATE_STORE_RECOVERIES_KEY = "brev_recoveries"
 
 
 def upstream_task_ids(task: Any) -> list[str]:
-    """Where a step looks for its create task's record: its direct upstream tasks, then every other upstream."""
-    direct = sorted(task.upstream_task_ids)
-    if getattr(task, "dag", None) is None:
-        return direct
+    """Where a step looks for its create task's record: its direct upstream tasks, then every other upstream (none
+    for an operator used outside a DAG)."""
+    try:
+        direct = sorted(task.upstream_task_ids)
+        if getattr(task, "dag", None) is None:
+            return direct
+    except RuntimeError:  # "has not been assigned to a Dag yet"
+        return []
     return direct + sorted(set(task.get_flat_relative_ids(upstream=True)) - set(direct))
 
 
@@ -70,7 +79,10 @@ class InstanceRecovery:
     :param upstream: task ids to search for the record, nearest first.
     :param ready_timeout: seconds to wait for the re-created instance.
     :param require_docker: readiness also requires ``docker info``.
-    :param recreate_ephemeral: ephemeral mode: creates the instance again and waits for it; returns its name.
+    :param recreate_ephemeral: ephemeral mode: creates the instance again and waits for it; returns it.
+    :param known_ids: the ids the DAG run recorded for the instance's name (what is listed under it with another
+        id is someone else's).
+    :param cancelled: returns ``True`` once the task was killed: nothing is re-created after that.
     """
 
     def __init__(
@@ -84,7 +96,9 @@ class InstanceRecovery:
         upstream: Sequence[str],
         ready_timeout: float,
         require_docker: bool = False,
-        recreate_ephemeral: Callable[[], str] | None = None,
+        recreate_ephemeral: Callable[[], InstanceRef] | None = None,
+        known_ids: Collection[str] = (),
+        cancelled: Callable[[], bool] | None = None,
     ) -> None:
         self.hook = hook
         self.log = log
@@ -95,6 +109,8 @@ class InstanceRecovery:
         self.ready_timeout = float(ready_timeout)
         self.require_docker = require_docker
         self.recreate_ephemeral = recreate_ephemeral
+        self.known_ids = {instance_id for instance_id in known_ids if instance_id}
+        self.cancelled = cancelled
 
     # -- is it lost? -----------------------------------------------------------------------------
     def diagnose(self, name: str, error: BaseException) -> str | None:
@@ -104,12 +120,15 @@ class InstanceRecovery:
         try:
             instance = self.hook.get_instance(name)
             reachable = None
-            if needs_probe(error, instance):
+            if needs_probe(error, instance, self.known_ids):
                 reachable = self.hook.check_readiness(name).ready
         except BrevError as err:
             self.log.warning("Could not check whether instance %s is lost (%s).", name, err)
             return None
-        return diagnose_loss(error, instance, reachable=reachable)
+        loss = diagnose_loss(error, instance, reachable=reachable, known_ids=self.known_ids)
+        if loss == LOST_REPLACED and instance is not None:
+            self.log.warning("%s", replaced_message(name, instance, self.known_ids, refused="used or re-created"))
+        return loss
 
     # -- the record and the count ----------------------------------------------------------------
     def find_record(self, context: Any, name: str) -> InstanceRecord | None:
@@ -153,8 +172,8 @@ class InstanceRecovery:
             self.log.warning("Could not record the recovery count in XCom.", exc_info=True)
 
     # -- recovery --------------------------------------------------------------------------------
-    def recover_if_lost(self, context: Any, name: str, error: BaseException, *, launched: bool = True) -> str:
-        """Re-create ``name`` if ``error`` means it is lost, else re-raise ``error``; returns the instance name.
+    def recover_if_lost(self, context: Any, name: str, error: BaseException, *, launched: bool = True) -> InstanceRef:
+        """Re-create ``name`` if ``error`` means it is lost, else re-raise ``error``; returns the new instance.
 
         :param launched: the step got past its pre-launch check; before it, an instance no create task recorded
             keeps its plain "does not exist" / "not ready" error.
@@ -166,14 +185,17 @@ class InstanceRecovery:
             raise error
         return self.recover(context, name, loss)
 
-    def recover(self, context: Any, name: str, loss: str) -> str:
-        """Re-create the lost instance ``name`` and wait until it is ready; returns its name.
+    def recover(self, context: Any, name: str, loss: str) -> InstanceRef:
+        """Re-create the lost instance ``name`` and wait until it is ready; returns the new instance.
 
         Raises :class:`~airflow_provider_brev.exceptions.BrevInstanceLostError` when it must not or may no longer
-        be re-created (adopted, no record, budget spent).
+        be re-created (adopted, no record, expired, budget spent), and
+        :class:`~airflow_provider_brev.exceptions.BrevInstanceReplacedError` when someone else's instance holds the
+        name now.
         """
         lost_at = datetime.now(UTC)
         record = None if self.ephemeral else self.find_record(context, name)
+        managed = parse_managed_name(name)
         decision = decide_recovery(
             name=name,
             loss=loss,
@@ -183,9 +205,12 @@ class InstanceRecovery:
             budget=self.budget,
             lost_at=lost_at,
             create_task_id=self.create_task_id,
+            expires_at=managed.expires_at if managed else None,
         )
         if decision.action == GIVE_UP:
-            raise BrevInstanceLostError(decision.message)
+            raise (BrevInstanceReplacedError if loss == LOST_REPLACED else BrevInstanceLostError)(decision.message)
+        if self.cancelled is not None and self.cancelled():
+            raise BrevInstanceLostError(f"Instance {name!r} is lost and the task was killed: not re-creating it.")
         self._count(context, name, decision.number)  # counted first: a crash half-way still spends it
         self.log.warning(
             "Instance %s lost (%s): re-creating it under the same name (recovery %d/%d).",
@@ -194,21 +219,25 @@ class InstanceRecovery:
         self._clear(name)
         if self.ephemeral:
             assert self.recreate_ephemeral is not None
-            new_name = self.recreate_ephemeral()
+            new = self.recreate_ephemeral()
         else:
             assert record is not None
-            new_name = self._recreate(context, record)
+            new = self._recreate(context, record)
         self.log.warning("%s", decision.message)
-        return new_name
+        return new
 
     def _clear(self, name: str) -> None:
-        """Make sure no instance holds the name (delete a FAILURE/unreachable one, wait out DELETING)."""
-        if self.hook.get_instance(name) is None:
+        """Make sure no instance of ours holds the name (delete a FAILURE/unreachable one by its id, wait out
+        DELETING); an instance of another id is someone else's: never deleted (typed error)."""
+        live = self.hook.get_instance(name)
+        if live is None:
             return
-        self.log.info("Deleting what is left of instance %s before re-creating it.", name)
-        self.hook.delete_instance(name, wait=True, timeout=self.ready_timeout)
+        if self.known_ids and identity_verdict(live, self.known_ids) != SAME:
+            raise BrevInstanceReplacedError(replaced_message(name, live, self.known_ids, refused="deleted"))
+        self.log.info("Deleting what is left of instance %s (id %s) before re-creating it.", name, live.id)
+        self.hook.delete_instance(name, instance_id=live.id or None, wait=True, timeout=self.ready_timeout)
 
-    def _recreate(self, context: Any, record: InstanceRecord) -> str:
+    def _recreate(self, context: Any, record: InstanceRecord) -> InstanceRef:
         spec = record.spec
         types = spec.get("instance_types") or (
             [spec["instance_type"]] if not spec.get("gpu") and spec.get("instance_type") else None
@@ -222,12 +251,15 @@ class InstanceRecovery:
             workspace_group_id=spec.get("workspace_group_id"),
             require_docker=bool(spec.get("require_docker")),
         )
-        provisioner = InstanceProvisioner(self.hook, self.log, request, poll_interval=1.0)
+        provisioner = InstanceProvisioner(self.hook, self.log, request, poll_interval=1.0, cancelled=self.cancelled)
         provisioned = provisioner.ensure(context, wait_timeout=self.ready_timeout)
+        new = InstanceRecord(provisioned.name, provisioned.instance.id, owned=True, adopted=False, spec=dict(spec))
+        publish_record(context, new, self.log)  # the teardown and later steps now know the new id
+        self.known_ids.add(new.id)
         provisioner.wait_ready(
             provisioned,
             timeout=self.ready_timeout,
             require_docker=request.require_docker or self.require_docker,
             delete_on_failure=False,  # the name is the create task's: its teardown deletes it
         )
-        return provisioned.name
+        return InstanceRef(provisioned.name, provisioned.instance.id)

@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from helpers import cli_calls, run_state, task_states
+from helpers import deleted_names as deleted_by_name
 
 from airflow_provider_brev.cli.names import managed_instance_name
 
@@ -39,7 +40,10 @@ def seed(sim) -> None:
 
 
 def deleted_names(sim) -> list[str]:
-    return sorted(name for call in cli_calls(sim, "delete") for name in call["argv"][1:] if not name.startswith("-"))
+    """What the sweep deleted, by name; it deletes by the id it listed."""
+    targets = [target for call in cli_calls(sim, "delete") for target in call["argv"][1:] if not target.startswith("-")]
+    assert not [t for t in targets if sim.name_of(t) == t], f"deleted by name, not by id: {targets}"
+    return sorted(deleted_by_name(sim))
 
 
 def statuses(sim) -> dict[str, str]:

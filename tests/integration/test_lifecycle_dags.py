@@ -187,5 +187,7 @@ def test_ready_trigger_serialisation_round_trips_without_secrets(brev_sim):
         "require_docker",
         "delete_on_kill",
         "created",
+        "instance_id",
+        "not_before",
     }
     assert brev_sim.valid_token not in json.dumps(kwargs)

@@ -14,6 +14,7 @@ import threading
 import pytest
 from helpers import cli_calls
 
+from airflow_provider_brev.cli.output import BrevInstance
 from airflow_provider_brev.operators.base import ON_KILL_HANDLER_WAIT
 from airflow_provider_brev.operators.brev import BrevCreateInstanceOperator
 
@@ -30,11 +31,16 @@ def write_lock_of(logger) -> threading.Lock:
     return lock
 
 
+def created_by_this_try(task: BrevCreateInstanceOperator, view: dict) -> None:
+    """What ``execute`` leaves for ``on_kill`` once ``brev create`` returned: the instance, with its id."""
+    task.provisioner(task._validate()).created = BrevInstance(name=view["name"], id=view["id"], status=view["status"])
+
+
 def test_on_kill_called_while_the_main_thread_holds_the_log_lock_does_not_deadlock(brev_sim, monkeypatch, task_logs):
     monkeypatch.setenv("AIRFLOW_CONN_BREV_DEFAULT", brev_sim.connection_json())
-    brev_sim.create_instance_directly("killed-mid-log")
+    view = brev_sim.create_instance_directly("killed-mid-log")
     task = BrevCreateInstanceOperator(task_id="create", instance_name="killed-mid-log", gpu="L40S:1")
-    task._created_name = "killed-mid-log"  # this try created it: on_kill deletes it
+    created_by_this_try(task, view)  # on_kill deletes it
     lock = write_lock_of(task.log)
     returned = threading.Event()
 
@@ -49,20 +55,20 @@ def test_on_kill_called_while_the_main_thread_holds_the_log_lock_does_not_deadlo
     worker.join(ON_KILL_HANDLER_WAIT + 30)
     assert returned.is_set(), "on_kill deadlocked on the log lock its own thread held"
     assert not worker.is_alive()
-    assert [call["argv"][-1] for call in cli_calls(brev_sim, "delete")] == ["killed-mid-log"]
+    assert [call["argv"][-1] for call in cli_calls(brev_sim, "delete")] == [view["id"]]  # by its id
     assert "Task killed: deleting instance killed-mid-log created by this try." in task_logs.text
 
 
 def test_on_kill_waits_for_a_quick_cleanup_before_the_interrupted_code_resumes(brev_sim, monkeypatch, task_logs):
     """Without the log lock held, the cleanup is done when the handler returns (as before: nothing races it)."""
     monkeypatch.setenv("AIRFLOW_CONN_BREV_DEFAULT", brev_sim.connection_json())
-    brev_sim.create_instance_directly("killed-quietly")
+    view = brev_sim.create_instance_directly("killed-quietly")
     task = BrevCreateInstanceOperator(task_id="create", instance_name="killed-quietly", gpu="L40S:1")
-    task._created_name = "killed-quietly"
+    created_by_this_try(task, view)
     task.on_kill()
     assert task._killed
     task.wait_for_kill_cleanup()
-    assert [call["argv"][-1] for call in cli_calls(brev_sim, "delete")] == ["killed-quietly"]
+    assert [call["argv"][-1] for call in cli_calls(brev_sim, "delete")] == [view["id"]]
     task.on_kill()  # a second SIGTERM starts nothing new
     task.wait_for_kill_cleanup()
     assert len(cli_calls(brev_sim, "delete")) == 1

@@ -173,7 +173,8 @@ def test_on_kill_deletes_the_ephemeral_instance(run_dag, brev_sim, task_logs, si
     name = created_name(brev_sim)
     assert name
     assert f"Task killed: deleting its ephemeral instance {name}." in task_logs.text
-    assert next(call["argv"][1] for call in cli_calls(brev_sim, "delete")) == name
+    first_delete = next(call["argv"][1] for call in cli_calls(brev_sim, "delete"))
+    assert first_delete != name and brev_sim.name_of(first_delete) == name  # deleted by its id
     assert len(cli_calls(brev_sim, "create")) == 1  # the deleted instance was not taken for lost and re-created
     assert task_states(dag_run)["run"] == "failed"
     wait_for_no_instances(brev_sim)
@@ -187,7 +188,8 @@ def test_on_kill_deletes_the_instance_the_create_task_just_created(run_dag, brev
     assert task_states(dag_run)["create"] == "failed"
     name = created_name(brev_sim)
     assert f"Task killed: deleting instance {name} created by this try." in task_logs.text
-    assert next(call["argv"][1] for call in cli_calls(brev_sim, "delete")) == name
+    first_delete = next(call["argv"][1] for call in cli_calls(brev_sim, "delete"))
+    assert first_delete != name and brev_sim.name_of(first_delete) == name  # deleted by its id
     wait_for_no_instances(brev_sim)
     assert len(cli_calls(brev_sim, "create")) == 1
 

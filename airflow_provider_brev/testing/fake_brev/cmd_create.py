@@ -184,6 +184,7 @@ def _create_one(
             return None, f"no capacity available for instance type {itype}"
         boot = take_fault(st, "boot_failure", type=itype, instance=name)
         refused = take_fault(st, "ssh_refused", instance=name)
+        slow = take_fault(st, "slow_create", instance=name)
         inst = new_instance_record(
             ctx.cfg,
             st,
@@ -199,6 +200,8 @@ def _create_one(
         )
         st["instances"].append(inst)
     prepare_sandbox(ctx.root, inst, ctx.cfg)
+    if slow is not None:  # the workspace exists; the CLI has not returned yet (a slow API answer)
+        time.sleep(float(slow.get("seconds") or 0.0))
     return (None, err) if err is not None else (inst, None)
 
 
