@@ -60,3 +60,15 @@ with DAG(dag_id="identity_replaced_before_the_step", schedule=None, start_date=S
     )
     delete = BrevDeleteInstanceOperator(task_id="delete", instance_name=create.output, wait_for_deletion=True)
     create >> run >> delete.as_teardown(setups=create)
+
+
+#: A provider-managed name whose expiry passed: the janitor's to delete, never re-created under that expiry.
+EXPIRED_NAME = "afbrev-expired-0123abcd-x202601010000"
+
+with DAG(dag_id="identity_expired_instance_lost", schedule=None, start_date=START):
+    create = BrevCreateInstanceOperator(
+        task_id="create", instance_name=EXPIRED_NAME, gpu="L40S:1", ready_timeout=60, poll_interval=0.2
+    )
+    run = BrevExecOperator(task_id="run", instance_name=create.output, command=GATED, poll_interval=0.2)
+    delete = BrevDeleteInstanceOperator(task_id="delete", instance_name=create.output)
+    create >> run >> delete.as_teardown(setups=create)

@@ -13,6 +13,7 @@ import pytest
 from helpers import ChaosAgent, cli_calls, task_states
 
 NAME = "shared-gpu"
+EXPIRED = "afbrev-expired-0123abcd-x202601010000"  # EXPIRED_NAME in tests/dags/brev_identity_cases.py
 
 
 def job_started(sim, task_logs) -> bool:
@@ -68,3 +69,23 @@ def test_a_name_taken_before_the_step_is_never_used(run_dag, brev_sim, task_logs
     )
     assert_theirs_untouched(brev_sim, theirs, task_logs)
     assert "Nothing was run." in task_logs.text
+
+
+def test_an_expired_instance_the_janitor_deleted_is_not_recreated(run_dag, brev_sim, task_logs):
+    """The instance's managed name says it expired; the janitor (here: a plain ``brev delete``, what it runs)
+    deletes it mid-job. Recovery must not bring it back under its already-expired name (each sweep would delete it
+    again and the step would start over, up to max_instance_recoveries + 1 full runs)."""
+    from airflow_provider_brev.hooks.brev import BrevHook
+
+    name = EXPIRED
+    with ChaosAgent(
+        lambda: brev_sim.instance(name) and (brev_sim.sandbox(name) / "counter").exists(),
+        lambda _: BrevHook().delete_instance(name),
+    ) as agent:
+        dag_run = run_dag("identity_expired_instance_lost")
+    assert agent.fired
+    assert task_states(dag_run)["run"] == "failed"
+    assert "expired at 2026-01-01 00:00 UTC (max_lifetime)" in task_logs.text
+    assert "BrevInstanceLostError" in task_logs.text
+    assert len(cli_calls(brev_sim, "create")) == 1  # not re-created
+    assert "re-creating it under the same name" not in task_logs.text
