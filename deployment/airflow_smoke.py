@@ -8,6 +8,10 @@ every component is healthy, then:
 * browser (Playwright driving Debian's Chromium through deployment/browser.py), what a newcomer does: add a Brev
   connection in the form (saved, then read back through the REST API as type ``brev``), trigger the lifecycle
   example from its page (the run succeeds), open a task's log;
+* the flagship (``tao_visual_changenet_retrain``) triggered from its page with its default params while the
+  machine is loaded (scripts/cpu_load.py: busy-loops, twice the cores): the run succeeds, and every TAO step ran
+  its job exactly once (one job directory per step on the simulated instance, one TAO run per action) -- a retry
+  after Airflow's deferral race must collect the finished job, never launch it again;
 * stop: no process carrying LocalAirflow's marker variable is left.
 
 Screenshots, component logs and task logs go to ``artifacts/airflow-smoke/``. Exit code 1 on any failed check;
@@ -33,6 +37,7 @@ sys.path[:0] = [str(HERE), str(ROOT / "scripts")]
 from airflow_api import AirflowApi, state_of  # noqa: E402
 from airflow_local import LocalAirflow, free_port  # noqa: E402
 from browser import brev_connection_form, chromium_page, ensure_chromium, login, wait_chromium  # noqa: E402
+from cpu_load import cpu_load  # noqa: E402
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -46,6 +51,10 @@ LIFECYCLE_TASKS = ("create_instance", "wait_until_ready", "nvidia_smi", "delete_
 UI_CONN_ID = "brev_from_the_form"
 UI_TOKEN = "placeholder-typed-by-the-smoke-test"  # not a credential: the connection is never used
 RUN_TIMEOUT = 240.0
+FLAGSHIP = "tao_visual_changenet_retrain"
+#: The flagship's TAO steps and the action each runs.
+FLAGSHIP_STEPS = {"gap_analysis": "vcn_aoi", "train": "train", "evaluate": "evaluate"}
+FLAGSHIP_TIMEOUT = 900.0
 
 
 def log(msg: str) -> None:
@@ -121,13 +130,13 @@ class Smoke:
         assert tis == dict.fromkeys(LIFECYCLE_TASKS, "success"), f"task states: {tis}"
         return f"{run_id} success after {seconds} s more; tasks {sorted(tis)} all success"
 
-    def save_task_logs(self, run_id: str, task_ids: list[str]) -> None:
+    def save_task_logs(self, run_id: str, task_ids: list[str], *, dag_id: str = DAG_ID) -> None:
         assert self.api is not None
         out = ARTIFACTS / "task-logs" / run_id.replace(":", "_").replace("+", "_")
         out.mkdir(parents=True, exist_ok=True)
         for task_id in task_ids:
             try:
-                text = self.api.task_log(DAG_ID, run_id, task_id, 1)
+                text = self.api.task_log(dag_id, run_id, task_id, 1)
             except Exception as err:
                 text = f"<could not fetch: {err}>"
             (out / f"{task_id}.log").write_text(text)
@@ -199,6 +208,57 @@ class Smoke:
         page.screenshot(path=str(ARTIFACTS / "task-log.png"), full_page=True)
         return f"nvidia_smi log shows {expected[:80]!r}; task-log.png"
 
+    def ui_flagship_under_load(self, page: Page) -> str:
+        """The flagship's page -> Trigger (default params) -> the run succeeds with the CPUs busy; one job per step."""
+        from playwright.sync_api import expect
+
+        assert self.api is not None
+        self.api.unpause(FLAGSHIP)  # unpausing starts no run (no start_date; checked by the deployment test)
+        with cpu_load() as loops:
+            t0 = time.monotonic()
+            before = {r.dag_run_id for r in self.api.dag_runs(FLAGSHIP)}
+            login(page, self.local.url, f"/dags/{FLAGSHIP}")
+            page.get_by_role("button", name="Trigger Dag", exact=True).click(timeout=120_000)
+            dialog = page.get_by_role("dialog")
+            expect(dialog).to_contain_text("Trigger Dag")
+            page.screenshot(path=str(ARTIFACTS / "flagship-trigger-dialog.png"))
+            dialog.get_by_role("button", name="Trigger", exact=True).click()
+            expect(page.get_by_text("Dag Run Triggered").first).to_be_visible(timeout=120_000)
+            deadline = time.monotonic() + 60
+            while not (new := [r for r in self.api.dag_runs(FLAGSHIP) if r.dag_run_id not in before]):
+                assert time.monotonic() < deadline, "no new flagship run 60 s after the UI said it triggered one"
+                time.sleep(0.5)
+            run_id = str(new[0].dag_run_id)
+            state = self.api.wait_run(FLAGSHIP, run_id, timeout=FLAGSHIP_TIMEOUT)
+            seconds = round(time.monotonic() - t0, 1)
+            load = os.getloadavg()[0]
+        tis = self.api.task_instances(FLAGSHIP, run_id)
+        states = {ti.task_id: state_of(ti) for ti in tis}
+        self.save_task_logs(run_id, list(states), dag_id=FLAGSHIP)
+        assert state == "success", f"flagship run {run_id} is {state}: {states}"
+        tries = {ti.task_id: ti.try_number for ti in tis}
+        launches = self.job_launches(run_id)
+        assert launches == dict.fromkeys(FLAGSHIP_STEPS, 1), f"job launches per step: {launches} (tries {tries})"
+        return (
+            f"{run_id} success in {seconds} s with {loops} busy-loops (load {load:.1f}); one job per step "
+            f"(tries {tries})"
+        )
+
+    def job_launches(self, run_id: str) -> dict[str, int]:
+        """How often each flagship step's command really started: its job directories on the simulated instances
+        (a job that succeeded keeps its directory) and the TAO runs of its action, whichever is more."""
+        from airflow_provider_brev.cli.job_handle import DEFAULT_BASE_DIR, job_id_prefix
+
+        sim = self.local.sim
+        assert sim is not None
+        found: dict[str, int] = {}
+        for task_id, action in FLAGSHIP_STEPS.items():
+            prefix = job_id_prefix(dag_id=FLAGSHIP, task_id=task_id, run_id=run_id) + "-t"
+            dirs = [d for d in (sim.root / "instances").glob(f"*/home/{DEFAULT_BASE_DIR}/{prefix}*") if d.is_dir()]
+            runs = [r for r in sim.tao_runs() if r.get("action") == action]
+            found[task_id] = max(len(dirs), len(runs))
+        return found
+
     # ------------------------------------------------------------------------------------------- stop
     def stop(self) -> str:
         killed = self.local.stop()
@@ -239,6 +299,7 @@ def _browser_checks(checks: Checks, smoke: Smoke) -> None:
             in_browser("ui_task_log", smoke.ui_task_log)
         if ui_run:
             checks.run("ui_run_success", lambda: smoke.wait_success(smoke.ui_run_id))
+        in_browser("ui_flagship_under_load", smoke.ui_flagship_under_load)
 
 
 def main() -> int:
