@@ -386,6 +386,7 @@ def build_transfer_script(
     _check_int("stall_seconds", stall_seconds, 1)
     curl = [
         "curl",
+        "--globoff",  # '[...]'/'{...}' in a file name (curl -T) or URL are literal: 'br[0].png', 'cur{ep}.ckpt'
         "--fail",
         "--silent",
         "--retry",

@@ -159,6 +159,29 @@ def test_round_trip_nested_dir_with_multipart_file(run_dag, brev_sim_both, aws_c
     wait_for_no_instances(brev_sim)
 
 
+def test_names_with_glob_characters_round_trip(run_dag, brev_sim, aws_connection, task_logs):
+    """curl globs ``[...]`` and ``{...}`` in what it uploads (``-T``) and in URLs unless told not to."""
+    aws = aws_connection
+    files = {
+        "br[0].png": b"bracketed\n",
+        "cur{ep}.ckpt": b"braced\n",
+        "sub[1]/a{b,c}.txt": b"both\n",
+        "h#1 [x].txt": b"hash and space\n",
+        "big[2].bin": __import__("random").Random(3).randbytes(6 * MIB),  # multipart on the way up
+    }
+    for rel, data in files.items():
+        aws.put(f"globs/{rel}", data)
+    expected = {rel: md5(data) for rel, data in files.items()}
+    dag_run = run_dag("brev_transfer_round_trip", conf=conf(aws, in_prefix="globs/", expected=expected))
+    assert run_state(dag_run) == "success", task_states(dag_run)
+    assert xcom(dag_run, "download")["files"] == len(files)
+    assert xcom(dag_run, "upload")["uploaded"] == len(files) + 1  # + generated/result.txt
+    for rel, data in files.items():
+        assert aws.get(f"results/{rel}") == data, rel
+    assert "curl exit" not in task_logs.text
+    wait_for_no_instances(brev_sim)
+
+
 def test_existing_keys_are_not_overwritten_unless_asked(run_dag, brev_sim, aws_connection, task_logs):
     aws = aws_connection
     files = seed(aws)
