@@ -29,11 +29,11 @@ from airflow_provider_brev.cli.transfer_checksums import (
 from airflow_provider_brev.cli.transfer_paths import (
     PathFilter,
     find_path_conflicts,
+    normalize_directory,
     normalize_prefix,
-    remote_path_word,
     validate_relpath,
 )
-from airflow_provider_brev.cli.validation import bool_value, duration_seconds, integer
+from airflow_provider_brev.cli.validation import bool_value, duration_seconds, integer, named
 from airflow_provider_brev.exceptions import BrevInvalidInputError
 
 if TYPE_CHECKING:
@@ -118,8 +118,8 @@ def transfer_settings(
     validate_instance_name(instance_name)
     if not isinstance(s3_bucket, str) or not s3_bucket.strip():
         raise BrevInvalidInputError("s3_bucket must be a non-empty bucket name.")
+    remote_dir = named("remote_dir", normalize_directory, remote_dir)
     try:
-        remote_path_word(remote_dir)
         prefix = normalize_prefix(s3_prefix)
         path_filter = PathFilter.create(include, exclude)
     except ValueError as err:

@@ -56,7 +56,11 @@ def test_settings_are_normalised():
     [
         ({"instance_name": "Bad Name"}, "Invalid instance name"),
         ({"s3_bucket": ""}, "s3_bucket"),
-        ({"remote_dir": " "}, "remote directory"),
+        ({"remote_dir": " "}, "remote_dir: A directory on the instance must be a non-empty path"),
+        ({"remote_dir": "~"}, "remote_dir: The directory '~' is the remote home itself"),
+        ({"remote_dir": "."}, "remote_dir: The directory '.' is the remote home itself"),
+        ({"remote_dir": "/"}, "remote_dir: The directory '/' is the root directory"),
+        ({"remote_dir": "~/.airflow-brev"}, "remote_dir: .*the provider's own working state"),
         ({"include": "[a\\b]"}, "bracket expression"),
         ({"max_attempts": 0}, "max_attempts must be a whole number >= 1"),
         ({"max_attempts": 2.5}, "max_attempts must be a whole number"),
