@@ -267,6 +267,8 @@ class StagedUpload:
     :param part_size: bytes per part (multipart).
     :param upload_id: the open multipart upload, if any.
     :param parts: part number -> (ETag, md5) of the parts that arrived.
+    :param signature: size, times and inode when listed: every ``PUT`` and part checks the file still has them
+        (else it fails as ``changed``: the md5 is no longer the file's).
     """
 
     relpath: str
@@ -277,6 +279,7 @@ class StagedUpload:
     part_size: int = 0
     upload_id: str | None = None
     parts: dict[int, tuple[str, str]] = field(default_factory=dict)
+    signature: str | None = None
 
     @property
     def part_count(self) -> int:
@@ -333,6 +336,7 @@ def plan_uploads(
                 md5=entry.md5,
                 multipart=multipart,
                 part_size=choose_part_size(entry.size, part_size) if multipart else 0,
+                signature=entry.signature,
             )
         )
     return uploads, bad

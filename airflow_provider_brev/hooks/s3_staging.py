@@ -225,7 +225,13 @@ class S3StagingHook(BaseHook):
                 url = self.presign_put(upload.key, upload.md5)
                 tasks.append(
                     TransferTask(
-                        key=key, op=OP_PUT, relpath=upload.relpath, file_size=upload.size, url=url, md5=upload.md5
+                        key=key,
+                        op=OP_PUT,
+                        relpath=upload.relpath,
+                        file_size=upload.size,
+                        url=url,
+                        md5=upload.md5,
+                        signature=upload.signature,
                     )
                 )
                 continue
@@ -243,6 +249,7 @@ class S3StagingHook(BaseHook):
                         length=length,
                         # SigV4 URLs sign only ``host``: the instance may add a Content-MD5 header S3 then checks
                         content_md5="X-Amz-Signature=" in url,
+                        signature=upload.signature,
                     )
                 )
         return tasks

@@ -25,8 +25,9 @@ Two layers, one code path:
     - Outputs: the directory is listed with md5s, files already in S3 with the same size and md5/ETag are skipped,
       new and changed files are uploaded (changed ones replace the object: the instance is the newer copy).
       Nothing is ever deleted in S3, and the manifest is never uploaded. Safe to call repeatedly while a command
-      runs (periodic checkpoint sync) and once more at the end; a file that changes while it is uploaded fails
-      that file (``changed``), and the next call picks it up.
+      runs (periodic checkpoint sync) and once more at the end; a file that changes between the listing and the
+      upload of its last byte (size, times or inode: a checkpoint saved again in place) fails that file
+      (``changed``) instead of reaching S3 with the md5 of its earlier content, and the next call picks it up.
 
     Both return one :class:`SyncReport` per entry (``to_dict()`` for XCom: no secret in it) and raise
     :class:`~airflow_provider_brev.exceptions.BrevTransferError` naming each file that still failed after the
@@ -54,6 +55,7 @@ from airflow_provider_brev.cli.manifest import (
     validate_inputs,
     validate_outputs,
 )
+from airflow_provider_brev.cli.transfer_listing import build_list_script
 from airflow_provider_brev.cli.transfer_paths import PathFilter
 from airflow_provider_brev.cli.transfer_reports import TransferReport, parse_list_output, parse_transfer_output, redact
 from airflow_provider_brev.cli.transfer_rounds import (
@@ -72,7 +74,6 @@ from airflow_provider_brev.cli.transfer_rounds import (
 from airflow_provider_brev.cli.transfer_scripts import (
     CHANGED,
     build_cleanup_script,
-    build_list_script,
     build_plan,
     build_transfer_script,
     plan_path,
@@ -83,8 +84,9 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Mapping
 
     from airflow_provider_brev.cli.manifest import StagingPair
+    from airflow_provider_brev.cli.transfer_listing import Md5Cache
     from airflow_provider_brev.cli.transfer_reports import ListReport
-    from airflow_provider_brev.cli.transfer_scripts import Md5Cache, TransferTask
+    from airflow_provider_brev.cli.transfer_scripts import TransferTask
     from airflow_provider_brev.hooks.brev import BrevHook
     from airflow_provider_brev.hooks.s3_staging import S3StagingHook
 
@@ -236,7 +238,7 @@ class TransferRunner:
     def list_remote(self, *, checksums: bool = True, manifest: bool = False, md5_cache: Md5Cache = "off") -> ListReport:
         """List the directory (a failed exec is retried); raises when it cannot be read.
 
-        :param md5_cache: see :data:`~airflow_provider_brev.cli.transfer_scripts.Md5Cache`.
+        :param md5_cache: see :data:`~airflow_provider_brev.cli.transfer_listing.Md5Cache`.
         """
         s = self.settings
         script = build_list_script(
@@ -432,6 +434,8 @@ def sync_outputs(
     log: Log,
     concurrency: int = DEFAULT_SYNC_CONCURRENCY // 2,
     final: bool = True,
+    multipart_threshold: int = DEFAULT_MULTIPART_THRESHOLD,
+    part_size: int = DEFAULT_PART_SIZE,
 ) -> list[SyncReport]:
     """Upload what is new or changed in every ``outputs`` directory (see the module doc); a directory that does
     not exist (yet) uploads nothing. Returns one report per entry, in order.
@@ -443,7 +447,10 @@ def sync_outputs(
     :param log: progress (counts, never a URL).
     :param concurrency: parallel uploads (files or parts) on the instance.
     :param final: the command has ended. A periodic sync (``False``) leaves files that change while being read
-        (still being written: a log, ``status.json``) to the next sync instead of failing.
+        (still being written: a log, ``status.json``, a checkpoint saved again in place) to the next sync instead
+        of failing.
+    :param multipart_threshold: files larger than this go up in parts.
+    :param part_size: bytes per part.
     """
     reports = []
     for pair, runner in _runners(hook, instance, validate_outputs(outputs), aws_conn_id, log, concurrency):
@@ -456,7 +463,7 @@ def sync_outputs(
             log.info("Output %s does not exist (yet): nothing to upload to %s.", remote, pair.uri)
             reports.append(_finish(pair, "", TransferOutcome(), 0, started))
             continue
-        uploads = runner.list_uploads(listed, threshold=DEFAULT_MULTIPART_THRESHOLD, part_size=DEFAULT_PART_SIZE)
+        uploads = runner.list_uploads(listed, threshold=multipart_threshold, part_size=part_size)
         identical, _different = staging.compare_existing(uploads, pair.prefix)
         same = {u.key for u in identical}
         to_send = [u for u in uploads if u.key not in same]

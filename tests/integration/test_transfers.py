@@ -182,6 +182,26 @@ def test_names_with_glob_characters_round_trip(run_dag, brev_sim, aws_connection
     wait_for_no_instances(brev_sim)
 
 
+def test_a_checkpoint_saved_again_during_a_multipart_upload_never_reaches_s3_with_a_stale_md5(
+    run_dag, brev_sim, aws_connection, task_logs
+):
+    """Same size, rewritten in place after the listing hashed it and before its parts are read (a simulator
+    gate right before the upload round, not timing): before, S3 got the new bytes under the old md5 and every
+    later download of it failed its md5 check."""
+    aws = aws_connection
+    size = 6 * MIB
+    resave = f"head -c {size} /dev/zero | tr '\\0' B > ckpt/model.pth"
+    brev_sim.set_fault("before_exec", match="airflow-provider-brev transfer round", run=resave, times=1)
+    dag_run = run_dag("brev_transfer_resaved_checkpoint", conf={"bucket": aws.bucket})
+    states = task_states(dag_run)
+    assert (states["save"], states["upload"], states["delete"]) == ("success", "failed", "success"), states
+    assert brev_sim.faults() == []  # the gate fired
+    assert "model.pth (changed: part 1: rewritten since it was listed)" in task_logs.text
+    assert aws.keys("ckpts/") == []  # the upload was refused, not completed with the old file's md5
+    assert not aws.client.list_multipart_uploads(Bucket=aws.bucket).get("Uploads")  # and aborted
+    wait_for_no_instances(brev_sim)
+
+
 def test_existing_keys_are_not_overwritten_unless_asked(run_dag, brev_sim, aws_connection, task_logs):
     aws = aws_connection
     files = seed(aws)
