@@ -144,6 +144,20 @@ def normalize_patterns(value: str | Iterable[str] | None, what: str = "pattern")
 
 # --------------------------------------------------------------------------------------------------- paths
 
+#: Characters a log line must not carry raw: C0 and C1 controls and DEL (a terminal runs escape sequences: an
+#: ``ESC [2J`` in a file name clears the screen of whoever reads the log), and the bidirectional overrides and
+#: isolates that make a name read differently from what it is.
+_UNPRINTABLE = {
+    code: (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+    for code in (*range(0x20), *range(0x7F, 0xA0), *range(0x202A, 0x202F), *range(0x2066, 0x206A))
+}
+
+
+def printable(name: str) -> str:
+    """``name`` (a file name, an S3 key) safe for a log line or an error message: every control character and
+    bidirectional override is written as its escape (``\\x1b``, ``\\u202e``); nothing else changes."""
+    return name.translate(_UNPRINTABLE)
+
 
 def validate_relpath(relpath: str) -> str:
     """A safe relative path: no leading ``/``, no empty, ``.`` or ``..`` component, no tab/newline/NUL."""

@@ -56,7 +56,7 @@ from airflow_provider_brev.cli.manifest import (
     validate_outputs,
 )
 from airflow_provider_brev.cli.transfer_listing import build_list_script
-from airflow_provider_brev.cli.transfer_paths import PathFilter
+from airflow_provider_brev.cli.transfer_paths import PathFilter, printable
 from airflow_provider_brev.cli.transfer_reports import TransferReport, parse_list_output, parse_transfer_output, redact
 from airflow_provider_brev.cli.transfer_rounds import (
     DEFAULT_URL_EXPIRES_IN,
@@ -67,7 +67,6 @@ from airflow_provider_brev.cli.transfer_rounds import (
     describe_failures,
     name_some,
     plan_uploads,
-    select_downloads,
     task_order,
     transfer_settings,
 )
@@ -81,7 +80,7 @@ from airflow_provider_brev.cli.transfer_scripts import (
 from airflow_provider_brev.exceptions import BrevCLIError, BrevTimeoutError, BrevTransferError, BrevTransientError
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator, Mapping
+    from collections.abc import Callable, Iterable, Iterator, Mapping
 
     from airflow_provider_brev.cli.manifest import StagingPair
     from airflow_provider_brev.cli.transfer_listing import Md5Cache
@@ -95,6 +94,7 @@ __all__ = [
     "SyncReport",
     "TransferOutcome",
     "TransferRunner",
+    "check_locations",
     "sync_inputs",
     "sync_outputs",
     "validate_inputs",
@@ -222,14 +222,15 @@ class TransferRunner:
         def settle(key: str, item: StagedDownload, report: TransferReport) -> Failure | None:
             problem = item.settle(key, report)
             if problem is not None and item.suspects_etag(problem) and staging.recheck_md5_source(item):
-                self.log.info("s3://%s/%s is KMS-encrypted: its ETag is not an md5.", s.bucket, item.key)
+                self.log.info("s3://%s/%s is KMS-encrypted: its ETag is not an md5.", s.bucket, printable(item.key))
             return problem
 
         def done(item: StagedDownload) -> None:
             if log_each:
                 verified = "md5 verified" if item.md5 else "size verified"
                 self.log.info(
-                    "Downloaded s3://%s/%s -> %s (%d bytes, %s).", s.bucket, item.key, item.relpath, item.size, verified
+                    "Downloaded s3://%s/%s -> %s (%d bytes, %s).",
+                    *(s.bucket, printable(item.key), printable(item.relpath), item.size, verified),
                 )
 
         return self.rounds(items, staging.download_tasks, settle, done)
@@ -290,7 +291,8 @@ class TransferRunner:
         def done(upload: StagedUpload) -> None:
             parts = f", {upload.part_count} parts" if upload.multipart else ""
             (self.log.info if log_each else self.log.debug)(
-                "Uploaded %s -> s3://%s/%s (%d bytes%s).", upload.relpath, s.bucket, upload.key, upload.size, parts
+                "Uploaded %s -> s3://%s/%s (%d bytes%s).",
+                *(printable(upload.relpath), s.bucket, printable(upload.key), upload.size, parts),
             )
 
         outcome = TransferOutcome()
@@ -363,6 +365,19 @@ def _runners(
         yield pair, TransferRunner(hook, settings, hooks[pair.bucket], log)
 
 
+def check_locations(locations: Iterable[tuple[str, str, str]], *, aws_conn_id: str | None) -> None:
+    """Before anything is created: every ``(bucket, prefix, what declares it)`` can be listed with
+    ``aws_conn_id`` (:meth:`~airflow_provider_brev.hooks.s3_staging.S3StagingHook.check_location`; one client per
+    bucket, one request per distinct location); raises naming the first that cannot."""
+    from airflow_provider_brev.hooks.s3_staging import S3StagingHook  # boto3 and S3Hook: only when run
+
+    hooks: dict[str, S3StagingHook] = {}
+    for bucket, prefix, what in dict.fromkeys(locations):
+        if bucket not in hooks:
+            hooks[bucket] = S3StagingHook(bucket=bucket, aws_conn_id=aws_conn_id)
+        hooks[bucket].check_location(prefix, what=what)
+
+
 def _finish(pair: StagingPair, what: str, outcome: TransferOutcome, skipped: int, started: float) -> SyncReport:
     """The entry's report; raises naming every file still failed after the last round."""
     if outcome.failures:
@@ -399,7 +414,7 @@ def sync_inputs(
     for pair, runner in _runners(hook, instance, validate_inputs(inputs), aws_conn_id, log, concurrency):
         started = time.monotonic()
         staging, remote = runner.staging, runner.settings.remote
-        listing = select_downloads(staging.list_prefix(pair.prefix), pair.prefix, PathFilter())
+        listing = staging.select(staging.list_prefix(pair.prefix), pair.prefix, PathFilter(), log)
         if any(item.relpath == MANIFEST_NAME for item in listing):
             log.warning("Ignoring %s%s: that name is the sync manifest.", pair.uri, MANIFEST_NAME)
             listing = [item for item in listing if item.relpath != MANIFEST_NAME]
@@ -478,7 +493,7 @@ def sync_outputs(
                 "%d file(s) in %s changed while being uploaded (still being written); the next sync uploads them: %s",
                 len(still_written),
                 remote,
-                ", ".join(sorted(still_written)[:5]),
+                name_some(sorted(still_written), limit=5),
             )
             outcome.failures = {}
         reports.append(

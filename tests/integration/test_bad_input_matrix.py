@@ -297,8 +297,8 @@ def test_other_defaults_get_past_validation_to_brev(run_case, brev_sim, task_log
     assert "BrevInvalidInputError" not in task_logs.text
 
 
-def test_upload_defaults_get_past_validation_to_the_instance(run_case, brev_sim, task_logs):
-    ti = _single_task(run_case("upload"))
+def test_upload_defaults_get_past_validation_to_the_instance(run_case, brev_sim, aws_connection, task_logs):
+    ti = _single_task(run_case("upload", {"s3_bucket": aws_connection.bucket}))  # a bucket that exists
     assert ti.state == "failed"  # the instance does not exist...
     assert ti.try_number == 3  # (a retriable error)...
     assert cli_calls(brev_sim, "exec")  # ...which only `brev` could tell

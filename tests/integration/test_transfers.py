@@ -21,7 +21,7 @@ from helpers import run_state, task_states
 
 from airflow_provider_brev.cli.transfer_checksums import MD5_METADATA_KEY
 from airflow_provider_brev.cli.transfer_scripts import PART_SUFFIX
-from airflow_provider_brev.exceptions import BrevInvalidInputError
+from airflow_provider_brev.exceptions import BrevInvalidInputError, BrevS3LocationError
 from airflow_provider_brev.transfers import (
     BrevToS3Operator,
     BrevTransferConflictError,
@@ -199,6 +199,24 @@ def test_a_checkpoint_saved_again_during_a_multipart_upload_never_reaches_s3_wit
     assert "model.pth (changed: part 1: rewritten since it was listed)" in task_logs.text
     assert aws.keys("ckpts/") == []  # the upload was refused, not completed with the old file's md5
     assert not aws.client.list_multipart_uploads(Bucket=aws.bucket).get("Uploads")  # and aborted
+    wait_for_no_instances(brev_sim)
+
+
+def test_control_characters_in_file_names_reach_no_log_line_raw(run_dag, brev_sim, aws_connection, task_logs):
+    aws = aws_connection
+    files = {"clear\x1b[2Jscreen.txt": b"esc\n", "bell\x07.txt": b"bel\n", "rtl\u202etxt.exe": b"bidi\n"}
+    for rel, data in files.items():
+        aws.put(f"odd/{rel}", data)
+    expected = {rel: md5(data) for rel, data in files.items()}
+    dag_run = run_dag("brev_transfer_round_trip", conf=conf(aws, in_prefix="odd/", expected=expected))
+    assert run_state(dag_run) == "success", task_states(dag_run)
+    for rel, data in files.items():
+        assert aws.get(f"results/{rel}") == data  # the names themselves are kept, byte for byte
+    text = task_logs.text
+    for shown in ("clear\\x1b[2Jscreen.txt", "bell\\x07.txt", "rtl\\u202etxt.exe"):
+        assert f"-> {shown} (" in text and f"Uploaded {shown} -> " in text  # download and upload lines
+    for raw in ("\x1b[2J", "\x07", "\u202e"):
+        assert raw not in text
     wait_for_no_instances(brev_sim)
 
 
@@ -443,6 +461,51 @@ def test_upload_that_keeps_failing_aborts_and_names_the_file(instance, brev_sim,
         op.execute({})
     assert aws.keys("fail/") == ["fail/ok.txt"]  # what was verified stays; the failed file is not there
     assert not aws.client.list_multipart_uploads(Bucket=aws.bucket).get("Uploads")  # aborted, parts not billed
+
+
+@pytest.mark.parametrize(
+    ("operator", "kwargs"),
+    [
+        (S3ToBrevOperator, {"s3_prefix": "in/", "remote_dir": "data"}),
+        (S3ToBrevOperator, {"s3_keys": ["in/a.txt"], "remote_dir": "data"}),
+        (BrevToS3Operator, {"s3_prefix": "out/", "remote_dir": "data"}),
+    ],
+    ids=["download-prefix", "download-keys", "upload"],
+)
+def test_a_missing_bucket_fails_a_transfer_before_any_brev_call(brev_sim, aws_connection, operator, kwargs):
+    absent = "no-such-bucket-" + aws_connection.bucket.removeprefix("brev-test-")
+    op = operator(task_id="t", instance_name=INSTANCE, s3_bucket=absent, **kwargs)
+    with pytest.raises(BrevS3LocationError, match=rf"Cannot reach s3://{absent}/\S* \(s3_bucket.*'aws_default'") as err:
+        op.execute({})
+    assert "the bucket does not exist" in str(err.value) and "(NoSuchBucket)" in str(err.value)
+    assert brev_sim.calls() == []
+
+
+def test_an_unreachable_s3_endpoint_is_a_transient_error_not_a_permanent_one(brev_sim, aws_connection, monkeypatch):
+    from fixtures_s3 import DUMMY_ACCESS_KEY_ID, DUMMY_SECRET_ACCESS_KEY, REGION, _free_port
+
+    from airflow_provider_brev.exceptions import BrevTransientError, retry_policy
+
+    closed = f"http://127.0.0.1:{_free_port()}"  # nothing listens there
+    extra = {"endpoint_url": closed, "region_name": REGION, "config_kwargs": {"retries": {"max_attempts": 1}}}
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_AWS_DOWN",
+        json.dumps(
+            {"conn_type": "aws", "login": DUMMY_ACCESS_KEY_ID, "password": DUMMY_SECRET_ACCESS_KEY, "extra": extra}
+        ),
+    )
+    op = BrevToS3Operator(
+        task_id="t",
+        instance_name=INSTANCE,
+        s3_bucket="b-1",
+        s3_prefix="out/",
+        remote_dir="data",
+        aws_conn_id="aws_down",
+    )
+    with pytest.raises(BrevTransientError, match=r"S3 did not answer for s3://b-1/out/ .*'aws_down'") as err:
+        op.execute({})
+    assert retry_policy(err.value) == "hook" and "EndpointConnectionError" in str(err.value)
+    assert brev_sim.calls() == []
 
 
 def test_upload_edge_cases(instance, aws_connection):
