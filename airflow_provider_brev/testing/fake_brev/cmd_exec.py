@@ -48,9 +48,7 @@ def run_remote(ctx: Ctx, inst: dict, alias: str, command: str, host: bool) -> in
     _run_before_exec(ctx, inst, command, home, host)
     proc = subprocess.Popen(
         ["bash", "-c", command],
-        cwd=home,
-        env=sandbox_env(ctx, inst, host),
-        stdin=subprocess.DEVNULL,
+        **_in_sandbox(ctx, inst, home, host),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         start_new_session=True,
@@ -111,6 +109,13 @@ def run_remote(ctx: Ctx, inst: dict, alias: str, command: str, host: bool) -> in
     return rc
 
 
+def _in_sandbox(ctx: Ctx, inst: dict, home: str, host: bool) -> dict[str, Any]:
+    """How a command runs on the instance: in its sandbox HOME, with its environment, stdin closed."""
+    import subprocess
+
+    return {"cwd": home, "env": sandbox_env(ctx, inst, host), "stdin": subprocess.DEVNULL}
+
+
 def _run_before_exec(ctx: Ctx, inst: dict, command: str, home: str, host: bool) -> None:
     """A ``before_exec`` gate: its ``run`` snippet runs in the sandbox, to its end, right before a matching command
     (e.g. a file rewritten between a listing and the transfer round that reads it)."""
@@ -119,15 +124,9 @@ def _run_before_exec(ctx: Ctx, inst: dict, command: str, home: str, host: bool) 
     with ctx.store.txn() as st:
         gate = take_fault(st, "before_exec", instance=inst["name"], match=command)
     if gate is not None:
-        subprocess.run(
-            ["bash", "-c", str(gate.get("run") or ":")],
-            cwd=home,
-            env=sandbox_env(ctx, inst, host),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            check=False,
-        )
+        snippet = ["bash", "-c", str(gate.get("run") or ":")]
+        quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+        subprocess.run(snippet, **_in_sandbox(ctx, inst, home, host), **quiet, check=False)
 
 
 def _drop_due(drop: dict, started: float, nbytes: int) -> bool:
