@@ -125,8 +125,8 @@ def _run_before_exec(ctx: Ctx, inst: dict, command: str, home: str, host: bool) 
         gate = take_fault(st, "before_exec", instance=inst["name"], match=command)
     if gate is not None:
         snippet = ["bash", "-c", str(gate.get("run") or ":")]
-        quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
-        subprocess.run(snippet, **_in_sandbox(ctx, inst, home, host), **quiet, check=False)
+        sandbox = _in_sandbox(ctx, inst, home, host)
+        subprocess.run(snippet, **sandbox, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
 
 
 def _drop_due(drop: dict, started: float, nbytes: int) -> bool:
