@@ -50,6 +50,7 @@ __all__ = [
     "BrevNoMatchingTypeError",
     "BrevPlacementRequiredError",
     "BrevPreflightError",
+    "BrevS3LocationError",
     "BrevSweepFailedError",
     "BrevTaskKilledError",
     "BrevTimeoutError",
@@ -126,6 +127,12 @@ class BrevPlacementRequiredError(BrevInvalidInputError):
 
 class BrevPreflightError(BrevInvalidInputError):
     """A pre-launch check failed: fix the configuration; nothing was created (no retry is spent)."""
+
+
+class BrevS3LocationError(BrevInvalidInputError):
+    """A declared S3 location cannot be used with the task's AWS connection (no such bucket, access denied, wrong
+    region), found before anything was created; the message names ``s3://bucket/prefix`` and the connection (no
+    retry is spent: the same configuration cannot succeed)."""
 
 
 class BrevInstanceNotOwnedError(BrevInvalidInputError):

@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_brev.cli.transfer_paths import normalize_prefix
+from airflow_provider_brev.cli.transfer_paths import normalize_directory, normalize_prefix
 from airflow_provider_brev.exceptions import BrevInvalidInputError
 
 if TYPE_CHECKING:
@@ -70,24 +70,6 @@ def parse_s3_uri(uri: Any) -> tuple[str, str]:
     return bucket, normalize_prefix(prefix)
 
 
-def normalize_directory(directory: Any) -> str:
-    """A directory on the instance: relative (to the remote home), ``~/...`` or absolute; at least one real
-    component; no ``.``/``..``/empty component; no tab, newline or NUL. Trailing ``/`` removed."""
-    if not isinstance(directory, str) or not directory.strip():
-        raise BrevInvalidInputError(f"A directory on the instance must be a non-empty path, got {directory!r}.")
-    if any(ch in directory for ch in _BAD_CHARS):
-        raise BrevInvalidInputError(f"The directory {directory!r} contains a tab, newline or NUL character.")
-    lead = "/" if directory.startswith("/") else "~/" if directory.startswith("~/") else ""
-    rest = directory[len(lead) :].strip("/")
-    parts = rest.split("/")
-    if not rest or any(part in ("", ".", "..") for part in parts):
-        raise BrevInvalidInputError(
-            f"The directory {directory!r} must name a directory below the home or '/', without empty, '.' or "
-            "'..' components."
-        )
-    return lead + rest
-
-
 def _anchored(directory: str) -> str:
     """The directory as an absolute-looking path for overlap checks (``~/x`` and ``x`` are the same place)."""
     if directory.startswith("/"):
@@ -114,7 +96,11 @@ def _pairs(mapping: Any, what: str, *, uri_first: bool) -> list[StagingPair]:
     for first, second in mapping.items():
         uri, directory = (first, second) if uri_first else (second, first)
         bucket, prefix = parse_s3_uri(uri)
-        pairs.append(StagingPair(f"s3://{bucket}/{prefix}", bucket, prefix, normalize_directory(directory)))
+        try:
+            where = normalize_directory(directory)
+        except BrevInvalidInputError as err:
+            raise BrevInvalidInputError(f"{what}: {err}") from None
+        pairs.append(StagingPair(f"s3://{bucket}/{prefix}", bucket, prefix, where))
     _check_overlaps(pairs, what)
     return pairs
 

@@ -1,5 +1,5 @@
 """Pure S3 checksum and multipart arithmetic for transfers: md5/ETag rules, ``Content-MD5`` values, part
-splitting within S3's limits.
+splitting within S3's limits, and the file signature that tells a file rewritten since it was listed.
 """
 
 from __future__ import annotations
@@ -23,6 +23,12 @@ S3_MAX_PARTS = 10_000
 S3_MAX_SINGLE_PUT = 5 * 1024 * MIB
 
 _MD5_RE = re.compile(r"^[0-9a-f]{32}$")
+
+#: ``find -printf`` format of a file's *signature* on the instance: size, mtime, ctime and inode. The listing
+#: prints it for every file; an upload (a single ``PUT`` or a part) whose file no longer has the listed signature
+#: fails as ``changed`` (rewritten in place since its md5 was read), checked before and after it reads the bytes.
+SIGNATURE_FORMAT = "%s/%T@/%C@/%i"
+SIGNATURE_RE = re.compile(r"^[0-9]+/[0-9.]+/[0-9.]+/[0-9]+$")
 
 
 def is_md5(value: object) -> bool:

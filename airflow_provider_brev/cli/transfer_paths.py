@@ -2,7 +2,7 @@
 prefixes and remote directory words (no process is run here).
 
 :func:`glob_to_regex` translates an include/exclude glob into one regular expression that means the same to
-bash's ``[[ =~ ]]`` (POSIX ERE, used by :func:`airflow_provider_brev.cli.transfer_scripts.build_list_script`)
+bash's ``[[ =~ ]]`` (POSIX ERE, used by :func:`airflow_provider_brev.cli.transfer_listing.build_list_script`)
 and to Python's :mod:`re` (used for S3 keys), so a :class:`PathFilter` selects the same files on both sides.
 """
 
@@ -11,7 +11,9 @@ from __future__ import annotations
 import re
 import shlex
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from airflow_provider_brev.exceptions import BrevInvalidInputError
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
@@ -142,6 +144,20 @@ def normalize_patterns(value: str | Iterable[str] | None, what: str = "pattern")
 
 # --------------------------------------------------------------------------------------------------- paths
 
+#: Characters a log line must not carry raw: C0 and C1 controls and DEL (a terminal runs escape sequences: an
+#: ``ESC [2J`` in a file name clears the screen of whoever reads the log), and the bidirectional overrides and
+#: isolates that make a name read differently from what it is.
+_UNPRINTABLE = {
+    code: (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+    for code in (*range(0x20), *range(0x7F, 0xA0), *range(0x202A, 0x202F), *range(0x2066, 0x206A))
+}
+
+
+def printable(name: str) -> str:
+    """``name`` (a file name, an S3 key) safe for a log line or an error message: every control character and
+    bidirectional override is written as its escape (``\\x1b``, ``\\u202e``); nothing else changes."""
+    return name.translate(_UNPRINTABLE)
+
 
 def validate_relpath(relpath: str) -> str:
     """A safe relative path: no leading ``/``, no empty, ``.`` or ``..`` component, no tab/newline/NUL."""
@@ -180,6 +196,65 @@ def normalize_prefix(prefix: str | None) -> str:
     if any(ch in prefix for ch in ("\n", "\r", "\x00")):
         raise ValueError(f"Invalid S3 prefix {prefix!r}")
     return prefix.rstrip("/") + "/" if prefix.strip("/") else ""
+
+
+#: Names of the provider's own working state on an instance (job directories, md5 caches, secret and plan files,
+#: downloads in progress): never a step or transfer directory, and never listed for upload.
+STATE_NAME = ".airflow-brev"
+#: Absolute directories that are, or hold, a login's home (the remote home's own path is not known before the
+#: first ``brev`` call): ``/root``, ``/home`` and ``/home/<user>``.
+_HOMES = (("root",), ("home",))
+
+
+def _is_state_name(part: str) -> bool:
+    return part == STATE_NAME or part.startswith(STATE_NAME + "-")
+
+
+def _refuse(directory: str, why: str) -> BrevInvalidInputError:
+    return BrevInvalidInputError(f"The directory {directory!r} {why}")
+
+
+def normalize_directory(directory: Any) -> str:
+    """A directory on the instance for a step's ``inputs``/``outputs``, a transfer's ``remote_dir`` or TAO's
+    ``results_dir``: relative (to the remote home), ``~/...`` or absolute, and *below* the home. Returned without
+    its trailing ``/``; raises :class:`BrevInvalidInputError` saying what to write instead.
+
+    Refused, because syncing them reads or overwrites what is not the step's (shell and ssh configuration,
+    ``~/.docker/config.json`` with the NGC login, the provider's job state): empty, ``.``/``..``/empty components,
+    the home itself (``~``, ``~/``, ``.``, ``./``), ``/``, ``/home``, ``/home/<user>``, ``/root``; ``$HOME`` and
+    other variables (never expanded: ``'$HOME/x'`` would be a directory named ``$HOME``); ``~user``; any
+    component named ``.airflow-brev`` or ``.airflow-brev-*`` (:data:`STATE_NAME`); tabs, newlines and NUL.
+    """
+    if not isinstance(directory, str) or not directory.strip():
+        raise BrevInvalidInputError(f"A directory on the instance must be a non-empty path, got {directory!r}.")
+    if any(ch in directory for ch in _BAD_PATH_CHARS):
+        raise _refuse(directory, "contains a tab, newline or NUL character.")
+    lead = "/" if directory.startswith("/") else "~/" if directory.startswith("~/") else ""
+    rest = directory[len(lead) :].strip("/")
+    parts = rest.split("/")
+    below = "e.g. 'work/out' (a relative path is under the remote home) or '~/work/out'"
+    if (not lead and parts[0] == "~") or (lead != "/" and rest in ("", ".")):
+        raise _refuse(directory, f"is the remote home itself: name a directory below it, {below}.")
+    if not rest:
+        raise _refuse(directory, f"is the root directory: name a directory below it, {below}.")
+    if not lead and parts[0].startswith("~"):
+        raise _refuse(directory, f"names another user's home ('~user' is not supported): use {below}.")
+    if not lead and parts[0].startswith("$"):
+        raise _refuse(
+            directory, f"starts with a variable, which is never expanded: drop it, {below} (not '$HOME/work/out')."
+        )
+    if not rest or any(part in ("", ".", "..") for part in parts):
+        raise _refuse(
+            directory,
+            f"must name a directory below the home or '/', without empty, '.' or '..' components: {below}.",
+        )
+    if lead == "/" and (tuple(parts) in _HOMES or (parts[0] == "home" and len(parts) == 2)):
+        raise _refuse(directory, f"is, or holds, a home directory: name a directory below it, {below}.")
+    if any(_is_state_name(part) for part in parts):
+        raise _refuse(
+            directory, f"is the provider's own working state ({STATE_NAME}*) on the instance: use another one, {below}."
+        )
+    return lead + rest
 
 
 def remote_path_word(path: str) -> str:

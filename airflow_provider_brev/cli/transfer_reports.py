@@ -1,5 +1,5 @@
-"""Pure parsing of what the transfer and list scripts of :mod:`airflow_provider_brev.cli.transfer_scripts`
-print (marker lines on stdout), and redaction of presigned URLs from any text bound for a log or an error.
+"""Pure parsing of what the transfer and list scripts (:mod:`airflow_provider_brev.cli.transfer_scripts`,
+:mod:`airflow_provider_brev.cli.transfer_listing`) print (marker lines on stdout), and redaction of presigned URLs from any text bound for a log or an error.
 """
 
 from __future__ import annotations
@@ -8,19 +8,15 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from airflow_provider_brev.cli.transfer_checksums import is_md5
-from airflow_provider_brev.cli.transfer_scripts import (
-    DONE_MARKER,
-    ERROR_MARKER,
-    FAIL_MARKER,
+from airflow_provider_brev.cli.transfer_checksums import SIGNATURE_RE, is_md5
+from airflow_provider_brev.cli.transfer_listing import (
     FILE_MARKER,
     LISTED_MARKER,
     MANIFEST_MARKER,
     NODIR_MARKER,
-    OK_MARKER,
-    TASK_KEY_RE,
     UNREADABLE_MARKER,
 )
+from airflow_provider_brev.cli.transfer_scripts import DONE_MARKER, ERROR_MARKER, FAIL_MARKER, OK_MARKER, TASK_KEY_RE
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -88,9 +84,19 @@ def parse_transfer_output(lines: Iterable[str]) -> TransferReport:
 
 @dataclass(frozen=True)
 class RemoteFile:
+    """A listed file.
+
+    :param relpath: its path relative to the listed directory.
+    :param size: its size in bytes.
+    :param md5: its md5 (``None``: listed without checksums).
+    :param signature: its size, times and inode when listed
+        (:data:`~airflow_provider_brev.cli.transfer_checksums.SIGNATURE_FORMAT`).
+    """
+
     relpath: str
     size: int
     md5: str | None
+    signature: str | None = None
 
 
 @dataclass
@@ -110,15 +116,14 @@ def parse_list_output(lines: Iterable[str]) -> ListReport:
     for raw in lines:
         line = raw[:-1] if raw.endswith("\r") else raw
         if line.startswith(FILE_MARKER + " "):
-            parts = line.split(" ", 3)
-            if len(parts) != 4 or not parts[1].isdigit():
+            parts = line.split(" ", 4)
+            if len(parts) != 5 or not parts[1].isdigit() or not SIGNATURE_RE.match(parts[3]):
                 continue
-            if "\ufffd" in parts[3]:  # not UTF-8 (decoded with replacement): no S3 key can name it; skip it
+            if "\ufffd" in parts[4]:  # not UTF-8 (decoded with replacement): no S3 key can name it; skip it
                 report.skipped_names += 1
                 continue
-            report.files.append(
-                RemoteFile(relpath=parts[3], size=int(parts[1]), md5=parts[2] if is_md5(parts[2]) else None)
-            )
+            md5 = parts[2] if is_md5(parts[2]) else None
+            report.files.append(RemoteFile(relpath=parts[4], size=int(parts[1]), md5=md5, signature=parts[3]))
         elif line.startswith(MANIFEST_MARKER + " "):
             report.manifest_lines.append(line[len(MANIFEST_MARKER) + 1 :])
         elif line.startswith(UNREADABLE_MARKER + " "):

@@ -29,11 +29,12 @@ from airflow_provider_brev.cli.transfer_checksums import (
 from airflow_provider_brev.cli.transfer_paths import (
     PathFilter,
     find_path_conflicts,
+    normalize_directory,
     normalize_prefix,
-    remote_path_word,
+    printable,
     validate_relpath,
 )
-from airflow_provider_brev.cli.validation import bool_value, duration_seconds, integer
+from airflow_provider_brev.cli.validation import bool_value, duration_seconds, integer, named
 from airflow_provider_brev.exceptions import BrevInvalidInputError
 
 if TYPE_CHECKING:
@@ -118,8 +119,8 @@ def transfer_settings(
     validate_instance_name(instance_name)
     if not isinstance(s3_bucket, str) or not s3_bucket.strip():
         raise BrevInvalidInputError("s3_bucket must be a non-empty bucket name.")
+    remote_dir = named("remote_dir", normalize_directory, remote_dir)
     try:
-        remote_path_word(remote_dir)
         prefix = normalize_prefix(s3_prefix)
         path_filter = PathFilter.create(include, exclude)
     except ValueError as err:
@@ -161,8 +162,9 @@ def task_order(key: str) -> tuple[int, ...]:
 
 
 def name_some(names: Sequence[str], limit: int = MAX_NAMED_FAILURES, separator: str = ", ") -> str:
-    """The first ``limit`` names, then how many more there are."""
-    shown = list(names[:limit])
+    """The first ``limit`` names (control characters escaped: :func:`~.transfer_paths.printable`), then how many
+    more there are."""
+    shown = [printable(name) for name in names[:limit]]
     if len(names) > limit:
         shown.append(f"and {len(names) - limit} more")
     return separator.join(shown)
@@ -221,35 +223,36 @@ class StagedDownload:
         return failure[0] == "md5" and self.md5_from_etag
 
 
-def select_downloads(objects: Iterable[S3Object], prefix: str | None, path_filter: PathFilter) -> list[StagedDownload]:
+def select_downloads(
+    objects: Iterable[S3Object], prefix: str | None, path_filter: PathFilter
+) -> tuple[list[StagedDownload], list[str]]:
     """The objects to download, sorted by where they land: relative to ``prefix``, or by basename when
-    ``prefix`` is ``None`` (explicit keys). Unsafe, duplicate or file-and-directory paths are refused."""
+    ``prefix`` is ``None`` (explicit keys); and ``"<key>: <why>"`` of the objects skipped because no safe path on
+    the instance can hold them (``a//b``, ``../x``; a key that is also the "directory" of other keys). One stray
+    key costs a warning, not the transfer. Explicit keys that land on the same file are refused."""
     found = [
         StagedDownload(
             obj.key, obj.key[len(prefix) :] if prefix is not None else obj.key.rsplit("/", 1)[-1], obj.size, obj.etag
         )
         for obj in objects
     ]
-    bad = []
+    skipped = []
+    safe = []
     for item in found:
         try:
             validate_relpath(item.relpath)
         except ValueError as err:
-            bad.append(f"{item.key}: {err}")
-    if bad:
-        raise BrevInvalidInputError(
-            "Cannot map these S3 keys to safe paths on the instance: " + name_some(bad, separator="; ")
-        )
-    selected = [item for item in found if path_filter.matches(item.relpath)]
+            skipped.append(f"{item.key}: {err}")
+            continue
+        safe.append(item)
+    selected = [item for item in safe if path_filter.matches(item.relpath)]
     duplicates = sorted(rel for rel, count in Counter(i.relpath for i in selected).items() if count > 1)
     if duplicates:
-        raise BrevInvalidInputError(f"Several keys map to the same file: {', '.join(duplicates)}.")
-    conflicts = find_path_conflicts(i.relpath for i in selected)
-    if conflicts:
-        raise BrevInvalidInputError(
-            "These keys are both a file and a directory prefix of other keys: " + ", ".join(conflicts)
-        )
-    return sorted(selected, key=lambda i: i.relpath)
+        raise BrevInvalidInputError(f"Several keys map to the same file: {name_some(duplicates)}.")
+    conflicts = set(find_path_conflicts(i.relpath for i in selected))
+    skipped += [f"{i.key}: also the directory of other keys" for i in selected if i.relpath in conflicts]
+    kept = [item for item in selected if item.relpath not in conflicts]
+    return sorted(kept, key=lambda i: i.relpath), skipped
 
 
 # ------------------------------------------------------------------------------------------------- uploads
@@ -267,6 +270,8 @@ class StagedUpload:
     :param part_size: bytes per part (multipart).
     :param upload_id: the open multipart upload, if any.
     :param parts: part number -> (ETag, md5) of the parts that arrived.
+    :param signature: size, times and inode when listed: every ``PUT`` and part checks the file still has them
+        (else it fails as ``changed``: the md5 is no longer the file's).
     """
 
     relpath: str
@@ -277,6 +282,7 @@ class StagedUpload:
     part_size: int = 0
     upload_id: str | None = None
     parts: dict[int, tuple[str, str]] = field(default_factory=dict)
+    signature: str | None = None
 
     @property
     def part_count(self) -> int:
@@ -333,6 +339,7 @@ def plan_uploads(
                 md5=entry.md5,
                 multipart=multipart,
                 part_size=choose_part_size(entry.size, part_size) if multipart else 0,
+                signature=entry.signature,
             )
         )
     return uploads, bad

@@ -20,31 +20,29 @@ with ``brev copy``), never on a command line:
 
   - ``BREV_XFER_OK <task> <bytes> <md5|-> <etag|->`` -- downloads: size and md5 verified, file moved into
     place atomically; uploads: the ETag S3 answered (parts also report the part's md5);
-  - ``BREV_XFER_FAIL <task> <code> <detail>`` -- ``code`` is one of :data:`FAIL_CODES`;
+  - ``BREV_XFER_FAIL <task> <code> <detail>`` -- ``code`` is one of :data:`FAIL_CODES`; an upload whose file
+    no longer has the size, times and inode the listing saw fails with :data:`CHANGED`;
   - ``BREV_XFER_ERROR <reason>`` -- nothing could run (plan missing or truncated, no ``curl``);
   - ``BREV_XFER_DONE <count>`` -- the script got to its end.
 
   A private temp dir (0700) holds part files and response headers; a trap removes it and the plan on exit,
   hang-up or termination. The script always exits 0 (the released CLI re-runs commands that exit non-zero).
-* :func:`build_list_script` lists the regular files under a remote directory (relative path, size, md5)
-  honouring a :class:`~airflow_provider_brev.cli.transfer_paths.PathFilter`; with an md5 cache it reads again
-  only the files whose size, times or inode changed since the previous listing of that directory.
+* the listing of a directory (relative path, size, md5, signature) is
+  :mod:`airflow_provider_brev.cli.transfer_listing`.
 
-The output of these scripts is parsed by :mod:`airflow_provider_brev.cli.transfer_reports`. Every interpolated
-value is ``shlex.quote``-d or validated to a safe alphabet.
+The output of the transfer script is parsed by :mod:`airflow_provider_brev.cli.transfer_reports`. Every
+interpolated value is ``shlex.quote``-d or validated to a safe alphabet.
 """
 
 from __future__ import annotations
 
-import hashlib
 import re
 import shlex
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
-from airflow_provider_brev.cli.manifest import MANIFEST_NAME
-from airflow_provider_brev.cli.transfer_checksums import is_md5, md5_hex_to_base64
-from airflow_provider_brev.cli.transfer_paths import PathFilter, remote_path_word, validate_relpath
+from airflow_provider_brev.cli.transfer_checksums import SIGNATURE_FORMAT, SIGNATURE_RE, is_md5, md5_hex_to_base64
+from airflow_provider_brev.cli.transfer_paths import remote_path_word, validate_relpath
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -53,12 +51,7 @@ OK_MARKER = "BREV_XFER_OK"
 FAIL_MARKER = "BREV_XFER_FAIL"
 ERROR_MARKER = "BREV_XFER_ERROR"
 DONE_MARKER = "BREV_XFER_DONE"
-FILE_MARKER = "BREV_XFER_FILE"
-UNREADABLE_MARKER = "BREV_XFER_UNREADABLE"
-LISTED_MARKER = "BREV_XFER_LISTED"
-NODIR_MARKER = "BREV_XFER_NODIR"
 CLEANED_MARKER = "BREV_XFER_CLEANED"
-MANIFEST_MARKER = "BREV_XFER_MANIFEST"
 
 #: Failure codes reported by the transfer script.
 #: The failure code of a file that changed while it was read (still being written).
@@ -113,6 +106,7 @@ class TransferTask:
     :param length: parts: bytes in the part.
     :param content_md5: parts: send the part's md5 as ``Content-MD5`` (only when the URL does not sign that
         header, i.e. SigV4 URLs, which sign ``host`` only).
+    :param signature: uploads: the file's :data:`SIGNATURE_FORMAT` when it was listed (``None``: size only).
     """
 
     key: str
@@ -124,6 +118,7 @@ class TransferTask:
     offset: int = 0
     length: int = 0
     content_md5: bool = False
+    signature: str | None = None
 
     def __post_init__(self) -> None:
         if not TASK_KEY_RE.match(self.key):
@@ -139,6 +134,8 @@ class TransferTask:
             raise ValueError("A presigned URL must be an http(s) URL without spaces, quotes or backslashes.")
         if self.md5 is not None and not is_md5(self.md5):
             raise ValueError(f"Invalid md5 {self.md5!r}")
+        if self.signature is not None and not SIGNATURE_RE.match(self.signature):
+            raise ValueError(f"Invalid file signature {self.signature!r}")
         if self.op == OP_PART and (self.length <= 0 and self.file_size > 0):
             raise ValueError("A part must have a positive length")
 
@@ -159,7 +156,12 @@ def build_plan(tasks: Sequence[TransferTask]) -> str:
     for t in tasks:
         length = t.length if t.op == OP_PART else t.file_size
         lines.append(
-            "\t".join(["T", t.key, t.op, str(t.file_size), str(t.offset), str(length), t.plan_md5_field(), t.relpath])
+            "\t".join(
+                [
+                    *("T", t.key, t.op, str(t.file_size), str(t.offset), str(length), t.plan_md5_field()),
+                    *(t.signature or "-", t.relpath),
+                ]
+            )
         )
     lines.extend(f"U\t{t.key}\t{t.url}" for t in tasks)
     lines.append(f"N\t{len(tasks)}")
@@ -203,32 +205,42 @@ __x_get() {
   if ! mv -f -- "$part" "$dest"; then rm -f -- "$part"; __x_fail "$k" "move cannot move into place"; return; fi
   printf 'BREV_XFER_OK %s %s %s -\n' "$k" "$size" "$got"
 }
-__x_upload() {  # key, file to send, Content-MD5 (base64 or -), bytes, md5 (or -)
+__x_changed() {  # key, file: true when the file is no longer what the listing saw (size, times, inode)
+  local now
+  [ "${__X_SIG[$1]}" != - ] || return 1
+  now=$(find "$2" -maxdepth 0 -printf "$__X_SF") || return 0
+  [ "$now" != "${__X_SIG[$1]}" ]
+}
+__x_upload() {  # key, file to send, Content-MD5 (base64 or -), bytes, md5 (or -), [listed file read by curl]
   local k=$1 src=$2 cmd5=$3 size=$4 md5=$5 h="$__X_T/h.$1" code rc etag
   local -a hdr=(-H 'Expect:')
   [ "$cmd5" != - ] && hdr+=(-H "Content-MD5: $cmd5")
   code=$(__x_curl "$k" -T "$src" "${hdr[@]}" -D "$h" -o /dev/null); rc=$?
+  if [ -n "$6" ] && __x_changed "$k" "$6"; then __x_fail "$k" "changed while it was uploaded"; return; fi
   if [ "$rc" -ne 0 ]; then __x_fail "$k" "curl exit $rc (HTTP ${code:-000})"; return; fi
   etag=$(__x_etag "$h")
   if [ -z "$etag" ]; then __x_fail "$k" "etag missing in the response"; return; fi
   printf 'BREV_XFER_OK %s %s %s %s\n' "$k" "$size" "$md5" "$etag"
 }
-__x_put() {
-  local k=$1 src="$__X_D/${__X_R[$1]}" size
-  if ! size=$(__x_size "$src"); then __x_fail "$k" "read cannot read the file"; return; fi
-  if [ "$size" != "${__X_FS[$k]}" ]; then
-    __x_fail "$k" "changed size is now $size bytes, listed ${__X_FS[$k]}"; return
+__x_listed() {  # key, file: the file is readable and still what the listing saw (else reports why not)
+  local size
+  if ! size=$(__x_size "$2"); then __x_fail "$1" "read cannot read the file"; return 1; fi
+  if [ "$size" != "${__X_FS[$1]}" ]; then
+    __x_fail "$1" "changed size is now $size bytes, listed ${__X_FS[$1]}"; return 1
   fi
-  __x_upload "$k" "$src" "${__X_M[$k]}" "$size" -
+  if __x_changed "$1" "$2"; then __x_fail "$1" "changed rewritten since it was listed"; return 1; fi
+}
+__x_put() {
+  local k=$1 src="$__X_D/${__X_R[$1]}"
+  __x_listed "$k" "$src" || return
+  __x_upload "$k" "$src" "${__X_M[$k]}" "${__X_FS[$k]}" - "$src"
 }
 __x_part() {
   local k=$1 src="$__X_D/${__X_R[$1]}" p="$__X_T/p.$1" size md5 b64
-  if ! size=$(__x_size "$src"); then __x_fail "$k" "read cannot read the file"; return; fi
-  if [ "$size" != "${__X_FS[$k]}" ]; then
-    __x_fail "$k" "changed size is now $size bytes, listed ${__X_FS[$k]}"; return
-  fi
+  __x_listed "$k" "$src" || return
   tail -c +$((__X_O[$k] + 1)) -- "$src" | head -c "${__X_L[$k]}" > "$p"
   size=$(__x_size "$p")
+  if __x_changed "$k" "$src"; then rm -f -- "$p"; __x_fail "$k" "changed while the part was read"; return; fi
   if [ "$size" != "${__X_L[$k]}" ]; then
     rm -f -- "$p"; __x_fail "$k" "read got $size bytes of the part, expected ${__X_L[$k]}"; return
   fi
@@ -320,12 +332,13 @@ if ! mkdir -p -- "$__X_BASE" || ! mkdir -m 700 -- "$__X_T"; then
 fi
 if [ ! -f "$__X_F" ]; then echo 'BREV_XFER_ERROR the plan file is missing'; exit 0; fi
 chmod 600 -- "$__X_F"
-declare -A __X_U __X_OP __X_FS __X_O __X_L __X_M __X_R
+declare -A __X_U __X_OP __X_FS __X_O __X_L __X_M __X_SIG __X_R
 __X_K=(); __X_N=-1
-while IFS=$'\t' read -r tag k op fs off len md rp; do
+while IFS=$'\t' read -r tag k op fs off len md sig rp; do
   case $tag in
     U) __X_U[$k]=$op ;;
-    T) __X_K+=("$k"); __X_OP[$k]=$op; __X_FS[$k]=$fs; __X_O[$k]=$off; __X_L[$k]=$len; __X_M[$k]=$md; __X_R[$k]=$rp ;;
+    T) __X_K+=("$k"); __X_OP[$k]=$op; __X_FS[$k]=$fs; __X_O[$k]=$off; __X_L[$k]=$len; __X_M[$k]=$md
+       __X_SIG[$k]=$sig; __X_R[$k]=$rp ;;
     N) __X_N=$k ;;
   esac
 done < "$__X_F"
@@ -353,7 +366,7 @@ def _check_int(name: str, value: int, minimum: int) -> int:
     return value
 
 
-def _finish(script: str) -> str:
+def check_script_length(script: str) -> str:
     if len(script.encode("utf-8")) > MAX_SCRIPT_LENGTH:
         raise ValueError(f"The transfer script is longer than {MAX_SCRIPT_LENGTH} bytes.")
     return script
@@ -386,6 +399,7 @@ def build_transfer_script(
     _check_int("stall_seconds", stall_seconds, 1)
     curl = [
         "curl",
+        "--globoff",  # '[...]'/'{...}' in a file name (curl -T) or URL are literal: 'br[0].png', 'cur{ep}.ckpt'
         "--fail",
         "--silent",
         "--retry",
@@ -408,11 +422,12 @@ def build_transfer_script(
             f'__X_T="$HOME"/{XFER_BASE}/{shlex.quote(xfer_id)}',
             f"__X_PS={shlex.quote(PART_SUFFIX + '-' + xfer_id)}",
             f"__X_P={concurrency}",
+            f"__X_SF={shlex.quote(SIGNATURE_FORMAT)}",
             f"__X_BATCH={1 if parallel_downloads else 0}",
             "__X_CURL=(" + " ".join(shlex.quote(a) for a in curl) + ")",
         ]
     )
-    return _finish(header + _TRANSFER_BODY)
+    return check_script_length(header + _TRANSFER_BODY)
 
 
 def build_cleanup_script(xfer_id: str) -> str:
@@ -424,116 +439,3 @@ def build_cleanup_script(xfer_id: str) -> str:
         f'rm -rf -- "$HOME"/{XFER_BASE}/{shlex.quote(xfer_id)} 2>/dev/null; '
         f"echo {CLEANED_MARKER}; exit 0"
     )
-
-
-_LIST_BODY = r"""
-if [ ! -d "$__L_D" ]; then [ -n "$__L_C" ] && rm -f -- "$__L_C" "$__L_C".*; echo 'BREV_XFER_NODIR'; exit 0; fi
-if [ "$__L_MAN" = 1 ] && [ -f "$__L_D/$__L_MN" ]; then sed 's/^/BREV_XFER_MANIFEST /' -- "$__L_D/$__L_MN"; fi
-declare -A __l_cm=()
-__l_cw=; __l_cok=1
-if [ -n "$__L_C" ]; then
-  if [ -f "$__L_C" ]; then
-    while IFS= read -r -d '' __l_k && IFS= read -r -d '' __l_v; do __l_cm["$__l_k"]=$__l_v; done < "$__L_C"
-  fi
-  if [ "$__L_DROP" = 1 ]; then
-    rm -f -- "$__L_C" "$__L_C".*  # with the temp files of listings killed part-way
-  elif mkdir -p -- "${__L_C%/*}" && : > "$__L_C.$$"; then
-    __l_cw="$__L_C.$$"; exec 3> "$__l_cw"
-    trap 'rm -f -- "$__l_cw"' EXIT
-    trap 'rm -f -- "$__l_cw"; exit 0' HUP INT TERM PIPE
-  fi
-fi
-printf -v __l_now '%(%s)T' -1
-__l_n=0; __l_bad=0
-while IFS= read -r -d '' __l_e; do
-  __l_st=${__l_e%%//*}; __l_r=${__l_e#*//}; __l_s=${__l_st%%/*}
-  [ "$__l_r" = "$__L_MN" ] && continue
-  case $__l_r in *$'\n'*|*$'\r'*|*$'\t'*) __l_bad=$((__l_bad + 1)); continue ;; esac
-  if [ -n "$__L_INC" ] && ! [[ $__l_r =~ $__L_INC ]]; then continue; fi
-  if [ -n "$__L_EXC" ] && [[ $__l_r =~ $__L_EXC ]]; then continue; fi
-  if [ "$__L_MD5" = 1 ]; then
-    __l_c=${__l_cm["$__l_r"]-}
-    if [ -n "$__l_c" ] && [ "${__l_c% *}" = "$__l_st" ]; then
-      __l_m=${__l_c##* }
-    else
-      if ! __l_m=$(md5sum < "$__L_D/$__l_r"); then printf 'BREV_XFER_UNREADABLE %s\n' "$__l_r"; continue; fi
-      __l_m=${__l_m%% *}
-    fi
-    __l_ct=${__l_st#*/*/}; __l_ct=${__l_ct%%[./]*}
-    if [ -n "$__l_cw" ] && [ $((__l_now - __l_ct)) -ge "$__L_SETTLE" ]; then
-      printf '%s\0%s %s\0' "$__l_r" "$__l_st" "$__l_m" >&3 || __l_cok=0  # disk full: keep no partial cache
-    fi
-  else
-    __l_m=-
-  fi
-  printf 'BREV_XFER_FILE %s %s %s\n' "$__l_s" "$__l_m" "$__l_r"
-  __l_n=$((__l_n + 1))
-done < <(find -H "$__L_D" -mindepth 1 \( -name .airflow-brev -o -name '.airflow-brev-*' \) -prune \
-  -o -type f -printf '%s/%T@/%C@/%i//%P\0')
-if [ -n "$__l_cw" ]; then
-  exec 3>&-
-  if [ "$__l_cok" = 1 ]; then mv -f -- "$__l_cw" "$__L_C" || rm -f -- "$__l_cw"; else rm -f -- "$__l_cw"; fi
-fi
-printf 'BREV_XFER_LISTED %s %s\n' "$__l_n" "$__l_bad"
-exit 0
-"""
-
-
-#: What a listing does with its directory's md5 cache: ``off`` (none), ``keep`` (use it and write it back: the
-#: periodic output syncs of a running step), ``drop`` (use it, then delete it: the step's last sync).
-Md5Cache = Literal["off", "keep", "drop"]
-#: A file whose inode changed less than this many seconds before the listing is hashed again next time: a write
-#: within the same timestamp tick as the listing's ``stat`` could otherwise go unseen (git's "racily clean").
-MD5_CACHE_SETTLE_SECONDS = 2
-
-
-def md5_cache_path(remote_dir: str) -> str:
-    """Where the md5 cache of ``remote_dir`` lives, relative to the remote ``$HOME`` (outside the directory, so it
-    is never uploaded)."""
-    return f".airflow-brev/md5/{hashlib.sha256(remote_dir.encode('utf-8')).hexdigest()[:32]}"
-
-
-def build_list_script(
-    remote_dir: str,
-    path_filter: PathFilter | None = None,
-    *,
-    checksums: bool = True,
-    manifest: bool = False,
-    md5_cache: Md5Cache = "off",
-    settle_seconds: int = MD5_CACHE_SETTLE_SECONDS,
-) -> str:
-    """List the regular files under ``remote_dir`` (symlinks and special files are skipped; so is the input
-    manifest :data:`~airflow_provider_brev.cli.manifest.MANIFEST_NAME` at its top, which is never uploaded; so is
-    the provider's own working state, ``.airflow-brev`` and ``.airflow-brev-*``, when ``remote_dir`` holds it).
-
-    With ``manifest``, first prints each line of that manifest as ``BREV_XFER_MANIFEST <line>``.
-
-    With an ``md5_cache`` (see :data:`Md5Cache`; only with ``checksums``), a file whose size, mtime, ctime and inode
-    are those of the previous listing keeps the md5 that listing computed, so periodic syncs of a directory of
-    multi-GB checkpoints read each file once. The cache (:func:`md5_cache_path`) is replaced atomically; files
-    changed less than ``settle_seconds`` before the listing are not cached.
-
-    Prints ``BREV_XFER_FILE <size> <md5|-> <relpath>`` per selected file, ``BREV_XFER_UNREADABLE <relpath>``
-    for a selected file that cannot be read, then ``BREV_XFER_LISTED <count> <names skipped>`` (names with a
-    tab or newline are skipped and counted; so are names that are not UTF-8, by :func:`parse_list_output`); or ``BREV_XFER_NODIR`` when the directory does not exist.
-    Always exits 0. Parse with :func:`parse_list_output`.
-    """
-    path_filter = path_filter or PathFilter()
-    header = "\n".join(
-        [
-            "exec 2>/dev/null",
-            "export LC_ALL=C",  # patterns match bytes: a name that is not UTF-8 can never break the listing
-            f"__L_D={remote_path_word(remote_dir)}",
-            f"__L_INC={shlex.quote(path_filter.bash_include)}",
-            f"__L_EXC={shlex.quote(path_filter.bash_exclude)}",
-            f"__L_MD5={1 if checksums else 0}",
-            f"__L_MAN={1 if manifest else 0}",
-            f"__L_MN={shlex.quote(MANIFEST_NAME)}",
-            f'__L_C="$HOME"/{shlex.quote(md5_cache_path(remote_dir))}'
-            if checksums and md5_cache != "off"
-            else "__L_C=",
-            f"__L_DROP={1 if md5_cache == 'drop' else 0}",
-            f"__L_SETTLE={int(settle_seconds)}",
-        ]
-    )
-    return _finish(header + _LIST_BODY)

@@ -27,8 +27,9 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from airflow_provider_brev.cli.argv import instance_type_list
-from airflow_provider_brev.cli.manifest import normalize_directory, parse_s3_uri
+from airflow_provider_brev.cli.manifest import parse_s3_uri
 from airflow_provider_brev.cli.names import validate_instance_name, validate_owner_prefix
+from airflow_provider_brev.cli.transfer_paths import normalize_directory
 from airflow_provider_brev.exceptions import BrevInvalidInputError
 
 if TYPE_CHECKING:
@@ -416,7 +417,7 @@ def s3_uri(name: str, value: Any, *, object_key: bool = False) -> str:
 
 
 def directory(name: str, value: Any) -> str:
-    """A directory on the instance (:func:`airflow_provider_brev.cli.manifest.normalize_directory`: relative to
+    """A directory on the instance (:func:`airflow_provider_brev.cli.transfer_paths.normalize_directory`: relative to
     the remote home, ``~/...`` or absolute; no ``.``/``..`` component); returned as given.
 
     :param name: the parameter's name.

@@ -20,16 +20,19 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_brev._compat import BaseHook
+from airflow_provider_brev.cli.s3_locations import classify_s3_error, location_error
 from airflow_provider_brev.cli.transfer_checksums import (
     MD5_METADATA_KEY,
     is_md5,
     md5_hex_to_base64,
     normalize_etag,
 )
+from airflow_provider_brev.cli.transfer_paths import printable
 from airflow_provider_brev.cli.transfer_rounds import (
     DEFAULT_URL_EXPIRES_IN,
     S3Object,
     StagedDownload,
+    name_some,
     select_downloads,
     task_order,
 )
@@ -41,6 +44,7 @@ if TYPE_CHECKING:
 
     from airflow.providers.amazon.aws.hooks.s3 import S3Hook
 
+    from airflow_provider_brev.cli.s3_locations import S3Problem
     from airflow_provider_brev.cli.transfer_paths import PathFilter
     from airflow_provider_brev.cli.transfer_rounds import StagedUpload
 
@@ -123,6 +127,33 @@ class S3StagingHook(BaseHook):
         with contextlib.suppress(Exception):
             self.client.delete_object(Bucket=self.bucket, Key=key)
 
+    # -- reachability ----------------------------------------------------------------------------
+    def _problem(self, prefix: str) -> tuple[S3Problem, str] | None:
+        """``None`` when ``prefix`` can be listed (one key at most is asked for), else what is wrong and S3's
+        error code (or botocore's exception name)."""
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        try:
+            self.client.list_objects_v2(Bucket=self.bucket, Prefix=prefix, MaxKeys=1)
+        except ClientError as err:
+            code = _error_code(err)
+            status = getattr(err, "response", {}).get("ResponseMetadata", {}).get("HTTPStatusCode")
+            return classify_s3_error(code, status if isinstance(status, int) else None), code
+        except BotoCoreError as err:
+            return classify_s3_error(type(err).__name__), type(err).__name__
+        return None
+
+    def check_location(self, prefix: str, *, what: str) -> None:
+        """Before anything is created: ``s3://bucket/prefix`` can be listed with this connection, else raise
+        :class:`~airflow_provider_brev.exceptions.BrevS3LocationError` (no such bucket, access denied: no retry) or
+        :class:`~airflow_provider_brev.exceptions.BrevTransientError`, naming the location, ``what`` declares it
+        and the connection (:mod:`airflow_provider_brev.cli.s3_locations`)."""
+        found = self._problem(prefix)
+        if found is not None:
+            problem, code = found
+            uri = f"s3://{self.bucket}/{prefix}"
+            raise location_error(problem, uri=uri, what=what, aws_conn_id=self.aws_conn_id, code=code)
+
     # -- listing ---------------------------------------------------------------------------------
     def list_prefix(self, prefix: str) -> list[S3Object]:
         """Every object under ``prefix`` but "directory" markers (keys ending in ``/``)."""
@@ -148,15 +179,33 @@ class S3StagingHook(BaseHook):
                 continue
             found.append(S3Object(key, int(head["ContentLength"]), normalize_etag(head.get("ETag"))))
         if missing:
-            raise BrevTransferError(f"S3 object(s) not found in bucket {self.bucket}: {', '.join(missing)}.")
+            bucket = self._problem("")
+            if bucket is not None and bucket[0] == "missing":  # a HEAD's 404 does not tell the bucket from the key
+                self.check_location("", what="s3_bucket")
+            raise BrevTransferError(f"S3 object(s) not found in bucket {self.bucket}: {name_some(missing)}.")
         return found
 
-    def list_downloads(self, *, prefix: str, keys: list[str] | None, path_filter: PathFilter) -> list[StagedDownload]:
-        """The objects to download (under ``prefix``, or the explicit ``keys``) that pass ``path_filter``, each
-        with the md5 the instance must verify: the ETag when it is a plain md5, else this provider's metadata
-        (multipart uploads), else none (size only)."""
+    def select(
+        self, objects: Iterable[S3Object], prefix: str | None, path_filter: PathFilter, log: Any = None
+    ) -> list[StagedDownload]:
+        """:func:`~airflow_provider_brev.cli.transfer_rounds.select_downloads`, with one warning (to ``log``, or
+        this hook's) naming the objects skipped because no safe path on the instance can hold them."""
+        items, skipped = select_downloads(objects, prefix, path_filter)
+        if skipped:
+            (log or self.log).warning(
+                "Skipping %d object(s) of s3://%s/%s that no safe path on the instance can hold: %s",
+                *(len(skipped), self.bucket, printable(prefix or ""), name_some(skipped, separator="; ")),
+            )
+        return items
+
+    def list_downloads(
+        self, *, prefix: str, keys: list[str] | None, path_filter: PathFilter, log: Any = None
+    ) -> list[StagedDownload]:
+        """The objects to download (under ``prefix``, or the explicit ``keys``) that pass ``path_filter`` (see
+        :meth:`select`), each with the md5 the instance must verify: the ETag when it is a plain md5, else this
+        provider's metadata (multipart uploads), else none (size only)."""
         objects = self.list_prefix(prefix) if keys is None else self.head_keys(keys)
-        return self.add_md5_sources(select_downloads(objects, prefix if keys is None else None, path_filter))
+        return self.add_md5_sources(self.select(objects, prefix if keys is None else None, path_filter, log))
 
     def add_md5_sources(self, items: list[StagedDownload]) -> list[StagedDownload]:
         """Set each item's md5 from its ETag, or (multipart objects) from this provider's metadata (one
@@ -225,7 +274,13 @@ class S3StagingHook(BaseHook):
                 url = self.presign_put(upload.key, upload.md5)
                 tasks.append(
                     TransferTask(
-                        key=key, op=OP_PUT, relpath=upload.relpath, file_size=upload.size, url=url, md5=upload.md5
+                        key=key,
+                        op=OP_PUT,
+                        relpath=upload.relpath,
+                        file_size=upload.size,
+                        url=url,
+                        md5=upload.md5,
+                        signature=upload.signature,
                     )
                 )
                 continue
@@ -243,6 +298,7 @@ class S3StagingHook(BaseHook):
                         length=length,
                         # SigV4 URLs sign only ``host``: the instance may add a Content-MD5 header S3 then checks
                         content_md5="X-Amz-Signature=" in url,
+                        signature=upload.signature,
                     )
                 )
         return tasks

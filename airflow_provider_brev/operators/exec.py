@@ -282,6 +282,7 @@ class BrevExecOperator(BrevBaseOperator):
         self._validate()
         self._ti = context["ti"]
         self._prepare_command()
+        self._step_data(context).check_locations()  # every S3 location reachable, before anything is created
         seconds = self._timeout_seconds()
         deadline = None if seconds is None else time.time() + seconds
         self._deferring = False

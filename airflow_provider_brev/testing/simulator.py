@@ -67,6 +67,9 @@ FAULT_KINDS: dict[str, int | None] = {
     "slow_create": 1,  # seconds=, instance=; the next create's POST succeeds, then its CLI answers that much later
     # instance=, mode="deleted"|"failure", message=, and one trigger: after_seconds= | when_file= | at_epoch=
     "instance_lost": 1,
+    # a gate, not a failure: run= (bash, in the sandbox HOME) runs to its end right before the next exec whose
+    # command contains match= (instance=): deterministic changes between two steps of the provider
+    "before_exec": 1,
 }
 
 _TIMING_KEYS = tuple(_cat.DEFAULT_TIMINGS)

@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_brev.cli.transfer_checksums import MIB, S3_MAX_PART_SIZE, S3_MIN_PART_SIZE
+from airflow_provider_brev.cli.transfer_paths import printable
 from airflow_provider_brev.cli.transfer_rounds import describe_failures, name_some, parse_keys
 from airflow_provider_brev.cli.validation import bool_value, integer
 from airflow_provider_brev.exceptions import (  # re-exported
@@ -97,7 +98,9 @@ class S3ToBrevOperator(BrevS3TransferBaseOperator):
             )
         s = self._settings()
         staging = self._staging_hook(s)
-        items = staging.list_downloads(prefix=s.prefix, keys=keys, path_filter=s.path_filter)
+        if keys is None:  # explicit keys: each is looked up first (a missing bucket is named then)
+            staging.check_location(s.prefix, what="s3_bucket/s3_prefix")
+        items = staging.list_downloads(prefix=s.prefix, keys=keys, path_filter=s.path_filter, log=self.log)
         source = s.s3_uri if keys is None else f"{len(keys)} key(s)"
         if not items:
             self._nothing_to_do(s, f"Nothing to download from {source}")
@@ -202,6 +205,7 @@ class BrevToS3Operator(BrevS3TransferBaseOperator):
         threshold = integer("multipart_threshold", self.multipart_threshold, minimum=0)
         part_size = integer("part_size", self.part_size, minimum=S3_MIN_PART_SIZE, maximum=S3_MAX_PART_SIZE)
         staging = self._staging_hook(s)
+        staging.check_location(s.prefix, what="s3_bucket/s3_prefix")  # before the first brev call
         runner = self._runner(s, staging)
         listed = runner.list_remote()
         if listed.missing_dir:
@@ -218,7 +222,10 @@ class BrevToS3Operator(BrevS3TransferBaseOperator):
             )
         for upload in skipped:
             self.log.info(
-                "Already in S3 with the same content: s3://%s/%s (%d bytes).", s.bucket, upload.key, upload.size
+                "Already in S3 with the same content: s3://%s/%s (%d bytes).",
+                s.bucket,
+                printable(upload.key),
+                upload.size,
             )
         skipped_keys = {upload.key for upload in skipped}
         to_send = [u for u in uploads if u.key not in skipped_keys]

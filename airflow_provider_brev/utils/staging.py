@@ -25,8 +25,9 @@ Two layers, one code path:
     - Outputs: the directory is listed with md5s, files already in S3 with the same size and md5/ETag are skipped,
       new and changed files are uploaded (changed ones replace the object: the instance is the newer copy).
       Nothing is ever deleted in S3, and the manifest is never uploaded. Safe to call repeatedly while a command
-      runs (periodic checkpoint sync) and once more at the end; a file that changes while it is uploaded fails
-      that file (``changed``), and the next call picks it up.
+      runs (periodic checkpoint sync) and once more at the end; a file that changes between the listing and the
+      upload of its last byte (size, times or inode: a checkpoint saved again in place) fails that file
+      (``changed``) instead of reaching S3 with the md5 of its earlier content, and the next call picks it up.
 
     Both return one :class:`SyncReport` per entry (``to_dict()`` for XCom: no secret in it) and raise
     :class:`~airflow_provider_brev.exceptions.BrevTransferError` naming each file that still failed after the
@@ -54,7 +55,8 @@ from airflow_provider_brev.cli.manifest import (
     validate_inputs,
     validate_outputs,
 )
-from airflow_provider_brev.cli.transfer_paths import PathFilter
+from airflow_provider_brev.cli.transfer_listing import build_list_script
+from airflow_provider_brev.cli.transfer_paths import PathFilter, printable
 from airflow_provider_brev.cli.transfer_reports import TransferReport, parse_list_output, parse_transfer_output, redact
 from airflow_provider_brev.cli.transfer_rounds import (
     DEFAULT_URL_EXPIRES_IN,
@@ -65,14 +67,12 @@ from airflow_provider_brev.cli.transfer_rounds import (
     describe_failures,
     name_some,
     plan_uploads,
-    select_downloads,
     task_order,
     transfer_settings,
 )
 from airflow_provider_brev.cli.transfer_scripts import (
     CHANGED,
     build_cleanup_script,
-    build_list_script,
     build_plan,
     build_transfer_script,
     plan_path,
@@ -80,11 +80,12 @@ from airflow_provider_brev.cli.transfer_scripts import (
 from airflow_provider_brev.exceptions import BrevCLIError, BrevTimeoutError, BrevTransferError, BrevTransientError
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator, Mapping
+    from collections.abc import Callable, Iterable, Iterator, Mapping
 
     from airflow_provider_brev.cli.manifest import StagingPair
+    from airflow_provider_brev.cli.transfer_listing import Md5Cache
     from airflow_provider_brev.cli.transfer_reports import ListReport
-    from airflow_provider_brev.cli.transfer_scripts import Md5Cache, TransferTask
+    from airflow_provider_brev.cli.transfer_scripts import TransferTask
     from airflow_provider_brev.hooks.brev import BrevHook
     from airflow_provider_brev.hooks.s3_staging import S3StagingHook
 
@@ -93,6 +94,7 @@ __all__ = [
     "SyncReport",
     "TransferOutcome",
     "TransferRunner",
+    "check_locations",
     "sync_inputs",
     "sync_outputs",
     "validate_inputs",
@@ -220,14 +222,15 @@ class TransferRunner:
         def settle(key: str, item: StagedDownload, report: TransferReport) -> Failure | None:
             problem = item.settle(key, report)
             if problem is not None and item.suspects_etag(problem) and staging.recheck_md5_source(item):
-                self.log.info("s3://%s/%s is KMS-encrypted: its ETag is not an md5.", s.bucket, item.key)
+                self.log.info("s3://%s/%s is KMS-encrypted: its ETag is not an md5.", s.bucket, printable(item.key))
             return problem
 
         def done(item: StagedDownload) -> None:
             if log_each:
                 verified = "md5 verified" if item.md5 else "size verified"
                 self.log.info(
-                    "Downloaded s3://%s/%s -> %s (%d bytes, %s).", s.bucket, item.key, item.relpath, item.size, verified
+                    "Downloaded s3://%s/%s -> %s (%d bytes, %s).",
+                    *(s.bucket, printable(item.key), printable(item.relpath), item.size, verified),
                 )
 
         return self.rounds(items, staging.download_tasks, settle, done)
@@ -236,7 +239,7 @@ class TransferRunner:
     def list_remote(self, *, checksums: bool = True, manifest: bool = False, md5_cache: Md5Cache = "off") -> ListReport:
         """List the directory (a failed exec is retried); raises when it cannot be read.
 
-        :param md5_cache: see :data:`~airflow_provider_brev.cli.transfer_scripts.Md5Cache`.
+        :param md5_cache: see :data:`~airflow_provider_brev.cli.transfer_listing.Md5Cache`.
         """
         s = self.settings
         script = build_list_script(
@@ -288,7 +291,8 @@ class TransferRunner:
         def done(upload: StagedUpload) -> None:
             parts = f", {upload.part_count} parts" if upload.multipart else ""
             (self.log.info if log_each else self.log.debug)(
-                "Uploaded %s -> s3://%s/%s (%d bytes%s).", upload.relpath, s.bucket, upload.key, upload.size, parts
+                "Uploaded %s -> s3://%s/%s (%d bytes%s).",
+                *(printable(upload.relpath), s.bucket, printable(upload.key), upload.size, parts),
             )
 
         outcome = TransferOutcome()
@@ -361,6 +365,19 @@ def _runners(
         yield pair, TransferRunner(hook, settings, hooks[pair.bucket], log)
 
 
+def check_locations(locations: Iterable[tuple[str, str, str]], *, aws_conn_id: str | None) -> None:
+    """Before anything is created: every ``(bucket, prefix, what declares it)`` can be listed with
+    ``aws_conn_id`` (:meth:`~airflow_provider_brev.hooks.s3_staging.S3StagingHook.check_location`; one client per
+    bucket, one request per distinct location); raises naming the first that cannot."""
+    from airflow_provider_brev.hooks.s3_staging import S3StagingHook  # boto3 and S3Hook: only when run
+
+    hooks: dict[str, S3StagingHook] = {}
+    for bucket, prefix, what in dict.fromkeys(locations):
+        if bucket not in hooks:
+            hooks[bucket] = S3StagingHook(bucket=bucket, aws_conn_id=aws_conn_id)
+        hooks[bucket].check_location(prefix, what=what)
+
+
 def _finish(pair: StagingPair, what: str, outcome: TransferOutcome, skipped: int, started: float) -> SyncReport:
     """The entry's report; raises naming every file still failed after the last round."""
     if outcome.failures:
@@ -397,7 +414,7 @@ def sync_inputs(
     for pair, runner in _runners(hook, instance, validate_inputs(inputs), aws_conn_id, log, concurrency):
         started = time.monotonic()
         staging, remote = runner.staging, runner.settings.remote
-        listing = select_downloads(staging.list_prefix(pair.prefix), pair.prefix, PathFilter())
+        listing = staging.select(staging.list_prefix(pair.prefix), pair.prefix, PathFilter(), log)
         if any(item.relpath == MANIFEST_NAME for item in listing):
             log.warning("Ignoring %s%s: that name is the sync manifest.", pair.uri, MANIFEST_NAME)
             listing = [item for item in listing if item.relpath != MANIFEST_NAME]
@@ -432,6 +449,8 @@ def sync_outputs(
     log: Log,
     concurrency: int = DEFAULT_SYNC_CONCURRENCY // 2,
     final: bool = True,
+    multipart_threshold: int = DEFAULT_MULTIPART_THRESHOLD,
+    part_size: int = DEFAULT_PART_SIZE,
 ) -> list[SyncReport]:
     """Upload what is new or changed in every ``outputs`` directory (see the module doc); a directory that does
     not exist (yet) uploads nothing. Returns one report per entry, in order.
@@ -443,7 +462,10 @@ def sync_outputs(
     :param log: progress (counts, never a URL).
     :param concurrency: parallel uploads (files or parts) on the instance.
     :param final: the command has ended. A periodic sync (``False``) leaves files that change while being read
-        (still being written: a log, ``status.json``) to the next sync instead of failing.
+        (still being written: a log, ``status.json``, a checkpoint saved again in place) to the next sync instead
+        of failing.
+    :param multipart_threshold: files larger than this go up in parts.
+    :param part_size: bytes per part.
     """
     reports = []
     for pair, runner in _runners(hook, instance, validate_outputs(outputs), aws_conn_id, log, concurrency):
@@ -456,7 +478,7 @@ def sync_outputs(
             log.info("Output %s does not exist (yet): nothing to upload to %s.", remote, pair.uri)
             reports.append(_finish(pair, "", TransferOutcome(), 0, started))
             continue
-        uploads = runner.list_uploads(listed, threshold=DEFAULT_MULTIPART_THRESHOLD, part_size=DEFAULT_PART_SIZE)
+        uploads = runner.list_uploads(listed, threshold=multipart_threshold, part_size=part_size)
         identical, _different = staging.compare_existing(uploads, pair.prefix)
         same = {u.key for u in identical}
         to_send = [u for u in uploads if u.key not in same]
@@ -471,7 +493,7 @@ def sync_outputs(
                 "%d file(s) in %s changed while being uploaded (still being written); the next sync uploads them: %s",
                 len(still_written),
                 remote,
-                ", ".join(sorted(still_written)[:5]),
+                name_some(sorted(still_written), limit=5),
             )
             outcome.failures = {}
         reports.append(

@@ -18,10 +18,16 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_brev.cli.manifest import validate_inputs, validate_outputs
-from airflow_provider_brev.cli.transfer_paths import PathFilter
+from airflow_provider_brev.cli.transfer_paths import PathFilter, printable
 from airflow_provider_brev.cli.transfer_rounds import DEFAULT_URL_EXPIRES_IN, transfer_settings
 from airflow_provider_brev.exceptions import BrevError, BrevInvalidInputError, BrevTransferError
-from airflow_provider_brev.utils.staging import DEFAULT_TRANSFER_TIMEOUT, TransferRunner, sync_inputs, sync_outputs
+from airflow_provider_brev.utils.staging import (
+    DEFAULT_TRANSFER_TIMEOUT,
+    TransferRunner,
+    check_locations,
+    sync_inputs,
+    sync_outputs,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping
@@ -109,6 +115,15 @@ class StepData:
         return data
 
     # -- syncs ---------------------------------------------------------------------------------------
+    def check_locations(self) -> None:
+        """Before anything is created: every ``inputs``/``outputs`` location can be listed with ``aws_conn_id``
+        (:func:`~airflow_provider_brev.utils.staging.check_locations`); raises
+        :class:`~airflow_provider_brev.exceptions.BrevS3LocationError` (no bucket, access denied) otherwise."""
+        locations = [(p.bucket, p.prefix, "inputs") for p in validate_inputs(self.inputs)]
+        locations += [(p.bucket, p.prefix, "outputs") for p in validate_outputs(self.outputs)]
+        if locations:
+            check_locations(locations, aws_conn_id=self.aws_conn_id)
+
     def sync_inputs(self, instance: str) -> list[dict[str, Any]]:
         """Bring the inputs up to date on ``instance`` (incremental); raises ``BrevTransferError``."""
         if not self.inputs:
@@ -194,6 +209,6 @@ def restore_newest(
     )
     outcome = TransferRunner(hook, settings, staging, log).download(items)
     if outcome.failures:
-        raise BrevTransferError(f"Could not restore {pair.uri}{chosen} to {instance}:{pair.directory}.")
-    log.info("Restored %s%s -> %s:%s.", pair.uri, chosen, instance, pair.directory)
+        raise BrevTransferError(f"Could not restore {pair.uri}{printable(chosen)} to {instance}:{pair.directory}.")
+    log.info("Restored %s%s -> %s:%s.", pair.uri, printable(chosen), instance, pair.directory)
     return chosen

@@ -113,3 +113,38 @@ for deferrable in (False, True):
         )
         delete = BrevDeleteInstanceOperator(task_id="delete", instance_name=create.output)
         create >> train >> delete.as_teardown(setups=create)
+
+
+# A step whose S3 locations cannot be used (the bucket does not exist): refused before anything is created, in
+# ephemeral mode and on an existing instance ("busy-box", which the test creates in the simulator directly).
+for mode, target in (("ephemeral", {"gpu": "L40S:1"}), ("on_instance", {"instance_name": "busy-box"})):
+    with DAG(
+        dag_id=f"brev_durable_missing_bucket_{mode}",
+        schedule=None,
+        start_date=START,
+        params={"in_bucket": "b", "out_bucket": "b"},
+    ):
+        BrevExecOperator(
+            task_id="run",
+            command="ls work/in",
+            inputs={"s3://{{ params.in_bucket }}/inputs/": "work/in"},
+            outputs={"work/out": "s3://{{ params.out_bucket }}/runs/out/"},
+            retries=2,
+            retry_delay=timedelta(0),
+            poll_interval=0.2,
+            ready_timeout=60,
+            **target,  # type: ignore[arg-type]
+        )
+
+
+with DAG(dag_id="brev_durable_stray_keys", schedule=None, start_date=START, params={"bucket": "b"}):
+    # An input prefix holding keys no file on the instance can be named after (a//b, ../x): skipped, named.
+    BrevExecOperator(
+        task_id="run",
+        gpu="L40S:1",
+        command="mkdir -p work/out && ls -R work/in > work/out/inputs.txt",
+        inputs={"s3://{{ params.bucket }}/odd/": "work/in"},
+        outputs={"work/out": "s3://{{ params.bucket }}/odd-out/"},
+        poll_interval=0.2,
+        ready_timeout=60,
+    )

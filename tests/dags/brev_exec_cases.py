@@ -171,3 +171,32 @@ with DAG(dag_id="brev_exec_secret_printed", schedule=None, start_date=START, par
     deferred = BrevExecOperator(task_id="deferred", deferrable=True, poll_interval=0.2, **printed)  # type: ignore[arg-type]
     delete = BrevDeleteInstanceOperator(task_id="delete", instance_name=create.output)
     create >> detached >> foreground >> deferred >> delete.as_teardown(setups=create)
+
+
+with DAG(dag_id="brev_exec_secret_multiline", schedule=None, start_date=START, params={"pem": "", "credential": ""}):
+    # Multi-line secrets (a PEM key, a pretty-printed JSON credential) printed by the command, in every mode, on
+    # success (the last line is one of the key's lines) and on failure (the error message quotes the last line).
+    create = BrevCreateInstanceOperator(task_id="create", gpu="L40S:1", ready_timeout=60, poll_interval=0.2)
+    prints = (
+        'printf "%s\\n" "$PEM"; printf "%s\\n" "$CREDENTIAL"; echo "plain output stays"; '
+        'printf "%s\\n" "$PEM" | sed -n 2p'
+    )
+    multiline = {
+        "secret_env": {"PEM": "{{ params.pem }}", "CREDENTIAL": "{{ params.credential }}"},
+        "instance_name": create.output,
+        "poll_interval": 0.2,
+    }
+    steps = [
+        BrevExecOperator(task_id="detached", command=prints, **multiline),  # type: ignore[arg-type]
+        BrevExecOperator(task_id="foreground", command=prints, detach=False, **multiline),  # type: ignore[arg-type]
+        BrevExecOperator(task_id="deferred", command=prints, deferrable=True, **multiline),  # type: ignore[arg-type]
+        BrevExecOperator(task_id="detached_fails", command=prints + "; exit 3", **multiline),  # type: ignore[arg-type]
+        BrevExecOperator(
+            task_id="foreground_fails",
+            command=prints + "; exit 3",
+            detach=False,
+            **multiline,  # type: ignore[arg-type]
+        ),
+    ]
+    delete = BrevDeleteInstanceOperator(task_id="delete", instance_name=create.output)
+    create >> steps >> delete.as_teardown(setups=create)

@@ -10,7 +10,11 @@ from datetime import datetime
 
 from airflow.sdk import DAG, task
 
-from airflow_provider_brev.operators.brev import BrevCreateInstanceOperator, BrevDeleteInstanceOperator
+from airflow_provider_brev.operators.brev import (
+    BrevCreateInstanceOperator,
+    BrevDeleteInstanceOperator,
+    BrevExecOperator,
+)
 from airflow_provider_brev.transfers import BrevToS3Operator, S3ToBrevOperator
 
 START = datetime(2026, 1, 1)
@@ -110,3 +114,27 @@ with DAG(
     )
     delete = BrevDeleteInstanceOperator(task_id="delete", instance_name=create.output)
     download >> delete.as_teardown(setups=create)
+
+
+with DAG(dag_id="brev_transfer_resaved_checkpoint", schedule=None, start_date=START, params={"bucket": ""}):
+    # A 6 MiB checkpoint goes up in two parts; the test re-saves it in place between the listing and the upload.
+    create = BrevCreateInstanceOperator(task_id="create", gpu="L40S:1", ready_timeout=60, poll_interval=0.2)
+    save = BrevExecOperator(
+        task_id="save",
+        instance_name=create.output,
+        command=f"mkdir -p ckpt && head -c {6 * MIB} /dev/zero | tr '\\0' A > ckpt/model.pth",
+        poll_interval=0.2,
+    )
+    upload = BrevToS3Operator(
+        task_id="upload",
+        instance_name=create.output,
+        remote_dir="ckpt",
+        s3_bucket="{{ params.bucket }}",
+        s3_prefix="ckpts/",
+        multipart_threshold=5 * MIB,
+        part_size=5 * MIB,
+        concurrency=1,
+        curl_retries=0,
+    )
+    delete = BrevDeleteInstanceOperator(task_id="delete", instance_name=create.output)
+    create >> save >> upload >> delete.as_teardown(setups=create)

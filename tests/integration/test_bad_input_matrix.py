@@ -80,6 +80,8 @@ CASES = [
     ("download", {"s3_keys": ["in/a"]}, "Pass either s3_prefix"),
     ("download", {"remote_dir": "data\nin"}, "remote_dir must be text without NUL characters or newlines"),
     ("download", {"remote_dir": ""}, "remote_dir must be a non-empty string"),
+    ("download", {"remote_dir": "~"}, "remote_dir: The directory '~' is the remote home itself"),
+    ("download", {"remote_dir": "~/.ssh/../.airflow-brev"}, "remote_dir: The directory"),
     ("download", {"include": "[a\\b]"}, "include: Pattern '[a\\\\b]'"),
     ("download", {"exclude": [""]}, "Every exclude pattern must be a non-empty string"),
     ("download", {"aws_conn_id": CONN}, "aws_conn_id must be a connection id"),
@@ -95,6 +97,10 @@ CASES = [
     ("upload", {"s3_prefix": "out\x00/"}, "s3_prefix must be text without NUL characters or newlines"),
     ("upload", {"remote_dir": "a\rb"}, "remote_dir must be text without NUL characters or newlines"),
     ("upload", {"transfer_timeout": "inf"}, "transfer_timeout must be a positive number of seconds"),
+    ("upload", {"remote_dir": "~/"}, "remote_dir: The directory '~/' is the remote home itself"),
+    ("upload", {"remote_dir": "."}, "remote_dir: The directory '.' is the remote home itself"),
+    ("upload", {"remote_dir": "/"}, "remote_dir: The directory '/' is the root directory"),
+    ("upload", {"remote_dir": "$HOME"}, "remote_dir: The directory '$HOME' starts with a variable"),
     ("upload", {"overwrite": BOOL}, "overwrite must be a boolean"),
     ("upload", {"multipart_threshold": -1}, "multipart_threshold must be a whole number >= 0"),
     ("upload", {"part_size": 1024}, "part_size must be a whole number >= 5242880 and <= 5368709120"),
@@ -123,6 +129,20 @@ EXEC_CASES = [
     ("exec", {"instance_name": NAME, "gpu": None}, "instance_name: Invalid instance name"),
     ("exec", {"inputs": {"http://bucket/in/": "data"}}, "Expected an s3://bucket/prefix URI"),
     ("exec", {"outputs": {"../out": "s3://bucket/out/"}}, "outputs"),
+    # a step's directories are its own: never the home, the provider's state, a variable (measured: "~" uploaded
+    # the whole home, "~" as an input wrote over ~/.bashrc, and "~" next to "~/ckpt" passed the overlap check)
+    ("exec", {"outputs": {"~": "s3://bucket/out/"}}, ("outputs: The directory '~' is the remote home", "work/out")),
+    ("exec", {"inputs": {"s3://bucket/in/": "~"}}, "inputs: The directory '~' is the remote home itself"),
+    ("exec", {"outputs": {"~": "s3://bucket/a/", "~/ckpt": "s3://bucket/b/"}}, "'~' is the remote home itself"),
+    ("exec", {"outputs": {"~/": "s3://bucket/out/"}}, "outputs: The directory '~/' is the remote home itself"),
+    ("exec", {"inputs": {"s3://bucket/in/": "."}}, "inputs: The directory '.' is the remote home itself"),
+    ("exec", {"inputs": {"s3://bucket/in/": "./"}}, "inputs: The directory './' is the remote home itself"),
+    ("exec", {"inputs": {"s3://bucket/in/": ""}}, "inputs: A directory on the instance must be a non-empty path"),
+    ("exec", {"outputs": {"$HOME": "s3://bucket/out/"}}, "outputs: The directory '$HOME' starts with a variable"),
+    ("exec", {"outputs": {"~/.airflow-brev/jobs": "s3://bucket/o/"}}, "outputs: The directory '~/.airflow-brev/jobs'"),
+    ("exec", {"inputs": {"s3://bucket/in/": ".airflow-brev"}}, "is the provider's own working state"),
+    ("exec", {"outputs": {"/home/ubuntu": "s3://bucket/out/"}}, "'/home/ubuntu' is, or holds, a home directory"),
+    ("exec", {"outputs": {"/": "s3://bucket/out/"}}, "outputs: The directory '/' is the root directory"),
     ("exec", {"brev_conn_id": CONN}, "brev_conn_id must be a connection id"),
     ("exec_max_lifetime", {}, "max_lifetime " + SECONDS),
     ("exec_require_docker", {}, "require_docker must be a boolean"),
@@ -149,6 +169,7 @@ EXEC_CASES = [
     ("tao", {"spec_file": "a\nb"}, "spec_file must be text without NUL characters or newlines"),
     ("tao", {"results_dir": "../results"}, "results_dir: "),
     ("tao", {"results_dir": ""}, "results_dir must be a non-empty string"),
+    ("tao", {"results_dir": "~"}, "results_dir: The directory '~' is the remote home itself"),
     ("tao", {"overrides": ["a=1"]}, "overrides must be a dict"),
     ("tao", {"overrides": {"bad key": 1}}, "The TAO command cannot be built: Invalid override key 'bad key'"),
     ("tao", {"mounts": {"data": "relative"}}, "mounts['data'] must be an absolute container path"),
@@ -276,8 +297,8 @@ def test_other_defaults_get_past_validation_to_brev(run_case, brev_sim, task_log
     assert "BrevInvalidInputError" not in task_logs.text
 
 
-def test_upload_defaults_get_past_validation_to_the_instance(run_case, brev_sim, task_logs):
-    ti = _single_task(run_case("upload"))
+def test_upload_defaults_get_past_validation_to_the_instance(run_case, brev_sim, aws_connection, task_logs):
+    ti = _single_task(run_case("upload", {"s3_bucket": aws_connection.bucket}))  # a bucket that exists
     assert ti.state == "failed"  # the instance does not exist...
     assert ti.try_number == 3  # (a retriable error)...
     assert cli_calls(brev_sim, "exec")  # ...which only `brev` could tell

@@ -164,3 +164,38 @@ def test_tao_train_lost_at_70_percent_resumes_from_its_last_checkpoint(
     train_keys = [k for k in aws_connection.keys("runs/") if "/train/model_epoch_009_" in k]
     assert train_keys, aws_connection.keys("runs/")  # the final checkpoint is in S3
     wait_for_no_instances(brev_sim)
+
+
+@pytest.mark.parametrize("mode", ["ephemeral", "on_instance"])
+@pytest.mark.parametrize("missing", ["in_bucket", "out_bucket"])
+def test_a_missing_bucket_fails_the_step_before_any_brev_call(run_dag, brev_sim, inputs, task_logs, mode, missing):
+    brev_sim.create_instance_directly("busy-box")
+    absent = "no-such-bucket-" + inputs.bucket.removeprefix("brev-test-")
+    conf = {"in_bucket": inputs.bucket, "out_bucket": inputs.bucket, missing: absent}
+    dag_run = run_dag(f"brev_durable_missing_bucket_{mode}", conf=conf)
+    (ti,) = dag_run.get_task_instances()
+    assert ti.state == "failed" and ti.try_number == 1  # no retry spent: the same bucket cannot appear by itself
+    text = task_logs.text
+    assert "BrevS3LocationError" in text
+    where = f"s3://{absent}/inputs/ (inputs)" if missing == "in_bucket" else f"s3://{absent}/runs/out/ (outputs)"
+    assert f"Cannot reach {where} with the AWS connection 'aws_default': the bucket does not exist" in text
+    assert "NoSuchBucket" in text
+    assert cli_calls(brev_sim, "create") == []  # nothing was created...
+    assert brev_sim.calls() == []  # ...nor asked of brev at all
+
+
+def test_stray_keys_in_an_input_prefix_are_skipped_and_named(run_dag, brev_sim, aws_connection, task_logs):
+    aws = aws_connection
+    for key in ("odd/ok.txt", "odd/sub/b.txt", "odd/junk//x", "odd/../escape", "odd/bell\x07/./y"):
+        aws.put(key, b"data\n")
+    dag_run = run_dag("brev_durable_stray_keys", conf={"bucket": aws.bucket})
+    assert run_state(dag_run) == "success", task_states(dag_run)
+    result = xcom(dag_run, "run")
+    assert [(r["transferred"], r["skipped"]) for r in result["sync"]["inputs"]] == [(2, 0)]
+    assert aws.get("odd-out/inputs.txt").decode().split() == ["work/in:", "ok.txt", "sub", "work/in/sub:", "b.txt"]
+    text = task_logs.text
+    assert "Skipping 3 object(s) of s3://" in text
+    for named in ("odd/junk//x", "odd/../escape", "odd/bell\\x07/./y"):
+        assert named in text
+    assert "\x07" not in text  # the control character reached no log line raw
+    wait_for_no_instances(brev_sim)

@@ -5,6 +5,7 @@ Every test is a real dag.test() run against the simulator (both CLI profiles whe
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
@@ -313,6 +314,42 @@ def test_a_secret_printed_by_the_command_is_redacted_everywhere(run_dag, brev_si
     name = only_instance_name(brev_sim)
     leftovers = [p for p in brev_sim.sandbox(name).rglob("*") if p.is_file() and secret in p.read_text(errors="ignore")]
     assert leftovers == []  # not even the job's log on the instance holds it
+
+
+def test_every_line_of_a_multi_line_secret_printed_by_the_command_is_redacted(run_dag, brev_sim, task_logs):
+    key_lines = [base64.b64encode(os.urandom(48)).decode() for _ in range(3)]
+    pem = "-----BEGIN PRIVATE KEY-----\n" + "\n".join(key_lines) + "\n-----END PRIVATE KEY-----\n"
+    key_id = os.urandom(10).hex()
+    credential = json.dumps({"type": "service_account", "private_key_id": key_id, "private_key": pem}, indent=2)
+    secret_lines = [*key_lines, key_id]
+    dag_run = run_dag("brev_exec_secret_multiline", conf={"pem": pem, "credential": credential})
+    states = task_states(dag_run)
+    assert states == {
+        "create": "success",
+        "detached": "success",
+        "foreground": "success",
+        "deferred": "success",
+        "detached_fails": "failed",
+        "foreground_fails": "failed",
+        "delete": "success",
+    }, states
+    for task_id in ("detached", "foreground", "deferred"):
+        result = next(t for t in dag_run.get_task_instances() if t.task_id == task_id).xcom_pull(task_ids=task_id)
+        assert result["last_line"] == "***", task_id  # the key's second line, redacted on the instance
+        for line in secret_lines:
+            assert line not in json.dumps(result, default=str), task_id
+    text = task_logs.text
+    assert "plain output stays" in text and "-----END" not in text  # not everything is redacted; this line is
+    assert text.count("failed with exit code 3: ***") >= 2  # the error messages quote the redacted last line
+    for line in secret_lines:
+        assert line not in text
+    name = only_instance_name(brev_sim)
+    leftovers = [
+        p
+        for p in brev_sim.sandbox(name).rglob("*")
+        if p.is_file() and any(line in p.read_text(errors="ignore") for line in secret_lines)
+    ]
+    assert leftovers == []  # not even the job logs on the instance hold a line of them
 
 
 class _TaskInstance:

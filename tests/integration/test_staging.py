@@ -12,7 +12,7 @@ import pytest
 from test_transfers import URL_MARKERS, install_flaky_curl
 
 from airflow_provider_brev.cli.manifest import MANIFEST_NAME
-from airflow_provider_brev.cli.transfer_scripts import md5_cache_path
+from airflow_provider_brev.cli.transfer_listing import md5_cache_path
 from airflow_provider_brev.exceptions import BrevInvalidInputError, BrevTransferError
 from airflow_provider_brev.utils.staging import sync_inputs, sync_outputs, validate_inputs, validate_outputs
 
@@ -200,7 +200,8 @@ def test_periodic_output_syncs_keep_an_md5_cache_that_the_last_sync_removes(box,
         (validate_inputs, {"s3://bucket/p": "../etc"}, "'..'"),
         (validate_inputs, {"s3://bucket/p": "a/./b"}, "'.'"),
         (validate_inputs, {"s3://bucket/p": "d\x00"}, "NUL"),
-        (validate_inputs, {"s3://bucket/p": "/"}, "below the home"),
+        (validate_inputs, {"s3://bucket/p": "/"}, "is the root directory"),
+        (validate_inputs, {"s3://bucket/p": "~"}, "is the remote home itself"),
         (validate_inputs, {"s3://bucket/a": "data", "s3://bucket/b": "~/data/x"}, "overlap"),
         (validate_inputs, ["s3://bucket/p"], "mapping"),
         (validate_outputs, {"out": "s3://bucket/a/../b"}, "'..'"),
@@ -222,3 +223,51 @@ def test_shapes_are_normalised():
     )
     assert [p.directory for p in validate_outputs({"~/out": "s3://b-1/x", "/out": "s3://b-1/y"})] == ["~/out", "/out"]
     assert validate_inputs(None) == [] and validate_inputs({}) == []
+
+
+ROUND = "airflow-provider-brev transfer round"  # the first line of every transfer round's script
+MIB = 1024 * 1024
+
+
+@pytest.mark.parametrize("multipart", [True, False], ids=["multipart", "single-put"])
+def test_a_checkpoint_saved_again_between_listing_and_upload_is_left_to_the_next_sync(
+    box, brev_sim, aws_connection, multipart
+):
+    """The file is rewritten in place, same size, after the sync listed (and hashed) it and before its upload
+    round (a simulator gate, not timing): it must not reach S3 with the md5 of what it held before."""
+    aws = aws_connection
+    size = 6 * MIB
+    out = box.home / "work/out"
+    out.mkdir(parents=True)
+    (out / "model.pth").write_bytes(b"A" * size)
+    resave = f"head -c {size} /dev/zero | tr '\\0' B > work/out/model.pth"
+    brev_sim.set_fault("before_exec", match=ROUND, run=resave, times=1)
+    outputs = {"work/out": f"s3://{aws.bucket}/runs/r3"}
+    sizes = {"multipart_threshold": 5 * MIB if multipart else 64 * MIB, "part_size": 5 * MIB}
+
+    (first,) = sync_outputs(
+        box.hook, INSTANCE, outputs, aws_conn_id="aws_default", log=box.logger, final=False, **sizes
+    )
+    assert (first.transferred, first.skipped) == (0, 0)
+    assert "changed while being uploaded" in box.lines.text and "model.pth" in box.lines.text
+    assert aws.keys("runs/r3/") == []  # nothing with a stale md5 reached S3
+    assert not aws.client.list_multipart_uploads(Bucket=aws.bucket).get("Uploads")
+
+    (last,) = sync_outputs(box.hook, INSTANCE, outputs, aws_conn_id="aws_default", log=box.logger, **sizes)
+    assert last.transferred == 1
+    assert aws.get("runs/r3/model.pth") == b"B" * size
+    # A later input sync of that prefix (a TAO resume from S3) verifies every byte against the recorded md5.
+    (restored,) = box.sync_in({f"s3://{aws.bucket}/runs/r3/": "restored"})
+    assert restored.transferred == 1
+    assert (box.home / "restored/model.pth").read_bytes() == b"B" * size
+
+
+def test_the_final_sync_of_a_file_rewritten_during_it_fails_naming_it(box, brev_sim, aws_connection):
+    aws = aws_connection
+    out = box.home / "work/out"
+    out.mkdir(parents=True)
+    (out / "status.json").write_text('{"epoch": 1}')
+    brev_sim.set_fault("before_exec", match=ROUND, run="printf '{\"epoch\": 2}' > work/out/status.json", times=1)
+    with pytest.raises(BrevTransferError, match=r"status\.json \(changed: rewritten since it was listed\)"):
+        box.sync_out({"work/out": f"s3://{aws.bucket}/runs/r4"})
+    assert aws.keys("runs/r4/") == []

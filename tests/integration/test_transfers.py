@@ -21,7 +21,7 @@ from helpers import run_state, task_states
 
 from airflow_provider_brev.cli.transfer_checksums import MD5_METADATA_KEY
 from airflow_provider_brev.cli.transfer_scripts import PART_SUFFIX
-from airflow_provider_brev.exceptions import BrevInvalidInputError
+from airflow_provider_brev.exceptions import BrevInvalidInputError, BrevS3LocationError
 from airflow_provider_brev.transfers import (
     BrevToS3Operator,
     BrevTransferConflictError,
@@ -156,6 +156,67 @@ def test_round_trip_nested_dir_with_multipart_file(run_dag, brev_sim_both, aws_c
     assert "Downloaded s3://" in text and "sub/deep/big.bin (11534336 bytes, md5 verified)" in text
     assert "Uploaded sub/deep/big.bin" in text and "3 parts" in text
     assert_no_secret_anywhere(brev_sim, aws, task_logs)
+    wait_for_no_instances(brev_sim)
+
+
+def test_names_with_glob_characters_round_trip(run_dag, brev_sim, aws_connection, task_logs):
+    """curl globs ``[...]`` and ``{...}`` in what it uploads (``-T``) and in URLs unless told not to."""
+    aws = aws_connection
+    files = {
+        "br[0].png": b"bracketed\n",
+        "cur{ep}.ckpt": b"braced\n",
+        "sub[1]/a{b,c}.txt": b"both\n",
+        "h#1 [x].txt": b"hash and space\n",
+        "big[2].bin": __import__("random").Random(3).randbytes(6 * MIB),  # multipart on the way up
+    }
+    for rel, data in files.items():
+        aws.put(f"globs/{rel}", data)
+    expected = {rel: md5(data) for rel, data in files.items()}
+    dag_run = run_dag("brev_transfer_round_trip", conf=conf(aws, in_prefix="globs/", expected=expected))
+    assert run_state(dag_run) == "success", task_states(dag_run)
+    assert xcom(dag_run, "download")["files"] == len(files)
+    assert xcom(dag_run, "upload")["uploaded"] == len(files) + 1  # + generated/result.txt
+    for rel, data in files.items():
+        assert aws.get(f"results/{rel}") == data, rel
+    assert "curl exit" not in task_logs.text
+    wait_for_no_instances(brev_sim)
+
+
+def test_a_checkpoint_saved_again_during_a_multipart_upload_never_reaches_s3_with_a_stale_md5(
+    run_dag, brev_sim, aws_connection, task_logs
+):
+    """Same size, rewritten in place after the listing hashed it and before its parts are read (a simulator
+    gate right before the upload round, not timing): before, S3 got the new bytes under the old md5 and every
+    later download of it failed its md5 check."""
+    aws = aws_connection
+    size = 6 * MIB
+    resave = f"head -c {size} /dev/zero | tr '\\0' B > ckpt/model.pth"
+    brev_sim.set_fault("before_exec", match="airflow-provider-brev transfer round", run=resave, times=1)
+    dag_run = run_dag("brev_transfer_resaved_checkpoint", conf={"bucket": aws.bucket})
+    states = task_states(dag_run)
+    assert (states["save"], states["upload"], states["delete"]) == ("success", "failed", "success"), states
+    assert brev_sim.faults() == []  # the gate fired
+    assert "model.pth (changed: part 1: rewritten since it was listed)" in task_logs.text
+    assert aws.keys("ckpts/") == []  # the upload was refused, not completed with the old file's md5
+    assert not aws.client.list_multipart_uploads(Bucket=aws.bucket).get("Uploads")  # and aborted
+    wait_for_no_instances(brev_sim)
+
+
+def test_control_characters_in_file_names_reach_no_log_line_raw(run_dag, brev_sim, aws_connection, task_logs):
+    aws = aws_connection
+    files = {"clear\x1b[2Jscreen.txt": b"esc\n", "bell\x07.txt": b"bel\n", "rtl\u202etxt.exe": b"bidi\n"}
+    for rel, data in files.items():
+        aws.put(f"odd/{rel}", data)
+    expected = {rel: md5(data) for rel, data in files.items()}
+    dag_run = run_dag("brev_transfer_round_trip", conf=conf(aws, in_prefix="odd/", expected=expected))
+    assert run_state(dag_run) == "success", task_states(dag_run)
+    for rel, data in files.items():
+        assert aws.get(f"results/{rel}") == data  # the names themselves are kept, byte for byte
+    text = task_logs.text
+    for shown in ("clear\\x1b[2Jscreen.txt", "bell\\x07.txt", "rtl\\u202etxt.exe"):
+        assert f"-> {shown} (" in text and f"Uploaded {shown} -> " in text  # download and upload lines
+    for raw in ("\x1b[2J", "\x07", "\u202e"):
+        assert raw not in text
     wait_for_no_instances(brev_sim)
 
 
@@ -400,6 +461,51 @@ def test_upload_that_keeps_failing_aborts_and_names_the_file(instance, brev_sim,
         op.execute({})
     assert aws.keys("fail/") == ["fail/ok.txt"]  # what was verified stays; the failed file is not there
     assert not aws.client.list_multipart_uploads(Bucket=aws.bucket).get("Uploads")  # aborted, parts not billed
+
+
+@pytest.mark.parametrize(
+    ("operator", "kwargs"),
+    [
+        (S3ToBrevOperator, {"s3_prefix": "in/", "remote_dir": "data"}),
+        (S3ToBrevOperator, {"s3_keys": ["in/a.txt"], "remote_dir": "data"}),
+        (BrevToS3Operator, {"s3_prefix": "out/", "remote_dir": "data"}),
+    ],
+    ids=["download-prefix", "download-keys", "upload"],
+)
+def test_a_missing_bucket_fails_a_transfer_before_any_brev_call(brev_sim, aws_connection, operator, kwargs):
+    absent = "no-such-bucket-" + aws_connection.bucket.removeprefix("brev-test-")
+    op = operator(task_id="t", instance_name=INSTANCE, s3_bucket=absent, **kwargs)
+    with pytest.raises(BrevS3LocationError, match=rf"Cannot reach s3://{absent}/\S* \(s3_bucket.*'aws_default'") as err:
+        op.execute({})
+    assert "the bucket does not exist" in str(err.value) and "(NoSuchBucket)" in str(err.value)
+    assert brev_sim.calls() == []
+
+
+def test_an_unreachable_s3_endpoint_is_a_transient_error_not_a_permanent_one(brev_sim, aws_connection, monkeypatch):
+    from fixtures_s3 import DUMMY_ACCESS_KEY_ID, DUMMY_SECRET_ACCESS_KEY, REGION, _free_port
+
+    from airflow_provider_brev.exceptions import BrevTransientError, retry_policy
+
+    closed = f"http://127.0.0.1:{_free_port()}"  # nothing listens there
+    extra = {"endpoint_url": closed, "region_name": REGION, "config_kwargs": {"retries": {"max_attempts": 1}}}
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_AWS_DOWN",
+        json.dumps(
+            {"conn_type": "aws", "login": DUMMY_ACCESS_KEY_ID, "password": DUMMY_SECRET_ACCESS_KEY, "extra": extra}
+        ),
+    )
+    op = BrevToS3Operator(
+        task_id="t",
+        instance_name=INSTANCE,
+        s3_bucket="b-1",
+        s3_prefix="out/",
+        remote_dir="data",
+        aws_conn_id="aws_down",
+    )
+    with pytest.raises(BrevTransientError, match=r"S3 did not answer for s3://b-1/out/ .*'aws_down'") as err:
+        op.execute({})
+    assert retry_policy(err.value) == "hook" and "EndpointConnectionError" in str(err.value)
+    assert brev_sim.calls() == []
 
 
 def test_upload_edge_cases(instance, aws_connection):

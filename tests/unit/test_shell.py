@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import time
 
 import pytest
 
+from airflow_provider_brev.cli.job_scripts import build_secret_env_file
 from airflow_provider_brev.cli.shell import (
     FOREGROUND_KILLED,
     FOREGROUND_NONE,
@@ -16,6 +18,8 @@ from airflow_provider_brev.cli.shell import (
     build_once_command,
     env_prefix,
     parse_once_marker,
+    redact_filter,
+    secret_fragments,
     stale_secret_cleanup,
     strip_once_stdout,
     validate_env,
@@ -196,3 +200,123 @@ def test_stale_secret_cleanup_removes_named_and_old_files_only(tmp_path):
     done = run(stale_secret_cleanup(["try1"]), tmp_path)
     assert done.returncode == 0
     assert (named.exists(), old.exists(), fresh.exists()) == (False, False, True)
+
+
+# --- multi-line secrets: a PEM key, a pretty-printed JSON credential ------------------------------------------
+
+PEM = (
+    "-----BEGIN PRIVATE KEY-----\n"
+    "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7VJTUt9Us8cKj\n"
+    "MzEfYyjiWA4R4/M2bS1GB4t7NXp98C3SC6dVMvDuictGeurT8jNbvJZHtCSuYEvu\n"
+    "Zw==\n"
+    "-----END PRIVATE KEY-----\n"
+)
+CREDENTIAL = (
+    "{\n"
+    '  "type": "service_account",\n'
+    '  "private_key_id": "5f1e0c2a9b7d4e3f8a6b",\n'
+    '  "client_email": "trainer@example-project.iam.gserviceaccount.com",\n'
+    '  "scopes": [\n'
+    '    "storage"\n'
+    "  ],\n"
+    '  "n": 1\r\n'
+    "}"
+)
+#: What must leave the instance redacted: every line that carries part of a secret.
+SECRET_LINES = [
+    "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7VJTUt9Us8cKj",
+    "MzEfYyjiWA4R4/M2bS1GB4t7NXp98C3SC6dVMvDuictGeurT8jNbvJZHtCSuYEvu",
+    '"private_key_id": "5f1e0c2a9b7d4e3f8a6b",',
+    '"client_email": "trainer@example-project.iam.gserviceaccount.com",',
+]
+
+
+def awks() -> list[str]:
+    """The awks this machine has: the filter must work with mawk (Ubuntu's awk) and gawk alike."""
+    found = [name for name in ("mawk", "gawk") if shutil.which(name)]
+    assert found
+    return found
+
+
+def with_awk(tmp_path, awk: str) -> dict[str, str]:
+    """PATH whose ``awk`` is ``awk``."""
+    bin_dir = tmp_path / f"bin-{awk}"
+    bin_dir.mkdir(exist_ok=True)
+    (bin_dir / "awk").unlink(missing_ok=True)
+    (bin_dir / "awk").symlink_to(shutil.which(awk))
+    return {"HOME": str(tmp_path), "PATH": f"{bin_dir}:/usr/bin:/bin"}
+
+
+def test_secret_fragments_of_single_and_multi_line_values():
+    assert secret_fragments("") == []
+    assert secret_fragments("ab") == ["ab"]  # a one-line value is redacted whole, however short
+    assert secret_fragments(" padded ") == [" padded "]
+    assert secret_fragments(PEM) == ["-----BEGIN PRIVATE KEY-----", *SECRET_LINES[:2], "-----END PRIVATE KEY-----"]
+    assert secret_fragments(CREDENTIAL) == [
+        '"type": "service_account",',
+        *SECRET_LINES[2:],
+        '"scopes": [',
+        '"storage"',
+        '"n": 1',
+    ]
+    # Empty, tiny and punctuation-only lines are not secrets: redacting them would redact all output.
+    assert secret_fragments('{\n\n  },\n-----\n\t[""]\nab\nabcd\n') == []
+    assert secret_fragments("é€\nÄÖ\nü\n") == ["é€"]  # bytes count (5 and 4 here), as the filter counts them
+
+
+@pytest.mark.parametrize("awk", awks())
+def test_every_line_of_a_multi_line_secret_leaves_redacted(tmp_path, awk):
+    secret = tmp_path / "s.env"
+    secret.write_text(build_secret_env_file({"PEM": PEM, "CREDENTIAL": CREDENTIAL}))
+    command = 'printf "%s\\n" "$PEM"; printf "%s\\n" "$CREDENTIAL" >&2; echo "plain output stays"; echo "{"'
+    script = build_once_command(
+        command,
+        run_id=f"multi-{awk}",
+        marker=MARKER,
+        secret_env_path=str(secret),
+        secret_names=["CREDENTIAL", "PEM"],
+    )
+    done = subprocess.run(["bash", "-c", script], env=with_awk(tmp_path, awk), capture_output=True, text=True)
+    for line in SECRET_LINES:
+        assert line not in done.stdout + done.stderr
+    assert "5f1e0c2a9b7d4e3f8a6b" not in done.stdout + done.stderr
+    assert done.stdout.splitlines()[:8] == ["***", "***", "***", "Zw==", "***", "", "plain output stays", "{"]
+    assert done.stderr.splitlines()[:4] == ["{", "  ***", "  ***", "  ***"]
+    assert parse_once_marker(done.stderr.splitlines(), MARKER) == 0
+
+
+@pytest.mark.parametrize("awk", awks())
+@pytest.mark.parametrize(
+    "value",
+    [PEM, CREDENTIAL, "one-line", "x", "a\nb", "line one\r\nline two\r\n", "  spaced out  \n}\n", "ÄÖ\né€\nü\n"],
+)
+def test_the_filter_redacts_exactly_the_fragments_the_masker_knows(tmp_path, awk, value):
+    """The rule is written twice (awk on the instance, Python for Airflow's masker): they must agree."""
+    lines = [*value.split("\n"), value, "no secret here"]
+    done = subprocess.run(
+        ["bash", "-c", redact_filter(["V"])],
+        input=("\n".join(lines) + "\n").encode(),
+        env={**with_awk(tmp_path, awk), "V": value},
+        capture_output=True,
+    )
+    expected = []
+    for line in "\n".join(lines).split("\n"):
+        for fragment in sorted(secret_fragments(value), key=len, reverse=True):
+            line = line.replace(fragment, "***")
+        expected.append(line)
+    assert done.stdout.decode().split("\n")[:-1] == expected
+
+
+def test_the_airflow_masker_knows_every_line_of_a_multi_line_secret():
+    try:
+        from airflow.sdk.log import redact
+    except ImportError:  # Airflow 3.0
+        from airflow.sdk.execution_time.secrets_masker import redact
+
+    from airflow_provider_brev._compat import mask_secret
+
+    mask_secret(PEM)
+    mask_secret(CREDENTIAL)
+    for line in SECRET_LINES:
+        assert redact(f"[box] {line}") == "[box] ***"
+    assert redact("{") == "{" and redact("}") == "}"  # trivial lines stay

@@ -4,6 +4,7 @@ downloads, and how the manifest on the instance is written and read back."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -14,8 +15,11 @@ from airflow_provider_brev.cli.manifest import (
     parse_manifest,
     plan_input_sync,
     render_manifest,
+    validate_inputs,
+    validate_outputs,
 )
 from airflow_provider_brev.cli.transfer_rounds import StagedDownload
+from airflow_provider_brev.exceptions import BrevInvalidInputError
 
 SOURCE = "s3://bucket/ds/"
 
@@ -88,3 +92,59 @@ def test_manifest_path_for_brev_copy():
     assert manifest_remote_path("data/ds") == "data/ds/.brev-manifest.jsonl"
     assert manifest_remote_path("~/data") == "data/.brev-manifest.jsonl"
     assert manifest_remote_path("/mnt/ds") == "/mnt/ds/.brev-manifest.jsonl"
+
+
+# --- step directories: below the home, never the home, the root, a variable or the provider's own state -------
+
+HOME_ITSELF = "is the remote home itself"
+STATE = "is the provider's own working state"
+
+
+@pytest.mark.parametrize(
+    ("directory", "why"),
+    [
+        ("~", HOME_ITSELF),
+        ("~/", HOME_ITSELF),
+        ("~//", HOME_ITSELF),
+        ("~/.", HOME_ITSELF),
+        (".", HOME_ITSELF),
+        ("./", HOME_ITSELF),
+        ("/", "is the root directory"),
+        ("$HOME", "starts with a variable, which is never expanded"),
+        ("${HOME}/ckpt", "starts with a variable, which is never expanded"),
+        ("~ubuntu/out", "names another user's home"),
+        ("/home", "is, or holds, a home directory"),
+        ("/home/ubuntu/", "is, or holds, a home directory"),
+        ("/root", "is, or holds, a home directory"),
+        (".airflow-brev", STATE),
+        ("~/.airflow-brev/jobs", STATE),
+        (".airflow-brev-secret-x.env", STATE),
+        ("work/.airflow-brev-part-1", STATE),
+        ("/home/ubuntu/.airflow-brev", STATE),
+        ("", "must be a non-empty path"),
+        ("a/../b", "without empty, '.' or '..' components"),
+        ("./out", "without empty, '.' or '..' components"),
+    ],
+)
+def test_directories_that_are_not_a_steps_own_are_refused(directory, why):
+    with pytest.raises(BrevInvalidInputError, match=re.escape(why)) as err:
+        validate_outputs({directory: "s3://bucket/out/"})
+    assert str(err.value).startswith("outputs: ")  # names the parameter...
+    assert "e.g. 'work/out'" in str(err.value) or "non-empty" in str(err.value)  # ...and what to write instead
+    with pytest.raises(BrevInvalidInputError, match="^inputs: "):
+        validate_inputs({"s3://bucket/in/": directory})
+
+
+@pytest.mark.parametrize(
+    ("directory", "normalised"),
+    [("data", "data"), ("~/data/", "~/data"), ("/mnt/data/", "/mnt/data"), ("/home/ubuntu/out", "/home/ubuntu/out")],
+)
+def test_directories_below_the_home_or_elsewhere_are_accepted(directory, normalised):
+    assert [p.directory for p in validate_outputs({directory: "s3://bucket/out/"})] == [normalised]
+
+
+def test_the_home_and_a_directory_in_it_are_refused_not_taken_for_two_places():
+    with pytest.raises(BrevInvalidInputError, match="remote home itself"):
+        validate_outputs({"~": "s3://bucket/a/", "~/ckpt": "s3://bucket/b/"})
+    with pytest.raises(BrevInvalidInputError, match="overlap"):
+        validate_outputs({"ckpt": "s3://bucket/a/", "~/ckpt/best": "s3://bucket/b/"})

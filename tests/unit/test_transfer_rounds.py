@@ -5,13 +5,14 @@ from __future__ import annotations
 import pytest
 
 from airflow_provider_brev.cli.transfer_checksums import MIB, S3_MAX_PARTS, multipart_etag
-from airflow_provider_brev.cli.transfer_paths import PathFilter
+from airflow_provider_brev.cli.transfer_paths import PathFilter, printable
 from airflow_provider_brev.cli.transfer_reports import RemoteFile, parse_transfer_output
 from airflow_provider_brev.cli.transfer_rounds import (
     S3Object,
     StagedDownload,
     StagedUpload,
     describe_failures,
+    name_some,
     parse_keys,
     plan_uploads,
     select_downloads,
@@ -56,7 +57,11 @@ def test_settings_are_normalised():
     [
         ({"instance_name": "Bad Name"}, "Invalid instance name"),
         ({"s3_bucket": ""}, "s3_bucket"),
-        ({"remote_dir": " "}, "remote directory"),
+        ({"remote_dir": " "}, "remote_dir: A directory on the instance must be a non-empty path"),
+        ({"remote_dir": "~"}, "remote_dir: The directory '~' is the remote home itself"),
+        ({"remote_dir": "."}, "remote_dir: The directory '.' is the remote home itself"),
+        ({"remote_dir": "/"}, "remote_dir: The directory '/' is the root directory"),
+        ({"remote_dir": "~/.airflow-brev"}, "remote_dir: .*the provider's own working state"),
         ({"include": "[a\\b]"}, "bracket expression"),
         ({"max_attempts": 0}, "max_attempts must be a whole number >= 1"),
         ({"max_attempts": 2.5}, "max_attempts must be a whole number"),
@@ -90,13 +95,41 @@ def test_task_order_and_failure_descriptions():
 
 def test_downloads_land_relative_to_the_prefix_or_by_basename():
     objects = [S3Object("in/b/x.bin", 2, MD5_B), S3Object("in/a.bin", 1, MD5_A), S3Object("in/a.txt", 1, MD5_A)]
-    selected = select_downloads(objects, "in/", PathFilter.create("*.bin"))
+    selected, skipped = select_downloads(objects, "in/", PathFilter.create("*.bin"))
     assert [(d.relpath, d.key) for d in selected] == [("a.bin", "in/a.bin"), ("b/x.bin", "in/b/x.bin")]
-    assert [d.relpath for d in select_downloads(objects[:2], None, PathFilter())] == ["a.bin", "x.bin"]
-    with pytest.raises(BrevInvalidInputError, match="both a file and a directory prefix"):
-        select_downloads([S3Object("p/a", 1, ""), S3Object("p/a/b", 1, "")], "p/", PathFilter())
-    with pytest.raises(BrevInvalidInputError, match="safe paths"):
-        select_downloads([S3Object("p/../x", 1, "")], "p/", PathFilter())
+    assert skipped == []
+    assert [d.relpath for d in select_downloads(objects[:2], None, PathFilter())[0]] == ["a.bin", "x.bin"]
+    with pytest.raises(BrevInvalidInputError, match="Several keys map to the same file: x.bin"):
+        select_downloads([S3Object("p/x.bin", 1, ""), S3Object("q/x.bin", 1, "")], None, PathFilter())
+
+
+def test_keys_no_safe_path_can_hold_are_skipped_and_named_not_fatal():
+    objects = [
+        S3Object("in/ok.txt", 1, MD5_A),
+        S3Object("in/junk//x", 1, MD5_A),
+        S3Object("in/../escape", 1, MD5_A),
+        S3Object("in/./dot", 1, MD5_A),
+        S3Object("in/tab\there", 1, MD5_A),
+        S3Object("in/a", 1, MD5_A),  # a file and the "directory" of in/a/b
+        S3Object("in/a/b", 1, MD5_B),
+    ]
+    selected, skipped = select_downloads(objects, "in/", PathFilter())
+    assert [d.relpath for d in selected] == ["a/b", "ok.txt"]
+    assert skipped == [
+        "in/junk//x: 'junk//x' has an empty, '.' or '..' component",
+        "in/../escape: '../escape' has an empty, '.' or '..' component",
+        "in/./dot: './dot' has an empty, '.' or '..' component",
+        "in/tab\there: 'tab\\there' contains a tab, newline or NUL character",
+        "in/a: also the directory of other keys",
+    ]
+
+
+def test_names_in_messages_never_carry_control_characters():
+    assert printable("ok/name é.txt") == "ok/name é.txt"
+    assert printable("evil\x1b[2Jname\x07\x7f\x9b") == "evil\\x1b[2Jname\\x07\\x7f\\x9b"
+    assert printable("invoice\u202efdp.exe") == "invoice\\u202efdp.exe"  # a bidi override: reads as "exe.pdf"
+    assert name_some(["a\x1b[31m", "b"]) == "a\\x1b[31m, b"
+    assert describe_failures({"x\x1b]0;t\x07": ("curl", "exit 22")}) == "x\\x1b]0;t\\x07 (curl: exit 22)"
 
 
 def test_a_download_settles_only_with_the_expected_size_and_md5():

@@ -24,6 +24,7 @@ from airflow_provider_brev.cli.transfer_checksums import (
     multipart_etag,
     split_parts,
 )
+from airflow_provider_brev.cli.transfer_listing import build_list_script
 from airflow_provider_brev.cli.transfer_paths import (
     PathFilter,
     find_path_conflicts,
@@ -41,7 +42,6 @@ from airflow_provider_brev.cli.transfer_scripts import (
     PART_SUFFIX,
     TransferTask,
     build_cleanup_script,
-    build_list_script,
     build_plan,
     build_transfer_script,
     plan_path,
@@ -457,6 +457,71 @@ def test_upload_of_a_changed_file_is_refused(s3, instance):
     assert report.failed["0"][0] == "changed"
     with pytest.raises(s3.exceptions.ClientError):
         s3.head_object(Bucket=BUCKET, Key="up2/f")
+
+
+def listed_signature(instance, directory: str, relpath: str) -> str:
+    report = parse_list_output(instance.run(build_list_script(directory)).stdout.splitlines())
+    (entry,) = [f for f in report.files if f.relpath == relpath]
+    assert entry.signature
+    return entry.signature
+
+
+def test_a_put_whose_file_is_rewritten_in_place_while_curl_sends_it_fails_as_changed(s3, instance):
+    (instance.home / "r").mkdir()
+    (instance.home / "r/ckpt").write_bytes(b"A" * 5000)
+    signature = listed_signature(instance, "r", "ckpt")
+    instance.set_curl(pre=f"[[ $* == *-T* ]] && printf '%5000s' '' > {instance.home}/r/ckpt")  # same size, in place
+    data_md5 = md5(b"A" * 5000)
+    url = s3.generate_presigned_url(
+        "put_object", Params={"Bucket": BUCKET, "Key": "up3/ckpt", "ContentMD5": md5_hex_to_base64(data_md5)}
+    )
+    task = TransferTask(key="0", op=OP_PUT, relpath="ckpt", file_size=5000, url=url, md5=data_md5, signature=signature)
+    instance.ship("u3", [task])
+    done = instance.run(build_transfer_script(xfer_id="u3", remote_dir="r"))
+    report = parse_transfer_output(done.stdout.splitlines())
+    # S3 refuses the body (its Content-MD5 is the listed one; moto does not check it): either way it is no success
+    assert report.failed.get("0") == ("changed", "while it was uploaded"), done.stdout
+
+
+def test_a_part_of_a_file_rewritten_after_an_earlier_part_was_read_fails_as_changed(s3, instance):
+    (instance.home / "r").mkdir()
+    (instance.home / "r/big").write_bytes(b"A" * (6 * MIB))
+    signature = listed_signature(instance, "r", "big")
+    rewrite = f"echo B >> {instance.home}/r/big; truncate -s {6 * MIB} {instance.home}/r/big"  # same size, in place
+    once = instance.home / "rewritten"
+    instance.set_curl(pre=f"[[ $* == *-T* && ! -e {once} ]] && touch {once} && {{ {rewrite}; }}")
+    upload_id = s3.create_multipart_upload(Bucket=BUCKET, Key="up4/big")["UploadId"]
+    tasks = [
+        TransferTask(
+            key=f"0.{number}",
+            op=OP_PART,
+            relpath="big",
+            file_size=6 * MIB,
+            offset=offset,
+            length=length,
+            url=s3.generate_presigned_url(
+                "upload_part", Params={"Bucket": BUCKET, "Key": "up4/big", "UploadId": upload_id, "PartNumber": number}
+            ),
+            signature=signature,
+        )
+        for number, offset, length in split_parts(6 * MIB, 5 * MIB)
+    ]
+    instance.ship("u4", tasks)
+    done = instance.run(build_transfer_script(xfer_id="u4", remote_dir="r", concurrency=1))
+    report = parse_transfer_output(done.stdout.splitlines())
+    assert "0.1" in report.ok  # read and sent before the file changed: its bytes are the listed ones
+    assert report.failed["0.2"] == ("changed", "rewritten since it was listed")
+    s3.abort_multipart_upload(Bucket=BUCKET, Key="up4/big", UploadId=upload_id)
+
+
+def test_plan_carries_the_listed_signature_and_refuses_a_malformed_one():
+    ok = {"key": "0", "op": OP_PUT, "relpath": "a b", "file_size": 1, "url": "https://h/b/k?X-Amz-Signature=abc"}
+    plan = build_plan([TransferTask(**ok, signature="1/1733061234.1234567890/1733061234.1234567890/42")])
+    assert "\t1/1733061234.1234567890/1733061234.1234567890/42\ta b\n" in plan
+    assert "\t-\ta b\n" in build_plan([TransferTask(**ok)])
+    for bad in ("1/2/3", "1/2/3/4\tx", "$(id)", ""):
+        with pytest.raises(ValueError, match="signature"):
+            TransferTask(**ok, signature=bad)
 
 
 # -------------------------------------------------------------------------------------------- listing

@@ -45,11 +45,10 @@ def run_remote(ctx: Ctx, inst: dict, alias: str, command: str, host: bool) -> in
     loss_armed = any(f.get("kind") == LOSS_KIND for f in st["faults"])
     home = os.path.join(sandbox_dir(ctx.root, inst["id"]), "home")
     os.makedirs(home, exist_ok=True)
+    _run_before_exec(ctx, inst, command, home, host)
     proc = subprocess.Popen(
         ["bash", "-c", command],
-        cwd=home,
-        env=sandbox_env(ctx, inst, host),
-        stdin=subprocess.DEVNULL,
+        **_in_sandbox(ctx, inst, home, host),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         start_new_session=True,
@@ -108,6 +107,26 @@ def run_remote(ctx: Ctx, inst: dict, alias: str, command: str, host: bool) -> in
             return 255
         return 128 - rc
     return rc
+
+
+def _in_sandbox(ctx: Ctx, inst: dict, home: str, host: bool) -> dict[str, Any]:
+    """How a command runs on the instance: in its sandbox HOME, with its environment, stdin closed."""
+    import subprocess
+
+    return {"cwd": home, "env": sandbox_env(ctx, inst, host), "stdin": subprocess.DEVNULL}
+
+
+def _run_before_exec(ctx: Ctx, inst: dict, command: str, home: str, host: bool) -> None:
+    """A ``before_exec`` gate: its ``run`` snippet runs in the sandbox, to its end, right before a matching command
+    (e.g. a file rewritten between a listing and the transfer round that reads it)."""
+    import subprocess
+
+    with ctx.store.txn() as st:
+        gate = take_fault(st, "before_exec", instance=inst["name"], match=command)
+    if gate is not None:
+        snippet = ["bash", "-c", str(gate.get("run") or ":")]
+        sandbox = _in_sandbox(ctx, inst, home, host)
+        subprocess.run(snippet, **sandbox, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
 
 
 def _drop_due(drop: dict, started: float, nbytes: int) -> bool:
