@@ -217,6 +217,7 @@ class _Walker:
         self.found: list[tuple[int, int, str, str, str, int, int, bool]] = []
         self.applied = False
         self.trailing: set[int] = set()
+        self.skipped_tuples: set[int] = set()
 
     # -- walking -------------------------------------------------------------------------------------------
     def walk(self, node: ast.AST, parent: ast.AST | None = None) -> ast.AST | None:
@@ -310,10 +311,17 @@ class _Walker:
                     self._count("shell")
             if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
                 self._count("skip")
+            if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Tuple):  # Generator[A, B, C]: a type
+                self.undo.append(self._skip_slice(node.slice))
             if isinstance(node, ast.JoinedStr):
                 self._count("skip")
             if isinstance(node, ast.Raise) or (isinstance(node, ast.Call) and _is_message_call(node)):
                 self._count("no_text")
+
+        def _skip_slice(self, node: ast.Tuple) -> Callable[[], None]:
+            skipped = self.walker.skipped_tuples
+            skipped.add(id(node))
+            return lambda: skipped.discard(id(node))
 
         def _count(self, attr: str) -> None:
             ctx = self.walker.ctx
@@ -378,6 +386,7 @@ class _Walker:
         elif (
             isinstance(node, ast.Tuple | ast.List | ast.Set)
             and ctx.shell == 0
+            and id(node) not in self.skipped_tuples
             and isinstance(getattr(node, "ctx", ast.Load()), ast.Load)
             and len(node.elts) >= 2
             and all(_plain(e) for e in node.elts)

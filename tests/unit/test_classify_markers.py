@@ -18,6 +18,8 @@ from airflow_provider_brev.cli.classify import (
     Marker,
     classify_failure,
     is_logged_out,
+    last_error_text,
+    login_failure,
     strip_breadcrumbs,
 )
 from airflow_provider_brev.exceptions import (
@@ -343,3 +345,40 @@ def test_every_breadcrumb_pattern_has_a_line_and_a_look_alike():
 def test_breadcrumbs_are_stripped_and_look_alikes_are_kept(crumb, look_alike):
     assert strip_breadcrumbs(f"{crumb}\nreal error") == "real error"
     assert strip_breadcrumbs(f"{look_alike}\nreal error") == f"{look_alike}\nreal error"
+
+
+def test_the_cli_message_is_the_stderr_tail_or_else_stdout():
+    error = classify_failure("ls", 3, "no oauth found for token\nsomething on stdout\n", "")
+    assert error.cli_message == "something on stdout"
+    assert error.command == "ls"
+    assert "`brev ls` failed with exit code 3" in str(error)
+    long_error = classify_failure("ls", 1, "ignored", "x" * 2500 + "END")
+    assert long_error.cli_message == ("x" * 2500 + "END")[-2000:]
+    assert last_error_text("  " + "y" * 2000 + "  ") == "y" * 2000
+    assert last_error_text("abc", limit=2) == "bc"
+    assert strip_breadcrumbs("") == ""
+
+
+@pytest.mark.parametrize(
+    ("stdout", "stderr", "expected"),
+    [
+        # a server error during login is retried by the caller, not reported as a bad token
+        ("", f"{API}/api/me?utm_source=cli 502 Bad Gateway <html>", BrevTransientError),
+        ("", f"{API}/api/me?utm_source=cli 401 Unauthorized {{}}", BrevAuthError),
+        ("", "api key must start with bak-", BrevAuthError),
+        ("You are currently logged out, would you like to log in? [Y/n]: ", "EOF", BrevAuthError),
+    ],
+    ids=["5xx-stays-transient", "401-is-the-secret", "rejected-key", "logged-out"],
+)
+def test_a_failed_login_is_transient_only_for_server_trouble(stdout, stderr, expected):
+    error = login_failure(1, stdout, stderr)
+    assert type(error) is expected
+    assert error.command == "login"
+    if expected is BrevAuthError:
+        assert "Brev rejected the login" in str(error)
+        assert error.cli_message == (stderr or stdout).strip()
+
+
+def test_a_failed_login_quotes_stdout_when_stderr_is_empty():
+    error = login_failure(1, "no oauth found for token\ninvalid token\n", "")
+    assert error.cli_message == "invalid token"
