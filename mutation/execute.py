@@ -58,7 +58,7 @@ def _child(job: Job, body: Callable[[Job], int]) -> None:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         atexit._clear()  # the parent's exit handlers are the parent's
         devnull = os.open(os.devnull, os.O_RDWR)
-        for fd in (0, 1, 2):
+        for fd in (0, 1, 2) if not os.environ.get("MUTATION_DEBUG") else (0,):  # debugging: keep the output
             os.dup2(devnull, fd)
         status = body(job)
     except BaseException:

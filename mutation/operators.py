@@ -13,7 +13,8 @@ Operators (:data:`OPERATORS`):
 * ``not-drop`` -- ``not x`` → ``x``;
 * ``raise-delete`` / ``return-delete`` -- the statement becomes ``pass``;
 * ``string`` -- a short string literal (at most :data:`MAX_STRING` characters) is corrupted to ``"XX<s>XX"``;
-* ``element-drop`` -- one element left out of a tuple/list/set literal of plain values;
+* ``element-drop`` -- one element left out of a tuple/list/set literal of plain values, or of a table of one
+  constructor's values (``(Marker(...), Marker(...))``);
 * ``number`` -- an int/float literal ``n`` becomes ``n + 1``; ``bool`` -- ``True`` ↔ ``False``;
 * ``arith`` -- ``+`` ↔ ``-``, ``*`` → ``/``, ``/`` and ``//`` → ``*`` (not on string formatting).
 
@@ -190,6 +191,12 @@ def _plain(node: ast.AST) -> bool:
     return isinstance(node, ast.Constant | ast.Name | ast.Attribute) or (
         isinstance(node, ast.UnaryOp) and isinstance(node.operand, ast.Constant)
     )
+
+
+def _same_constructor(elements: list[ast.expr]) -> bool:
+    """``(Marker(...), Marker(...))``: a table of one kind of value (a rule, a marker), each one droppable."""
+    names = {e.func.id if isinstance(e, ast.Call) and isinstance(e.func, ast.Name) else None for e in elements}
+    return len(names) == 1 and None not in names
 
 
 def _is_text(node: ast.AST) -> bool:
@@ -389,7 +396,7 @@ class _Walker:
             and id(node) not in self.skipped_tuples
             and isinstance(getattr(node, "ctx", ast.Load()), ast.Load)
             and len(node.elts) >= 2
-            and all(_plain(e) for e in node.elts)
+            and (all(_plain(e) for e in node.elts) or _same_constructor(node.elts))
         ):
             for index, element in enumerate(node.elts):
                 yield "element-drop", index, f"drop {_short(element, 40)} from {_short(node)}", _drop_element(index)

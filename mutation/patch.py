@@ -15,6 +15,7 @@ The mutated module is executed into a fresh namespace; then the live module take
 from __future__ import annotations
 
 import contextlib
+import importlib
 import sys
 from types import CodeType, FunctionType, ModuleType
 from typing import TYPE_CHECKING, Any
@@ -86,7 +87,7 @@ def apply_mutant(module_name: str, code: CodeType, extra_modules: Iterable[Modul
     :param extra_modules: more modules whose names may be rebound (pytest's conftest modules, which are not in
         ``sys.modules`` under a name of their own).
     """
-    live = sys.modules[module_name]
+    live = sys.modules.get(module_name) or importlib.import_module(module_name)  # not imported by any test yet
     namespace: dict[str, Any] = {
         "__name__": module_name,
         "__file__": live.__file__,

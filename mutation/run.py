@@ -38,8 +38,14 @@ PACKAGE = "airflow_provider_brev.cli"
 PACKAGE_DIR = ROOT / "airflow_provider_brev" / "cli"
 TEST_DIR = "tests/unit"
 #: Test files the mutants never run: they build wheels, run the Airflow CLI or the docs site (slow, no decision
-#: of the core in them).
-SLOW_TEST_FILES = ("tests/unit/test_packaging.py", "tests/unit/test_provider_info.py", "tests/unit/test_docs.py")
+#: of the core in them), or test this tool itself.
+SLOW_TEST_FILES = (
+    "tests/unit/test_packaging.py",
+    "tests/unit/test_provider_info.py",
+    "tests/unit/test_docs.py",
+    "tests/unit/test_mutation_smoke.py",
+    "tests/unit/test_mutation_tool.py",
+)
 
 
 #: A baseline run with more failing tests than this is broken, not flaky.

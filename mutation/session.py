@@ -9,6 +9,8 @@ or collected per mutant, so a mutant costs its tests' time plus a few millisecon
 
 from __future__ import annotations
 
+import os
+import traceback
 from types import ModuleType
 from typing import TYPE_CHECKING
 
@@ -61,11 +63,15 @@ class MutationSession:
                 try:
                     apply_mutant(job.module, job.code(), conftests)
                 except Exception:
+                    if os.environ.get("MUTATION_DEBUG"):
+                        traceback.print_exc()
                     return MODULE_FAILED
             for index, item in enumerate(selected):
                 following = selected[index + 1] if index + 1 < len(selected) else None
                 reports = runtestprotocol(item, nextitem=following, log=False)
                 if any(report.failed for report in reports):
+                    if os.environ.get("MUTATION_DEBUG"):
+                        print(f"killed by {item.nodeid}: {[r.longreprtext for r in reports if r.failed]}")
                     return 1
             return 0
 
