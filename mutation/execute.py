@@ -84,9 +84,10 @@ def run_jobs(
     *,
     parallel: int,
     on_done: Callable[[Job, Outcome], None] | None = None,
+    prepare: Callable[[Job], None] | None = None,
 ) -> dict[str, Outcome]:
     """Run every job in a forked child that calls ``body(job)`` (its exit status), at most ``parallel`` at once;
-    the outcome of each by key."""
+    the outcome of each by key. ``prepare(job)`` runs in the parent just before the job's fork."""
     pending = list(jobs)
     pending.reverse()
     gc.collect()
@@ -104,6 +105,8 @@ def run_jobs(
                     if on_done:
                         on_done(job, outcomes[job.key])
                     continue
+                if prepare:
+                    prepare(job)
                 pid = os.fork()
                 if pid == 0:
                     _child(job, body)

@@ -6,7 +6,8 @@ The mutated module is executed into a fresh namespace; then the live module take
   defaults and keyword defaults (``__code__``/``__defaults__``/``__kwdefaults__``), so every reference to it,
   held by any module or test, runs the mutant;
 * class attributes that are plain values take the new value (dataclass field defaults live in the generated
-  ``__init__``'s defaults, which the method patch covers);
+  ``__init__``'s defaults, which the method patch covers), and attributes the new class lacks are removed (a
+  dataclass that is no longer frozen loses its ``__setattr__``);
 * any other module-level value that is no longer equal (``LOGGED_OUT_MARKERS``, ``MAX_POLL_INTERVAL``, a regex)
   is rebound in the live module and in every module of the repository that holds the same object under the same
   name (``from ...classify import LOGGED_OUT_MARKERS``).
@@ -47,6 +48,9 @@ def _patch_class(live: type, new: type, seen: set[int]) -> None:
     if id(live) in seen:
         return
     seen.add(id(live))
+    for name in [n for n in vars(live) if n not in vars(new) and n not in ("__dict__", "__weakref__")]:
+        with contextlib.suppress(AttributeError, TypeError):  # e.g. a frozen dataclass's __setattr__ is gone
+            delattr(live, name)
     for name, value in vars(new).items():
         if name in ("__dict__", "__weakref__", "__doc__", "__module__", "__qualname__"):
             continue

@@ -9,8 +9,14 @@ or collected per mutant, so a mutant costs its tests' time plus a few millisecon
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import os
+import shutil
+import tempfile
 import traceback
+from collections import Counter, defaultdict
+from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
 
@@ -40,6 +46,26 @@ class MutationSession:
         self.on_done = on_done
         self.outcomes: dict[str, Outcome] = {}
         self.collected = 0
+        #: per module, how often each test killed one of its mutants: the next mutant runs the best killers first
+        self.killers: dict[str, Counter[str]] = defaultdict(Counter)
+        self.scratch = Path(tempfile.mkdtemp(prefix="mutation-killers-"))
+
+    def _killer_file(self, job: Job) -> Path:
+        return self.scratch / hashlib.sha256(job.key.encode()).hexdigest()[:16]
+
+    def _prepare(self, job: Job) -> None:
+        counts = self.killers[job.module]
+        if counts:
+            order = {name: index for index, name in enumerate(job.tests)}
+            job.tests.sort(key=lambda name: (-counts[name], order[name]))
+
+    def _done(self, job: Job, outcome: Outcome) -> None:
+        killer = self._killer_file(job)
+        if killer.exists():
+            self.killers[job.module][killer.read_text()] += 1
+            killer.unlink()
+        if self.on_done:
+            self.on_done(job, outcome)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> bool:
@@ -70,14 +96,18 @@ class MutationSession:
                 following = selected[index + 1] if index + 1 < len(selected) else None
                 reports = runtestprotocol(item, nextitem=following, log=False)
                 if any(report.failed for report in reports):
+                    with contextlib.suppress(OSError):
+                        self._killer_file(job).write_text(item.nodeid)
                     if os.environ.get("MUTATION_DEBUG"):
                         print(f"killed by {item.nodeid}: {[r.longreprtext for r in reports if r.failed]}")
                     return 1
             return 0
 
         try:
-            self.outcomes = run_jobs(self.jobs, body, parallel=self.parallel, on_done=self.on_done)
+            self.outcomes = run_jobs(self.jobs, body, parallel=self.parallel, on_done=self._done, prepare=self._prepare)
         except BaseException:
             self.outcomes = {job.key: Outcome("error", 0.0, HARNESS_FAILED) for job in self.jobs}
             raise
+        finally:
+            shutil.rmtree(self.scratch, ignore_errors=True)
         return True

@@ -61,6 +61,7 @@ POSITIVE: list[tuple[str, str, str, type[BrevError]]] = [
     ("unknown shorthand flag", "", "unknown shorthand flag: 'y' in -y\n", BrevInvalidInputError),
     ("unknown command", "", 'unknown command "orgs" for "brev"\n\nDid you mean this?\n\torg\n', BrevInvalidInputError),
     ("placement", "", "no placement is possible: the organization has 2 workspace groups", BrevPlacementRequiredError),
+    ("placement", "", "Placement error: this organization has 2 workspace groups", BrevPlacementRequiredError),
     (
         "--cloud-cred-id",
         "",
@@ -119,6 +120,7 @@ POSITIVE: list[tuple[str, str, str, type[BrevError]]] = [
     ),
     ("5xx from the API", "", f"{API}/api/workspaces?utm_source=cli 503 Service Unavailable <html>", BrevTransientError),
     ("try again", "", "the server is busy, try again\n", BrevTransientError),
+    ("try again", "", "Server busy. Try Again in a minute.\n", BrevTransientError),  # any case: a server's words
     ("connection reset", "", "read tcp 1.2.3.4:5->6.7.8.9:443: read: connection reset by peer\n", BrevTransientError),
     ("i/o timeout", "", f'Get "{API}/api/me": dial tcp 1.2.3.4:443: i/o timeout\n', BrevTransientError),
     ("TLS handshake timeout", "", f'Get "{API}/api/me": net/http: TLS handshake timeout\n', BrevTransientError),
@@ -311,6 +313,12 @@ def test_not_found_texts_classify_as_what_they_are(stderr, expected):
     assert type(classify_failure("exec", 1, "", stderr)) is expected
 
 
+def test_phrases_keep_the_clis_case():
+    assert type(classify_failure("exec", 1, "", "ssh: could not resolve hostname w-1")) is BrevCLIError
+    assert type(classify_failure("exec", 1, "", "EXIT STATUS 255")) is BrevCLIError
+    assert type(classify_failure("ls", 1, "", "you are currently logged out, would you like to log in?")) is BrevCLIError
+
+
 def test_only_eof_as_the_last_line_is_the_logged_out_prompt_answer():
     assert is_logged_out("", "EOF")
     assert is_logged_out("", "some noise\nEOF\n")
@@ -352,6 +360,8 @@ def test_the_cli_message_is_the_stderr_tail_or_else_stdout():
     assert error.cli_message == "something on stdout"
     assert error.command == "ls"
     assert "`brev ls` failed with exit code 3" in str(error)
+    only_stdout = classify_failure("ls", 1, "s" * 2500 + "END", "")
+    assert only_stdout.cli_message == ("s" * 2500 + "END")[-2000:]
     long_error = classify_failure("ls", 1, "ignored", "x" * 2500 + "END")
     assert long_error.cli_message == ("x" * 2500 + "END")[-2000:]
     assert last_error_text("  " + "y" * 2000 + "  ") == "y" * 2000

@@ -29,6 +29,8 @@ from airflow_provider_brev.cli.transfer_paths import (
         ("[ab]c", "[ab]c"),
         ("[!ab]c", "[^ab]c"),
         ("[]a]", "[]a]"),
+        ("[]]", "[]]"),  # a set holding only ']'
+        ("[!]]", "[^]]"),
         ("[!]a]", "[^]a]"),
         ("[a", "\\[a"),  # no closing bracket: a literal '['
         ("a+b(c)|d{1}^$", "a\\+b\\(c\\)\\|d\\{1\\}\\^\\$"),
