@@ -80,11 +80,10 @@ class MutationSession:
 
         def body(job: Job) -> int:
             selected: list[pytest.Item] = []
-            for name in job.tests:  # a node id, or a test file (all of its tests)
-                found = [items[name]] if name in items else by_file.get(name, [])
-                if not found:
-                    return MISSING_TESTS
-                selected += found
+            for name in job.tests:  # a node id, or a test file (all of its tests); a stale map's gone ids are skipped
+                selected += [items[name]] if name in items else by_file.get(name, [])
+            if not selected:
+                return MISSING_TESTS
             if job.code is not None:
                 try:
                     apply_mutant(job.module, job.code(), conftests)

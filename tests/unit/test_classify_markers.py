@@ -316,7 +316,9 @@ def test_not_found_texts_classify_as_what_they_are(stderr, expected):
 def test_phrases_keep_the_clis_case():
     assert type(classify_failure("exec", 1, "", "ssh: could not resolve hostname w-1")) is BrevCLIError
     assert type(classify_failure("exec", 1, "", "EXIT STATUS 255")) is BrevCLIError
-    assert type(classify_failure("ls", 1, "", "you are currently logged out, would you like to log in?")) is BrevCLIError
+    assert (
+        type(classify_failure("ls", 1, "", "you are currently logged out, would you like to log in?")) is BrevCLIError
+    )
 
 
 def test_only_eof_as_the_last_line_is_the_logged_out_prompt_answer():
