@@ -18,7 +18,8 @@ Operators (:data:`OPERATORS`):
 * ``number`` -- an int/float literal ``n`` becomes ``n + 1``; ``bool`` -- ``True`` ↔ ``False``;
 * ``arith`` -- ``+`` ↔ ``-``, ``*`` → ``/``, ``/`` and ``//`` → ``*`` (not on string formatting).
 
-Not mutated: docstrings, annotations, ``__all__``, ``if TYPE_CHECKING:`` blocks, f-strings, the text of error
+Not mutated: docstrings, annotations and type expressions (``Literal[...]``), ``__all__``, ``if TYPE_CHECKING:``
+blocks, f-strings, the text of error
 messages (inside ``raise`` or an ``...Error(...)`` call) and, in the functions listed in
 :data:`SHELL_FUNCTIONS`, string literals and list elements, which there are lines of bash (their *markers* are
 module constants, which are mutated).
@@ -86,6 +87,12 @@ SHELL_FUNCTIONS: dict[str, frozenset[str]] = {
     ),
     "tao": frozenset({"build_tao_command", "build_report_command"}),
 }
+
+#: Subscripted names that make a type expression (their subscripts are never mutated).
+_TYPE_NAMES = frozenset(
+    {"Literal", "Generator", "Callable", "tuple", "list", "dict", "set", "frozenset", "type", "Sequence", "Mapping"}
+    | {"Iterable", "Iterator", "Optional", "Union", "Awaitable"}
+)
 
 _NEGATE: dict[type[ast.cmpop], type[ast.cmpop]] = {
     ast.Lt: ast.GtE,
@@ -320,6 +327,8 @@ class _Walker:
                 self._count("skip")
             if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Tuple):  # Generator[A, B, C]: a type
                 self.undo.append(self._skip_slice(node.slice))
+            if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id in _TYPE_NAMES:
+                self._count("skip")  # Literal["off", "keep"], tuple[str, str]: type expressions, not values
             if isinstance(node, ast.JoinedStr):
                 self._count("skip")
             if isinstance(node, ast.Raise) or (isinstance(node, ast.Call) and _is_message_call(node)):

@@ -115,9 +115,8 @@ def baseline_map(keep: Path | None) -> CoverageMap:
 
 
 def build_jobs(mutants: list[Mutant], args: argparse.Namespace) -> tuple[list[Job], dict[str, list[str]]]:
-    selector = (
-        None if args.tests else Selector(baseline_map(args.keep_map) if not args.map else _load(args.map), PACKAGE_DIR)
-    )
+    coverage_map = None if args.tests else baseline_map(args.keep_map) if not args.map else _load(args.map)
+    selector = Selector(coverage_map, PACKAGE_DIR, ROOT / TEST_DIR) if coverage_map else None
     sources: dict[str, str] = {}
     jobs, tests_of = [], {}
     for mutant in mutants:

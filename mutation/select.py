@@ -3,7 +3,7 @@
 * A mutant inside a function runs the tests that execute any of its lines.
 * A mutant of a module-level assignment (``LOGGED_OUT_MARKERS = (...)``, ``MAX_POLL_INTERVAL = 2.0``) runs when the
   module is imported, before any test: it runs the tests that execute a line *reading* that name, in its module
-  or (for public names) in any module of the core.
+  or (for public names) in any module of the core, and every test of a test file that imports the name.
 * Anything else that runs at import time (class bodies, default values), or a mutant whose lines no test
   reaches while some test uses the module, runs every test that executes a line of its module.
 * A mutant on a line no test executes, in a module no test uses, runs nothing (reported as ``no-tests``).
@@ -78,8 +78,18 @@ def _reads(tree: ast.Module) -> dict[str, set[int]]:
 class Selector:
     """Picks and orders the tests of each mutant of the modules in ``package_dir``."""
 
-    def __init__(self, coverage_map: CoverageMap, package_dir: Path) -> None:
+    def __init__(self, coverage_map: CoverageMap, package_dir: Path, test_dir: Path | None = None) -> None:
         self.map = coverage_map
+        #: (module file name, imported name) -> the test files that import it from that module
+        self.importers: dict[tuple[str, str], set[str]] = defaultdict(set)
+        package = ".".join(package_dir.parts[-2:])
+        for test_file in sorted(test_dir.glob("test_*.py")) if test_dir is not None else []:
+            for node in ast.walk(ast.parse(test_file.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(package + "."):
+                    module_file = node.module.rsplit(".", 1)[-1] + ".py"  # type: ignore[union-attr]
+                    relative = f"{test_file.parent.parent.name}/{test_file.parent.name}/{test_file.name}"
+                    for alias in node.names:
+                        self.importers[(module_file, alias.name)].add(relative)
         self.assignments: dict[str, list[tuple[int, int, set[str]]]] = {}
         self.reads: dict[str, dict[str, set[int]]] = {}
         for path in sorted(package_dir.glob("*.py")):
@@ -104,6 +114,8 @@ class Selector:
                 if other != file_name and name.startswith("_"):
                     continue
                 chosen |= self.map.line_tests(other, reads.get(name, set()))
+            files = self.importers.get((file_name, name), set())
+            chosen |= {i for i, test in enumerate(self.map.tests) if test.split("::", 1)[0] in files}
         return chosen
 
     def ordered(self, chosen: Iterable[int]) -> list[str]:
