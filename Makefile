@@ -11,12 +11,13 @@ VENV := .venv
 BIN := $(VENV)/bin
 export UV_LINK_MODE := copy
 
-.PHONY: help sync lint format typecheck test test-unit demo bench clean
+.PHONY: help sync lint format typecheck test test-unit demo bench clean mutation
 
 help:
 	@echo "make test   - install the locked environment, run ruff, import-linter, mypy and pytest"
 	@echo "make demo   - run the flagship DAG end to end against the bundled Brev simulator"
 	@echo "make bench  - run the benchmarks, write benchmarks/results.json"
+	@echo "make mutation - mutation testing of the pure core (cli/), report in mutation/report.md"
 	@echo "make airflow - a local Airflow UI with the provider, its examples, the simulator and local S3"
 	@echo "make docs   - build the documentation site into .site/ (warnings are errors)"
 	@echo "make system-test - the system tests against REAL Brev (billed; needs BREV_API_TOKEN)"
@@ -51,6 +52,11 @@ demo: sync
 
 bench: sync
 	$(BIN)/python benchmarks/run.py
+
+# Every mutant of every module of the pure core (airflow_provider_brev/cli/) against the unit tests that execute it;
+# writes mutation/report.md and mutation/report.json, fails below the thresholds of mutation/README.md.
+mutation: sync
+	$(BIN)/python -m mutation --check
 
 clean:
 	rm -rf $(VENV) $(TOOLS) .mypy_cache .ruff_cache .pytest_cache

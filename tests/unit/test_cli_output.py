@@ -215,6 +215,6 @@ def test_classify_failure(stderr, error_type):
 
 
 def test_retry_policy_follows_the_type():
-    assert retry_policy(classify_failure("ls", 1, "", "x 503 Service Unavailable y")) == "hook"
+    assert retry_policy(classify_failure("ls", 1, "", "https://api/x 503 Service Unavailable y")) == "hook"
     assert retry_policy(classify_failure("ls", 1, "", "EOF")) != "hook"
     assert retry_policy(classify_failure("create", 1, "", "no GPU instances match the specified filters")) == "never"

@@ -104,7 +104,7 @@ SCENARIOS = [
         "no-matching-type",
         ["create", "c-2", "--type", "zz", "--detached"],
         10,
-        {"create": [{"exit": 1, "stderr": "instance type zz is not a recognized type\n"}]},
+        {"create": [{"exit": 1, "stderr": 'instance type "zz" is not a recognized type\n'}]},
         BrevNoMatchingTypeError,
         ["create"],
     ),

@@ -1,0 +1,1 @@
+"""Mutation testing of the pure core (``airflow_provider_brev/cli/``): ``make mutation``, see ``mutation/README.md``."""

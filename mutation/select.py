@@ -1,0 +1,126 @@
+"""Which tests a mutant runs: those that execute its lines, by the baseline's coverage map.
+
+* A mutant inside a function runs the tests that execute any of its lines.
+* A mutant of a module-level assignment (``LOGGED_OUT_MARKERS = (...)``, ``MAX_POLL_INTERVAL = 2.0``) runs when the
+  module is imported, before any test: it runs the tests that execute a line *reading* that name, in its module
+  or (for public names) in any module of the core, and every test of a test file that imports the name.
+* Anything else that runs at import time (class bodies, default values), or a mutant whose lines no test
+  reaches while some test uses the module, runs every test that executes a line of its module.
+* A mutant on a line no test executes, in a module no test uses, runs nothing (reported as ``no-tests``).
+
+Tests are ordered fastest first (with ``-x`` a killed mutant then stops early).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Sequence
+
+    from mutation.operators import Mutant
+
+
+@dataclass
+class CoverageMap:
+    """The baseline's per-test coverage (written by :mod:`mutation.plugin`)."""
+
+    tests: list[str]
+    durations: dict[str, float]
+    files: dict[str, dict[int, set[int]]]
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> CoverageMap:
+        files = {
+            name: {int(line): set(tests) for line, tests in lines.items()} for name, lines in data["files"].items()
+        }
+        return cls(tests=list(data["tests"]), durations=dict(data["durations"]), files=files)
+
+    def module_tests(self, file_name: str) -> set[int]:
+        found: set[int] = set()
+        for tests in self.files.get(file_name, {}).values():
+            found |= tests
+        return found
+
+    def line_tests(self, file_name: str, lines: Iterable[int]) -> set[int]:
+        by_line = self.files.get(file_name, {})
+        found: set[int] = set()
+        for line in lines:
+            found |= by_line.get(line, set())
+        return found
+
+
+def _top_level_names(tree: ast.Module) -> list[tuple[int, int, set[str]]]:
+    """``(first line, last line, assigned names)`` of each module-level assignment."""
+    found = []
+    for node in tree.body:
+        if isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names = {t.id for t in targets if isinstance(t, ast.Name)}
+            if names:
+                found.append((node.lineno, node.end_lineno or node.lineno, names))
+    return found
+
+
+def _reads(tree: ast.Module) -> dict[str, set[int]]:
+    """Lines that read each name (``Name`` loads)."""
+    reads: dict[str, set[int]] = defaultdict(set)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            reads[node.id].add(node.lineno)
+    return reads
+
+
+class Selector:
+    """Picks and orders the tests of each mutant of the modules in ``package_dir``."""
+
+    def __init__(self, coverage_map: CoverageMap, package_dir: Path, test_dir: Path | None = None) -> None:
+        self.map = coverage_map
+        #: (module file name, imported name) -> the test files that import it from that module
+        self.importers: dict[tuple[str, str], set[str]] = defaultdict(set)
+        package = ".".join(package_dir.parts[-2:])
+        for test_file in sorted(test_dir.glob("test_*.py")) if test_dir is not None else []:
+            for node in ast.walk(ast.parse(test_file.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(package + "."):
+                    module_file = node.module.rsplit(".", 1)[-1] + ".py"  # type: ignore[union-attr]
+                    relative = f"{test_file.parent.parent.name}/{test_file.parent.name}/{test_file.name}"
+                    for alias in node.names:
+                        self.importers[(module_file, alias.name)].add(relative)
+        self.assignments: dict[str, list[tuple[int, int, set[str]]]] = {}
+        self.reads: dict[str, dict[str, set[int]]] = {}
+        for path in sorted(package_dir.glob("*.py")):
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            self.assignments[path.name] = _top_level_names(tree)
+            self.reads[path.name] = _reads(tree)
+
+    def tests_for(self, mutant: Mutant) -> list[str]:
+        file_name = Path(mutant.path).name
+        lines = range(mutant.line, mutant.end_line + 1)
+        chosen: set[int] = set()
+        chosen = self._readers(file_name, mutant.line) if mutant.module_level else self.map.line_tests(file_name, lines)
+        if not chosen:
+            chosen = self.map.module_tests(file_name)
+        return self.ordered(chosen)
+
+    def _readers(self, file_name: str, line: int) -> set[int]:
+        names = next((names for first, last, names in self.assignments[file_name] if first <= line <= last), set())
+        chosen: set[int] = set()
+        for name in names:
+            for other, reads in self.reads.items():
+                if other != file_name and name.startswith("_"):
+                    continue
+                chosen |= self.map.line_tests(other, reads.get(name, set()))
+            files = self.importers.get((file_name, name), set())
+            chosen |= {i for i, test in enumerate(self.map.tests) if test.split("::", 1)[0] in files}
+        return chosen
+
+    def ordered(self, chosen: Iterable[int]) -> list[str]:
+        names = [self.map.tests[i] for i in chosen]
+        return sorted(names, key=lambda name: (self.map.durations.get(name, 0.0), name))
+
+    def expected_seconds(self, tests: Sequence[str]) -> float:
+        return sum(self.map.durations.get(name, 1.0) for name in tests)
