@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from airflow_provider_brev._compat import conf, default_deferrable, deferral_settle_seconds
 from airflow_provider_brev.cli.validation import bool_value, conn_id, duration_seconds, instance_name, optional
-from airflow_provider_brev.exceptions import BrevError, BrevInstanceFailedError, BrevTimeoutError
+from airflow_provider_brev.exceptions import BrevInstanceFailedError, BrevTimeoutError
 from airflow_provider_brev.operators.base import BrevBaseOperator
 from airflow_provider_brev.operators.exec import (  # re-exported: the exec operator lives in its own module
     XCOM_INSTANCE_NAME,
@@ -19,15 +19,13 @@ from airflow_provider_brev.operators.exec import (  # re-exported: the exec oper
 )
 from airflow_provider_brev.sensors.brev import DEFAULT_READY_TIMEOUT
 from airflow_provider_brev.utils.events import EVENT_SUCCESS, EVENT_TIMEOUT, raise_for_error_event, validate_event
-from airflow_provider_brev.utils.instance_records import XCOM_INSTANCE_RECORD, read_instance_records, records_for
 from airflow_provider_brev.utils.mixins import brev_template_fields
 from airflow_provider_brev.utils.provisioning import DEFAULT_MAX_LIFETIME, InstanceProvisioner, InstanceRequest
-from airflow_provider_brev.utils.release import release_on_kill, release_recorded
+from airflow_provider_brev.utils.release import delete_named, release_on_kill, release_recorded
+from airflow_provider_brev.utils.task_memory import XCOM_INSTANCE, XCOM_INSTANCE_RECORD, TaskMemory
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
-
-XCOM_INSTANCE = "instance"
 
 
 class BrevCreateInstanceOperator(BrevBaseOperator):
@@ -180,12 +178,11 @@ class BrevCreateInstanceOperator(BrevBaseOperator):
     def _create(self, context: Context) -> str:
         provisioner = self.provisioner(self._validate())
         timeout = self.ready_timeout
-        provisioned = provisioner.ensure(context, wait_timeout=timeout)
+        memory = TaskMemory(context, self.log)
+        provisioned = provisioner.ensure(memory, wait_timeout=timeout)
         name = provisioned.name
-        ti = context["ti"]
-        ti.xcom_push(key=XCOM_INSTANCE_NAME, value=name)
-        ti.xcom_push(key=XCOM_INSTANCE, value=provisioned.instance.to_dict())
-        ti.xcom_push(key=XCOM_INSTANCE_RECORD, value=provisioner.record(provisioned).to_dict())
+        memory.tell_instance(name, provisioned.instance.to_dict())
+        memory.tell(XCOM_INSTANCE_RECORD, provisioner.record(provisioned).to_dict())
         if not self.wait_for_ready:
             return name
         if self.deferrable:
@@ -312,26 +309,24 @@ class BrevDeleteInstanceOperator(BrevBaseOperator):
 
     def execute(self, context: Context) -> dict[str, Any]:
         name = self._validate()
+        memory = TaskMemory(context, self.log)
         creates = self._upstream_create_task_ids()
-        created = [r for task_id in creates for r in read_instance_records(context, task_id) if r.name == name]
+        created = [record for task_id in creates for record in memory.records_of(task_id) if record.name == name]
         if created:  # the DAG run created (or adopted) it: release it by a recorded id (re-creations included)
             steps = [t for t in self._upstream_brev_task_ids() if t not in creates]
-            records = created + records_for(context, name, steps)
+            records = created + memory.records_for(name, steps)
             released = release_recorded(
                 self.hook, self.log, name, records, wait=self.wait_for_deletion, timeout=self.deletion_timeout
             )
             if released.left:
                 self.log.info("Leaving instance %s: %s.", name, released.left)
             return {"instance_name": name, "deleted": released.deleted}
-        reason = self._reason_to_leave(context)
-        if reason:
+        silent = [task_id for task_id in creates if not memory.records_of(task_id)]
+        if silent:  # it failed before creating anything, e.g. because the name belonged to someone else
+            reason = f"its create task ({', '.join(silent)}) recorded no instance it created under that name"
             self.log.info("Leaving instance %s: %s.", name, reason)
             return {"instance_name": name, "deleted": False}
-        try:  # a standalone delete the user asked for: by name
-            deleted = self.hook.delete_instance(name, wait=self.wait_for_deletion, timeout=self.deletion_timeout)
-        except BrevError:
-            self.log.error("Deleting %s failed; retry the task or delete it with `brev delete %s`.", name, name)
-            raise
+        deleted = delete_named(self.hook, self.log, name, wait=self.wait_for_deletion, timeout=self.deletion_timeout)
         return {"instance_name": name, "deleted": deleted}
 
     def _upstream_brev_task_ids(self) -> list[str]:
@@ -352,16 +347,6 @@ class BrevDeleteInstanceOperator(BrevBaseOperator):
             return sorted(t for t in task_ids if isinstance(dag.task_dict.get(t), BrevCreateInstanceOperator))
 
         return creates(set(self.upstream_task_ids)) or creates(self.get_flat_relative_ids(upstream=True))
-
-    def _reason_to_leave(self, context: Context) -> str | None:
-        """Why an instance no record names is not this DAG run's to delete: an upstream create task recorded nothing
-        (it failed before creating anything, e.g. because the name belonged to someone else)."""
-        silent = [
-            task_id for task_id in self._upstream_create_task_ids() if not read_instance_records(context, task_id)
-        ]
-        if silent:
-            return f"its create task ({', '.join(silent)}) recorded no instance it created under that name"
-        return None
 
 
 __all__ = [

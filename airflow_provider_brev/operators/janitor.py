@@ -23,6 +23,8 @@ from airflow_provider_brev.exceptions import (
 )
 from airflow_provider_brev.operators.base import BrevBaseOperator
 from airflow_provider_brev.utils.mixins import brev_template_fields
+from airflow_provider_brev.utils.release import delete_expired
+from airflow_provider_brev.utils.task_memory import TaskMemory
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -31,7 +33,6 @@ if TYPE_CHECKING:
     from airflow_provider_brev.cli.output import BrevInstance
 
 #: XCom key of the sweep report (also the task's return value when the sweep succeeds).
-XCOM_REPORT = "report"
 
 
 class BrevSweepInstancesOperator(BrevBaseOperator):
@@ -196,7 +197,7 @@ class BrevSweepInstancesOperator(BrevBaseOperator):
                 continue
             self.log.info("Deleting %s (%s): expired %s.", name, instance.status, expires)
             try:
-                requested = self.hook.delete_instance(name, instance_id=instance.id or None)  # what it listed
+                requested = delete_expired(self.hook, instance)  # by the id it listed
             except Exception as err:
                 report["failed"].append({"name": name, "error": str(err)})
                 self.log.error("Could not delete %s; continuing with the others: %s", name, err)
@@ -207,7 +208,7 @@ class BrevSweepInstancesOperator(BrevBaseOperator):
             self._wait_until_gone(report)
 
         self._log_summary(report)
-        context["ti"].xcom_push(key=XCOM_REPORT, value=report)
+        TaskMemory(context, self.log).tell_report(report)
         if report["failed"]:
             details = "; ".join(f"{f['name']}: {f['error']}" for f in report["failed"])
             raise BrevSweepFailedError(

@@ -26,6 +26,7 @@ from airflow_provider_brev.cli.remote_job import RemoteJob
 from airflow_provider_brev.exceptions import BrevError, BrevTimeoutError
 from airflow_provider_brev.hooks.brev import DEFAULT_PROBE_TIMEOUT, BrevHook
 from airflow_provider_brev.utils.job_runner import JobRunner
+from airflow_provider_brev.utils.release import arelease_on_kill
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -197,11 +198,7 @@ class BrevInstanceReadyTrigger(BrevBaseTrigger):
         """Airflow 3.3+: a user marked the deferred task failed/success or cleared it."""
         if not self.delete_on_kill:
             return
-        self.log.info("Task killed while waiting: deleting instance %s it owns.", self.instance_name)
-        try:
-            await self._hook().adelete_instance(self.instance_name, instance_id=self.instance_id)
-        except Exception:
-            self.log.exception("Could not delete instance %s on kill; the teardown/janitor will.", self.instance_name)
+        await arelease_on_kill(self._hook(), self.log, self.instance_name, self.instance_id, why="the instance it owns")
 
 
 #: The remote-job trigger's arguments that make up its :class:`FollowPolicy` (argument name -> policy field).
@@ -351,11 +348,7 @@ class BrevRemoteJobTrigger(BrevBaseTrigger):
         hook = self._hook()
         job = RemoteJob.from_dict(self.job)
         if self.ephemeral:
-            self.log.info("Task killed: deleting its ephemeral instance %s.", self.instance_name)
-            try:
-                await hook.adelete_instance(self.instance_name, instance_id=self.instance_id)
-            except Exception:
-                self.log.exception("Could not delete %s on kill; the janitor will.", self.instance_name)
+            await arelease_on_kill(hook, self.log, self.instance_name, self.instance_id, why="its ephemeral instance")
             return
         if self.on_kill_action != "kill":
             self.log.info("Task killed: keeping job %s running (on_kill_action=keep).", job.job_id)

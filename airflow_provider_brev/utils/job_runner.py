@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from airflow_provider_brev.cli.job_attempts import COLLECT, REATTACH, RELAUNCH, SUPERSEDED, earlier_job_verdict
@@ -212,18 +213,29 @@ def cleanup_job(hook: JobLauncher, instance_name: str, job: RemoteJob) -> None:
         hook.cleanup_job(instance_name, job)
 
 
+@dataclass(frozen=True)
+class JobLaunch:
+    """What a launch starts on the instance.
+
+    :param command: the shell command (run with ``bash -c``).
+    :param env: plain environment variables (on the remote command line).
+    :param secret_env: secret environment variables (delivered in a 0600 file, never on a command line).
+    :param cwd: remote working directory.
+    """
+
+    command: str
+    env: dict[str, str] | None = None
+    secret_env: dict[str, str] | None = None
+    cwd: str | None = None
+
+
 def attach_or_launch(
     hook: JobLauncher,
     log: JobLog,
     instance_name: str,
     current: RemoteJob,
     earlier: Sequence[EarlierJob],
-    command: str,
-    *,
-    env: dict[str, str] | None = None,
-    cwd: str | None = None,
-    secret_env: dict[str, str] | None = None,
-    before_launch: Callable[[], str | None] | None = None,
+    prepare_launch: Callable[[], JobLaunch],
 ) -> RemoteJob:
     """The job this try follows: an earlier try's job still running or finished well, else this try's own.
 
@@ -231,10 +243,9 @@ def attach_or_launch(
         through the launch guard).
     :param earlier: jobs earlier tries may have left on the instance, most likely first
         (:func:`~airflow_provider_brev.cli.job_attempts.earlier_jobs`).
-    :param secret_env: secret values: delivered in a 0600 file by the hook, never on a command line.
-    :param before_launch: called right before this try's job is launched (not when re-attaching to or collecting
-        an earlier try's job), e.g. to sync the step's inputs; it may return the command to launch instead of
-        ``command`` (e.g. one that resumes from a restored checkpoint).
+    :param prepare_launch: called right before this try's job is launched (not when re-attaching to or collecting
+        an earlier try's job), e.g. to sync the step's inputs; returns what to launch (its secret values are
+        delivered in a 0600 file by the hook, never on a command line).
     """
     for earlier_job in earlier:
         if earlier_job.job_id == current.job_id:
@@ -270,14 +281,19 @@ def attach_or_launch(
                 current.job_id,
             )
             cleanup_job(hook, instance_name, job)
-    if before_launch is not None:
-        command = before_launch() or command
+    launch = prepare_launch()
     jobs = [RemoteJob(earlier_job.job_id, current.base_dir) for earlier_job in earlier]
-    launch = hook.launch_job(
-        instance_name, current, command, env=env, cwd=cwd, secret_env=secret_env, earlier_jobs=jobs
+    started = hook.launch_job(
+        instance_name,
+        current,
+        launch.command,
+        env=launch.env,
+        cwd=launch.cwd,
+        secret_env=launch.secret_env,
+        earlier_jobs=jobs,
     )
-    if launch.launched:
-        log.info("Launched job %s on %s (pid %s).", current.job_id, instance_name, launch.pid)
+    if started.launched:
+        log.info("Launched job %s on %s (pid %s).", current.job_id, instance_name, started.pid)
     else:
         log.info("Job %s already exists on %s (this try launched it before): attaching.", current.job_id, instance_name)
     return current

@@ -51,13 +51,13 @@ from airflow_provider_brev.exceptions import (
     BrevNoMatchingTypeError,
     BrevTaskKilledError,
 )
-from airflow_provider_brev.utils.instance_records import (  # re-exported: the records' public home was here
+from airflow_provider_brev.utils.instance_records import InstanceRecord
+from airflow_provider_brev.utils.release import delete_after_failure, replace_failed
+from airflow_provider_brev.utils.task_memory import (  # re-exported: the records' public home was here
     STATE_STORE_INSTANCE_KEY,
     XCOM_INSTANCE_RECORD,
-    InstanceRecord,
     read_instance_record,
     read_instance_records,
-    task_state_store,
 )
 
 if TYPE_CHECKING:
@@ -65,6 +65,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from airflow_provider_brev.hooks.brev import BrevHook
+    from airflow_provider_brev.utils.task_memory import TaskMemory
 
 DEFAULT_MAX_LIFETIME = timedelta(hours=24)
 #: Failures of ``create_instance`` that happen before Brev creates anything (no cleanup needed).
@@ -189,12 +190,12 @@ class InstanceProvisioner:
         #: run created under the same name meanwhile.
         self.pending_name: str | None = None
 
-    def resolve_name(self, context: Any) -> tuple[str, bool]:
+    def resolve_name(self, memory: TaskMemory) -> tuple[str, bool]:
         """The instance name and whether it is a provider-managed (task-owned) name."""
         if self.request.instance_name:
             return validate_instance_name(self.request.instance_name), False
-        ti = context["ti"]
-        dag_run = context.get("dag_run")
+        ti = memory.ti
+        dag_run = memory.context.get("dag_run")
         run_after = getattr(dag_run, "run_after", None) or getattr(dag_run, "logical_date", None)
         now = datetime.now(UTC)
         base = max(run_after, now) if isinstance(run_after, datetime) else now
@@ -235,31 +236,19 @@ class InstanceProvisioner:
         owned = provisioned.owned
         return InstanceRecord(provisioned.name, provisioned.instance.id, owned=owned, adopted=not owned, spec=spec)
 
-    def recorded_creation(self, context: Any, instance: BrevInstance) -> bool:
+    def recorded_creation(self, memory: TaskMemory, instance: BrevInstance) -> bool:
         """Whether an earlier try of this task recorded creating exactly this instance (same Brev id)."""
-        store = task_state_store(context)
-        if store is None:
-            return False
-        try:
-            stored = InstanceRecord.from_dict(store.get(STATE_STORE_INSTANCE_KEY))
-        except Exception:
-            self.log.warning("Could not read the task state store; treating %s as not ours.", instance.name)
-            return False
+        stored = memory.stored_record()
         return bool(stored and stored.owned and stored.id and (stored.name, stored.id) == (instance.name, instance.id))
 
-    def remember_creation(self, context: Any, provisioned: ProvisionedInstance) -> None:
+    def remember_creation(self, memory: TaskMemory, provisioned: ProvisionedInstance) -> None:
         """Record in the task state store that this task created the instance (read by its retries)."""
-        store = task_state_store(context)
-        if store is None:
-            return
-        try:
-            store.set(STATE_STORE_INSTANCE_KEY, self.record(provisioned).to_dict())
-        except Exception:
-            self.log.warning("Could not record instance %s in the task state store.", provisioned.name, exc_info=True)
+        if memory.has_store:
+            memory.record_instance(self.record(provisioned), alone=True)
 
-    def _remember_listed(self, context: Any, name: str) -> None:
+    def _remember_listed(self, memory: TaskMemory, name: str) -> None:
         """Record the instance ``brev ls`` lists under ``name`` as created by this task (after a failed create)."""
-        if task_state_store(context) is None:
+        if not memory.has_store:
             return
         try:
             instance = self.hook.get_instance(name)
@@ -267,13 +256,13 @@ class InstanceProvisioner:
             self.log.warning("Could not list instance %s to record it.", name, exc_info=True)
             return
         if instance is not None:
-            self.remember_creation(context, ProvisionedInstance(name, instance, created=True, managed=False))
+            self.remember_creation(memory, ProvisionedInstance(name, instance, created=True, managed=False))
 
-    def not_owned_error(self, context: Any, name: str, status: str | None) -> BrevInstanceNotOwnedError:
+    def not_owned_error(self, memory: TaskMemory, name: str, status: str | None) -> BrevInstanceNotOwnedError:
         state = f" ({status})" if status else ""
         hint = (
             ""
-            if task_state_store(context) is not None
+            if memory.has_store
             else " (Airflow before 3.3 has no task state store, so a retry cannot recognise an instance its earlier"
             " try created: omit instance_name for a provider-managed name if the task retries.)"
         )
@@ -283,7 +272,7 @@ class InstanceProvisioner:
         )
 
     # -- lifecycle -------------------------------------------------------------------------------
-    def ensure(self, context: Any, *, wait_timeout: float) -> ProvisionedInstance:
+    def ensure(self, memory: TaskMemory, *, wait_timeout: float) -> ProvisionedInstance:
         """Adopt this task's healthy instance, or create one (waiting out DELETING, replacing its FAILURE one).
 
         An existing instance under an explicit name that this task did not record creating raises
@@ -291,13 +280,13 @@ class InstanceProvisioner:
         unless ``adopt_existing`` is set: then it is used and never deleted.
         """
         self.request.validate()
-        name, managed = self.resolve_name(context)
+        name, managed = self.resolve_name(memory)
         existing = self.find_existing(name, managed)
         recorded = False
         if existing is not None and not managed:
-            recorded = self.recorded_creation(context, existing)
+            recorded = self.recorded_creation(memory, existing)
             if not recorded and not self.request.adopt_existing:
-                raise self.not_owned_error(context, name, existing.status)
+                raise self.not_owned_error(memory, name, existing.status)
         ours = managed or recorded
         if existing is not None and existing.status == STATUS_DELETING:
             self.log.info("Instance %s is still being deleted; waiting for its name to be released.", existing.name)
@@ -309,14 +298,7 @@ class InstanceProvisioner:
                     f"Instance {name!r} is in {existing.status} and was not created by this task, so the provider "
                     "leaves it as it is: delete it yourself or choose another name."
                 )
-            self.log.warning("Instance %s from an earlier try is in %s: replacing it.", existing.name, existing.status)
-            self.hook.delete_instance(
-                existing.name,
-                instance_id=existing.id or None,
-                wait=True,
-                timeout=wait_timeout,
-                poll_interval=self.poll_interval,
-            )
+            replace_failed(self.hook, self.log, existing, timeout=wait_timeout, poll_interval=self.poll_interval)
             existing = None
         if existing is not None:
             if ours:
@@ -333,12 +315,12 @@ class InstanceProvisioner:
                     existing.status,
                 )
             return ProvisionedInstance(existing.name, existing, created=False, managed=managed, recorded=recorded)
-        provisioned = ProvisionedInstance(name, self._create(context, name, managed), created=True, managed=managed)
+        provisioned = ProvisionedInstance(name, self._create(memory, name, managed), created=True, managed=managed)
         if not managed:
-            self.remember_creation(context, provisioned)
+            self.remember_creation(memory, provisioned)
         return provisioned
 
-    def _create(self, context: Any, name: str, managed: bool) -> BrevInstance:
+    def _create(self, memory: TaskMemory, name: str, managed: bool) -> BrevInstance:
         request = self.request
         self._stop_if_cancelled(f"creating instance {name}")
         self.pending_name = name if managed else None
@@ -356,14 +338,14 @@ class InstanceProvisioner:
                 raise
             # Another run (or a person) created the name between our check and our create: theirs, not ours.
             existing = self.hook.get_instance(name)
-            raise self.not_owned_error(context, name, existing.status if existing else None) from err
+            raise self.not_owned_error(memory, name, existing.status if existing else None) from err
         except BrevError as err:
             # The request may have reached Brev although the call failed afterwards (FAILURE, a 5xx after the POST,
             # the status read failing): the name did not exist before, so an instance of that name is ours, and a
             # failed setup gets no teardown. Errors raised before anything is created need no cleanup.
             if not isinstance(err, _NOTHING_CREATED):
                 if not managed:
-                    self._remember_listed(context, name)  # a retry then recognises it while it is being deleted
+                    self._remember_listed(memory, name)  # a retry then recognises it while it is being deleted
                 self.cleanup_after_failure(name, owned=True, reason=str(err))
             raise
         finally:
@@ -396,28 +378,9 @@ class InstanceProvisioner:
             raise
 
     def cleanup_after_failure(self, name: str, *, owned: bool, reason: str, instance_id: str | None = None) -> None:
-        """Best-effort delete after a post-create failure; never masks the original error.
-
-        :param instance_id: the id of the instance the task created (deleted by id); ``None``: the task could not
-            learn it (the create call itself failed), so the instance ``brev ls`` lists under ``name`` right now is
-            taken for it, if there is one.
-        """
-        if not owned:
-            self.log.warning("Not deleting instance %s after the failure: this task does not own it.", name)
-            return
-        try:
-            if not instance_id:
-                listed = self.hook.get_instance(name)
-                if listed is None:
-                    self.log.info("No instance %s was created before the failure: nothing to delete.", name)
-                    return
-                instance_id = listed.id
-            self.log.warning(
-                "Deleting instance %s (id %s) because the task failed after it existed: %s", name, instance_id, reason
-            )
-            self.hook.delete_instance(name, instance_id=instance_id or None)
-        except Exception:
-            self.log.exception("Could not delete instance %s; the janitor will remove it once it expires.", name)
+        """Best-effort delete after a post-create failure
+        (:func:`~airflow_provider_brev.utils.release.delete_after_failure`); never masks the original error."""
+        delete_after_failure(self.hook, self.log, name, owned=owned, reason=reason, instance_id=instance_id)
 
 
 __all__ = [

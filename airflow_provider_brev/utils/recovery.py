@@ -31,7 +31,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_brev.cli.identity import SAME, InstanceRef, identity_verdict, replaced_message
+from airflow_provider_brev.cli.identity import InstanceRef, replaced_message
 from airflow_provider_brev.cli.names import parse_managed_name
 from airflow_provider_brev.cli.recovery import (
     GIVE_UP,
@@ -40,20 +40,17 @@ from airflow_provider_brev.cli.recovery import (
     diagnose_loss,
     may_be_lost,
     needs_probe,
-    recoveries_used,
 )
 from airflow_provider_brev.exceptions import BrevError, BrevInstanceLostError, BrevInstanceReplacedError
-from airflow_provider_brev.utils.instance_records import InstanceRecord, publish_record, read_instance_record
+from airflow_provider_brev.utils.instance_records import InstanceRecord
 from airflow_provider_brev.utils.provisioning import InstanceProvisioner, InstanceRequest
+from airflow_provider_brev.utils.release import clear_for_recreation
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Collection, Sequence
 
     from airflow_provider_brev.hooks.brev import BrevHook
-
-#: XCom key and task state store key of the recovery count (``{"count": n, "instance": name}``).
-XCOM_RECOVERIES = "brev_recoveries"
-STATE_STORE_RECOVERIES_KEY = "brev_recoveries"
+    from airflow_provider_brev.utils.task_memory import TaskMemory
 
 
 def upstream_task_ids(task: Any) -> list[str]:
@@ -131,48 +128,18 @@ class InstanceRecovery:
         return loss
 
     # -- the record and the count ----------------------------------------------------------------
-    def find_record(self, context: Any, name: str) -> InstanceRecord | None:
+    def find_record(self, memory: TaskMemory, name: str) -> InstanceRecord | None:
         """The create task's record of ``name``: from ``create_task_id``, else the nearest upstream task."""
         for task_id in [self.create_task_id] if self.create_task_id else self.upstream:
-            try:
-                record = read_instance_record(context, task_id, name)
-            except Exception:
-                record = None
+            record = next((r for r in memory.records_of(task_id) if r.name == name), None)
             if record is not None:
                 return record
         return None
 
-    def used(self, context: Any) -> int:
-        """Recoveries this task instance made so far (task state store across tries; XCom within a try)."""
-        stored = xcom = None
-        store = context.get("task_state_store")
-        if store is not None:
-            try:
-                stored = store.get(STATE_STORE_RECOVERIES_KEY)
-            except Exception:
-                stored = None
-        ti = context["ti"]
-        try:
-            xcom = ti.xcom_pull(task_ids=ti.task_id, key=XCOM_RECOVERIES)
-        except Exception:
-            xcom = None
-        return recoveries_used(stored, xcom)
-
-    def _count(self, context: Any, name: str, count: int) -> None:
-        value = {"count": count, "instance": name}
-        store = context.get("task_state_store")
-        if store is not None:
-            try:
-                store.set(STATE_STORE_RECOVERIES_KEY, value)
-            except Exception:
-                self.log.warning("Could not record the recovery count in the task state store.", exc_info=True)
-        try:
-            context["ti"].xcom_push(key=XCOM_RECOVERIES, value=value)
-        except Exception:
-            self.log.warning("Could not record the recovery count in XCom.", exc_info=True)
-
     # -- recovery --------------------------------------------------------------------------------
-    def recover_if_lost(self, context: Any, name: str, error: BaseException, *, launched: bool = True) -> InstanceRef:
+    def recover_if_lost(
+        self, memory: TaskMemory, name: str, error: BaseException, *, launched: bool = True
+    ) -> InstanceRef:
         """Re-create ``name`` if ``error`` means it is lost, else re-raise ``error``; returns the new instance.
 
         :param launched: the step got past its pre-launch check; before it, an instance no create task recorded
@@ -181,11 +148,11 @@ class InstanceRecovery:
         loss = self.diagnose(name, error)
         if loss is None:
             raise error
-        if not launched and not self.ephemeral and self.find_record(context, name) is None:
+        if not launched and not self.ephemeral and self.find_record(memory, name) is None:
             raise error
-        return self.recover(context, name, loss)
+        return self.recover(memory, name, loss)
 
-    def recover(self, context: Any, name: str, loss: str) -> InstanceRef:
+    def recover(self, memory: TaskMemory, name: str, loss: str) -> InstanceRef:
         """Re-create the lost instance ``name`` and wait until it is ready; returns the new instance.
 
         Raises :class:`~airflow_provider_brev.exceptions.BrevInstanceLostError` when it must not or may no longer
@@ -194,14 +161,14 @@ class InstanceRecovery:
         name now.
         """
         lost_at = datetime.now(UTC)
-        record = None if self.ephemeral else self.find_record(context, name)
+        record = None if self.ephemeral else self.find_record(memory, name)
         managed = parse_managed_name(name)
         decision = decide_recovery(
             name=name,
             loss=loss,
             owned=None if record is None else record.owned,
             ephemeral=self.ephemeral,
-            used=self.used(context),
+            used=memory.recoveries(),
             budget=self.budget,
             lost_at=lost_at,
             create_task_id=self.create_task_id,
@@ -211,33 +178,22 @@ class InstanceRecovery:
             raise (BrevInstanceReplacedError if loss == LOST_REPLACED else BrevInstanceLostError)(decision.message)
         if self.cancelled is not None and self.cancelled():
             raise BrevInstanceLostError(f"Instance {name!r} is lost and the task was killed: not re-creating it.")
-        self._count(context, name, decision.number)  # counted first: a crash half-way still spends it
+        memory.count_recovery(name, decision.number)  # counted first: a crash half-way still spends it
         self.log.warning(
             "Instance %s lost (%s): re-creating it under the same name (recovery %d/%d).",
             *(name, loss, decision.number, self.budget),
         )
-        self._clear(name)
+        clear_for_recreation(self.hook, self.log, name, self.known_ids, timeout=self.ready_timeout)
         if self.ephemeral:
             assert self.recreate_ephemeral is not None
             new = self.recreate_ephemeral()
         else:
             assert record is not None
-            new = self._recreate(context, record)
+            new = self._recreate(memory, record)
         self.log.warning("%s", decision.message)
         return new
 
-    def _clear(self, name: str) -> None:
-        """Make sure no instance of ours holds the name (delete a FAILURE/unreachable one by its id, wait out
-        DELETING); an instance of another id is someone else's: never deleted (typed error)."""
-        live = self.hook.get_instance(name)
-        if live is None:
-            return
-        if self.known_ids and identity_verdict(live, self.known_ids) != SAME:
-            raise BrevInstanceReplacedError(replaced_message(name, live, self.known_ids, refused="deleted"))
-        self.log.info("Deleting what is left of instance %s (id %s) before re-creating it.", name, live.id)
-        self.hook.delete_instance(name, instance_id=live.id or None, wait=True, timeout=self.ready_timeout)
-
-    def _recreate(self, context: Any, record: InstanceRecord) -> InstanceRef:
+    def _recreate(self, memory: TaskMemory, record: InstanceRecord) -> InstanceRef:
         spec = record.spec
         types = spec.get("instance_types") or (
             [spec["instance_type"]] if not spec.get("gpu") and spec.get("instance_type") else None
@@ -252,9 +208,9 @@ class InstanceRecovery:
             require_docker=bool(spec.get("require_docker")),
         )
         provisioner = InstanceProvisioner(self.hook, self.log, request, poll_interval=1.0, cancelled=self.cancelled)
-        provisioned = provisioner.ensure(context, wait_timeout=self.ready_timeout)
+        provisioned = provisioner.ensure(memory, wait_timeout=self.ready_timeout)
         new = InstanceRecord(provisioned.name, provisioned.instance.id, owned=True, adopted=False, spec=dict(spec))
-        publish_record(context, new, self.log)  # the teardown and later steps now know the new id
+        memory.record_instance(new)  # the teardown and later steps now know the new id
         self.known_ids.add(new.id)
         provisioner.wait_ready(
             provisioned,

@@ -4,7 +4,8 @@ runs and when it ends (success or failure), so losing the instance loses minutes
 :class:`StepData` serves :class:`~airflow_provider_brev.operators.exec.BrevExecOperator` (hence the TAO
 operators) on the worker; the transfers themselves are the staging service
 (:func:`~airflow_provider_brev.utils.staging.sync_inputs` / :func:`~airflow_provider_brev.utils.staging.sync_outputs`,
-incremental and idempotent). What each sync did is kept in XCom (key ``brev_step_data``) so that a deferred step
+incremental and idempotent). What each sync did is kept in the task's memory (XCom key ``brev_step_data``,
+:class:`~airflow_provider_brev.utils.task_memory.TaskMemory`) so that a deferred step
 still reports it after it resumes on another worker: ``{"inputs": [report...], "outputs": [report...],
 "output_syncs": n}`` (reports are :meth:`~airflow_provider_brev.utils.staging.SyncReport.to_dict`; no secret).
 
@@ -34,9 +35,7 @@ if TYPE_CHECKING:
 
     from airflow_provider_brev.hooks.brev import BrevHook
     from airflow_provider_brev.utils.staging import Log
-
-#: XCom key of what the step's syncs did.
-XCOM_STEP_DATA = "brev_step_data"
+    from airflow_provider_brev.utils.task_memory import TaskMemory
 
 
 def sync_seconds(value: float | timedelta) -> float:
@@ -67,7 +66,7 @@ class StepData:
     :param inputs: S3 URI prefix -> directory on the instance (relative = under the remote home), or ``None``.
     :param outputs: directory on the instance -> S3 URI prefix, or ``None``.
     :param aws_conn_id: the Amazon connection that lists and presigns (its keys never leave the worker).
-    :param ti: the task instance (XCom of the reports), or ``None``.
+    :param memory: the task's memory (where the sync reports are kept), or ``None``.
     """
 
     def __init__(
@@ -78,43 +77,32 @@ class StepData:
         inputs: Mapping[str, str] | None,
         outputs: Mapping[str, str] | None,
         aws_conn_id: str | None,
-        ti: Any = None,
+        memory: TaskMemory | None = None,
     ) -> None:
         self.hook = hook
         self.log = log
         self.inputs = dict(inputs or {})
         self.outputs = dict(outputs or {})
         self.aws_conn_id = aws_conn_id
-        self.ti = ti
+        self.memory = memory
 
     def output_map(self) -> dict[str, str]:
         """``{directory: uri}`` of the outputs, normalised (for the step's XCom result)."""
         return {pair.directory: pair.uri for pair in validate_outputs(self.outputs)}
 
-    # -- XCom ----------------------------------------------------------------------------------------
+    # -- reports -------------------------------------------------------------------------------------
     def recorded(self) -> dict[str, Any]:
-        """What this try's syncs did so far (survives deferrals: XCom is kept while a task is deferred)."""
-        value = None
-        if self.ti is not None:
-            try:
-                value = self.ti.xcom_pull(task_ids=self.ti.task_id, key=XCOM_STEP_DATA)
-            except Exception:
-                value = None
-        base: dict[str, Any] = {"inputs": [], "outputs": [], "output_syncs": 0}
-        if isinstance(value, dict):
-            base.update({k: value[k] for k in base if k in value})
-        return base
+        """What this try's syncs did so far (survives deferrals: kept in the task's memory)."""
+        if self.memory is None:
+            return {"inputs": [], "outputs": [], "output_syncs": 0}
+        return self.memory.sync_reports()
 
     def _record(self, **changes: Any) -> dict[str, Any]:
         data = {**self.recorded(), **changes}
-        if self.ti is not None:
-            try:
-                self.ti.xcom_push(key=XCOM_STEP_DATA, value=data)
-            except Exception:
-                self.log.warning("Could not record the sync reports in XCom.")
+        if self.memory is not None:
+            self.memory.tell_sync_reports(data)
         return data
 
-    # -- syncs ---------------------------------------------------------------------------------------
     def check_locations(self) -> None:
         """Before anything is created: every ``inputs``/``outputs`` location can be listed with ``aws_conn_id``
         (:func:`~airflow_provider_brev.utils.staging.check_locations`); raises
@@ -124,6 +112,7 @@ class StepData:
         if locations:
             check_locations(locations, aws_conn_id=self.aws_conn_id)
 
+    # -- syncs ---------------------------------------------------------------------------------------
     def sync_inputs(self, instance: str) -> list[dict[str, Any]]:
         """Bring the inputs up to date on ``instance`` (incremental); raises ``BrevTransferError``."""
         if not self.inputs:

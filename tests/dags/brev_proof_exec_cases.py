@@ -17,6 +17,7 @@ from airflow_provider_brev.operators.brev import (
     BrevExecOperator,
 )
 from airflow_provider_brev.sensors.brev import BrevReadySensor
+from airflow_provider_brev.steps.workload import CommandWorkload, command_spec
 
 START = datetime(2026, 1, 1)
 #: A job that counts its start, then waits for the test to create ``gate`` (at most ~5 minutes).
@@ -49,12 +50,19 @@ for action in ("kill", "keep"):
 
 class _KilledWhileItsInputsSync(BrevExecOperator):
     """A SIGTERM that lands while the inputs sync, right before the launch: ``on_kill`` runs then, on the task's main
-    thread, as Airflow's signal handler runs it."""
+    thread, as Airflow's signal handler runs it (the workload is asked what to launch right after the inputs synced).
+    """
 
-    def _before_launch(self, context, name):
-        command = super()._before_launch(context, name)
-        self.on_kill()
-        return command
+    def workload(self, parameters):
+        operator = self
+
+        class KilledBeforeItsLaunch(CommandWorkload):
+            def launch(self, run, ref):
+                launch = super().launch(run, ref)
+                operator.on_kill()
+                return launch
+
+        return KilledBeforeItsLaunch(command_spec(parameters))
 
 
 with DAG(dag_id="proof_exec_killed_before_launch", schedule=None, start_date=START):

@@ -22,6 +22,7 @@ from airflow_provider_brev.utils.provisioning import (
     InstanceRecord,
     InstanceRequest,
 )
+from airflow_provider_brev.utils.task_memory import TaskMemory
 
 NOT_OWNED = "exists and was not created by this task; pass adopt_existing=True"
 needs_task_state_store = pytest.mark.skipif(
@@ -171,7 +172,7 @@ def test_duplicate_name_from_brev_create_is_not_owned_and_nothing_is_deleted(bre
     hook = _PersonCreatesItMeanwhile(sim, retry_delay=0.05)
     provisioner = InstanceProvisioner(hook, logging.getLogger(__name__), InstanceRequest("race-name", gpu="L40S:1"))
     with pytest.raises(BrevInstanceNotOwnedError, match=NOT_OWNED):
-        provisioner.ensure({}, wait_timeout=30)
+        provisioner.ensure(TaskMemory({}), wait_timeout=30)  # no task state store (explicit name, no record)
     assert len(cli_calls(sim, "create")) == 1  # Brev refused the duplicate name
     assert cli_calls(sim, "delete") == []
     assert sim.instance("race-name")["status"] == "RUNNING"

@@ -1,7 +1,10 @@
-"""The instance one step runs on, known by name *and id*: acquired, recovered when lost, released.
+"""Where a step runs: the compute port of the step service, and the Brev instance that implements it.
 
-Serves :class:`~airflow_provider_brev.operators.exec.BrevExecOperator` and the TAO operators. A step runs either on
-an instance a create task made (``instance_name``) or on one it creates itself (ephemeral mode):
+A :class:`Compute` is what :class:`~airflow_provider_brev.steps.service.StepService` acquires, resumes after a
+deferral, recovers when lost and releases; its identity is an
+:class:`~airflow_provider_brev.cli.identity.InstanceRef` (name *and* id). :class:`BrevInstanceCompute` is a Brev
+instance, known by name and id. A step runs either on an instance a create task made (``instance_name``) or on one
+it creates itself (ephemeral mode):
 
 * **acquire** -- an explicit instance must be ready, and its id one the DAG run recorded creating under that name
   (:mod:`airflow_provider_brev.utils.instance_records`): an instance someone else created under the freed name after
@@ -17,7 +20,7 @@ an instance a create task made (``instance_name``) or on one it creates itself (
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from airflow_provider_brev.cli.identity import REPLACED, InstanceRef, identity_verdict, replaced_message
 from airflow_provider_brev.cli.names import validate_instance_name
@@ -28,14 +31,8 @@ from airflow_provider_brev.exceptions import (
     BrevInstanceNotReadyError,
     BrevInstanceReplacedError,
 )
-from airflow_provider_brev.utils.instance_records import (
-    InstanceRecord,
-    publish_record,
-    recorded_ids,
-    records_for,
-    republish_records,
-)
-from airflow_provider_brev.utils.provisioning import InstanceProvisioner, InstanceRequest
+from airflow_provider_brev.utils.instance_records import InstanceRecord, recorded_ids
+from airflow_provider_brev.utils.provisioning import InstanceProvisioner
 from airflow_provider_brev.utils.recovery import InstanceRecovery
 from airflow_provider_brev.utils.release import delete_created, release_on_kill
 
@@ -43,22 +40,41 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
     from airflow_provider_brev.hooks.brev import BrevHook
+    from airflow_provider_brev.steps.spec import ComputeSpec
+    from airflow_provider_brev.utils.task_memory import TaskMemory
 
-#: XCom key of the instance a step runs on (its name).
-XCOM_INSTANCE_NAME = "instance_name"
+
+class Compute(Protocol):
+    """Where a step runs (see the module docstring)."""
+
+    @property
+    def ephemeral(self) -> bool:
+        """The step creates (and releases) the compute itself."""
+
+    def acquire(self, memory: TaskMemory) -> InstanceRef:
+        """The compute to run on, ready."""
+
+    def resume(self, name: str, instance_id: str | None) -> InstanceRef:
+        """After a deferral: the compute the trigger followed."""
+
+    def recover(
+        self, memory: TaskMemory, lost: InstanceRef, error: BaseException, *, launched: bool = True
+    ) -> InstanceRef:
+        """Replace ``lost`` if ``error`` means it is gone, else re-raise ``error``."""
+
+    def release(self) -> None:
+        """The step ended: release what it created for itself."""
+
+    def release_on_kill(self, also: InstanceRef | None = None) -> list[str]:
+        """The task was killed: release at once what it created; returns the names."""
 
 
-class StepInstance:
-    """The instance of one step (see the module docstring).
+class BrevInstanceCompute:
+    """The Brev instance of one step (see the module docstring).
 
     :param hook: the step's hook.
     :param log: the step's logger.
-    :param instance_name: the explicit instance, or ``None`` for ephemeral mode.
-    :param request: ephemeral mode: what to create.
-    :param ready_timeout: seconds to wait for a created instance.
-    :param require_docker: readiness also requires ``docker info``.
-    :param max_recoveries: ``max_instance_recoveries``.
-    :param create_task_id: the task that created the explicit instance (else the nearest upstream record).
+    :param spec: the explicit instance or the ephemeral request, and the readiness and recovery settings.
     :param upstream: upstream task ids, nearest first (where records are looked for).
     :param killed: returns ``True`` once the task was killed.
     """
@@ -67,24 +83,14 @@ class StepInstance:
         self,
         hook: BrevHook,
         log: Any,
+        spec: ComputeSpec,
         *,
-        instance_name: str | None,
-        request: InstanceRequest | None,
-        ready_timeout: float,
-        require_docker: bool,
-        max_recoveries: int,
-        create_task_id: str | None,
         upstream: Sequence[str],
         killed: Callable[[], bool],
     ) -> None:
         self.hook = hook
         self.log = log
-        self.instance_name = instance_name
-        self.request = request
-        self.ready_timeout = float(ready_timeout)
-        self.require_docker = bool(require_docker)
-        self.max_recoveries = int(max_recoveries)
-        self.create_task_id = create_task_id
+        self.spec = spec
         self.upstream = list(upstream)
         self.killed = killed
         #: The instance the step runs on now (``None`` before :meth:`acquire`).
@@ -96,22 +102,24 @@ class StepInstance:
 
     @property
     def ephemeral(self) -> bool:
-        return not self.instance_name
+        return self.spec.ephemeral
 
     # -- acquire ---------------------------------------------------------------------------------
-    def acquire(self, context: Any) -> InstanceRef:
+    def acquire(self, memory: TaskMemory) -> InstanceRef:
         """The instance to run on: the given one (ready, and ours by id, or recovered), or a new ephemeral one."""
         if self.ephemeral:
-            return self._create_ephemeral(context)
-        name = validate_instance_name(self.instance_name)
-        republish_records(context, self.log)  # a retry: XCom lost what this task recorded, its state store kept it
-        self._known = recorded_ids(records_for(context, name, self.upstream))
+            return self._create_ephemeral(memory)
+        name = validate_instance_name(self.spec.instance_name)
+        stored = memory.stored_record()
+        if stored is not None:  # a retry: XCom lost what this task recorded, its state store kept it
+            memory.record_instance(stored)
+        self._known = recorded_ids(memory.records_for(name, self.upstream))
         try:
             self.current = self._check_target(name)
         except BrevInstanceReplacedError:
             raise
         except BrevError as err:
-            return self.recover(context, InstanceRef(name), err, launched=False)
+            return self.recover(memory, InstanceRef(name), err, launched=False)
         return self.current
 
     def resume(self, name: str, instance_id: str | None) -> InstanceRef:
@@ -140,45 +148,48 @@ class StepInstance:
             f"Instance {name!r} is not ready ({readiness.message}); wait for it with BrevReadySensor first."
         )
 
-    def _create_ephemeral(self, context: Any) -> InstanceRef:
-        assert self.request is not None
+    def _create_ephemeral(self, memory: TaskMemory) -> InstanceRef:
+        assert self.spec.request is not None
         provisioner = self._provisioner = InstanceProvisioner(
-            self.hook, self.log, self.request, poll_interval=1.0, cancelled=self.killed
+            self.hook, self.log, self.spec.request, poll_interval=1.0, cancelled=self.killed
         )
-        provisioned = provisioner.ensure(context, wait_timeout=self.ready_timeout)
+        provisioned = provisioner.ensure(memory, wait_timeout=self.spec.ready_timeout)
         ref = self.current = InstanceRef(provisioned.name, provisioned.instance.id)
         self.created.append(ref)
         self._known.add(ref.id)
-        context["ti"].xcom_push(key=XCOM_INSTANCE_NAME, value=ref.name)
-        publish_record(context, InstanceRecord(ref.name, ref.id, owned=True, adopted=False), self.log)
+        memory.tell_instance(ref.name)
+        memory.record_instance(InstanceRecord(ref.name, ref.id, owned=True, adopted=False))
         provisioner.wait_ready(
             provisioned,
-            timeout=self.ready_timeout,
-            require_docker=self.require_docker,
+            timeout=self.spec.ready_timeout,
+            require_docker=self.spec.require_docker,
             delete_on_failure=False,  # release() deletes it
         )
         return ref
 
     # -- recover ---------------------------------------------------------------------------------
-    def recover(self, context: Any, lost: InstanceRef, error: BaseException, *, launched: bool = True) -> InstanceRef:
+    def recover(
+        self, memory: TaskMemory, lost: InstanceRef, error: BaseException, *, launched: bool = True
+    ) -> InstanceRef:
         """Re-create ``lost`` if ``error`` means it is gone, else re-raise ``error``; returns the new instance."""
         if self.killed():  # on_kill deleted the instance or killed the job: that loss is not to be repaired
             raise error
         known = self._known | ({lost.id} if lost.id else set())
+        spec = self.spec
         recovery = InstanceRecovery(
             self.hook,
             self.log,
-            budget=self.max_recoveries,
+            budget=spec.max_recoveries,
             ephemeral=self.ephemeral,
-            create_task_id=self.create_task_id or None,
+            create_task_id=spec.create_task_id,
             upstream=self.upstream,
-            ready_timeout=self.ready_timeout,
-            require_docker=self.require_docker,
-            recreate_ephemeral=lambda: self._create_ephemeral(context),
+            ready_timeout=spec.ready_timeout,
+            require_docker=spec.require_docker,
+            recreate_ephemeral=lambda: self._create_ephemeral(memory),
             known_ids=known,
             cancelled=self.killed,
         )
-        self.current = recovery.recover_if_lost(context, lost.name, error, launched=launched)
+        self.current = recovery.recover_if_lost(memory, lost.name, error, launched=launched)
         self._known = known | recovery.known_ids | {self.current.id}
         return self.current
 

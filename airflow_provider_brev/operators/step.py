@@ -1,0 +1,213 @@
+"""The base of the GPU step operators: template fields, a spec, ``defer`` -- the step service does the rest.
+
+:class:`~airflow_provider_brev.operators.exec.BrevExecOperator` (a shell command) and the TAO operators
+(:mod:`airflow_provider_brev.operators.tao`) are :class:`BrevStepOperator` subclasses that say what runs (their
+workload, :mod:`airflow_provider_brev.steps.workload`); where it runs, how it is followed, its data, its recovery
+and its cleanup are the step service's (:mod:`airflow_provider_brev.steps.service`), the same for all of them.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from airflow_provider_brev._compat import conf, default_deferrable
+from airflow_provider_brev.cli.recovery import DEFAULT_MAX_INSTANCE_RECOVERIES
+from airflow_provider_brev.cli.remote_job import DEFAULT_MAX_BYTES
+from airflow_provider_brev.operators.base import BrevBaseOperator
+from airflow_provider_brev.sensors.brev import DEFAULT_READY_TIMEOUT
+from airflow_provider_brev.steps.service import StepService
+from airflow_provider_brev.steps.spec import step_spec
+from airflow_provider_brev.utils.mixins import brev_template_fields
+from airflow_provider_brev.utils.provisioning import DEFAULT_MAX_LIFETIME
+from airflow_provider_brev.utils.recovery import upstream_task_ids
+from airflow_provider_brev.utils.step_data import render_keys
+from airflow_provider_brev.utils.task_memory import TaskMemory
+
+if TYPE_CHECKING:
+    from datetime import timedelta
+
+    from airflow.sdk import Context
+    from airflow.triggers.base import BaseTrigger
+
+    from airflow_provider_brev.steps.workload import Workload
+
+#: Default seconds between output syncs while the command runs.
+DEFAULT_OUTPUT_SYNC_INTERVAL = 300.0
+#: The parameters every step operator takes (what :func:`~airflow_provider_brev.steps.spec.step_spec` reads).
+STEP_PARAMETERS = (
+    "brev_conn_id",
+    "instance_name",
+    "gpu",
+    "instance_types",
+    "min_vram",
+    "ready_timeout",
+    "require_docker",
+    "max_lifetime",
+    "timeout",
+    "deferrable",
+    "poll_interval",
+    "on_kill_action",
+    "log_chunk_bytes",
+    "max_poll_failures",
+    "progress_regex",
+    "checkpoint_regex",
+    "inputs",
+    "outputs",
+    "aws_conn_id",
+    "output_sync_interval",
+    "max_instance_recoveries",
+    "create_task_id",
+)
+
+
+class BrevStepOperator(BrevBaseOperator):
+    """Base of the GPU step operators: a workload runs exactly once on a Brev instance, durably.
+
+    **Where.** On an existing instance (``instance_name``, e.g. ``create.output``), which must be ready and -- when
+    a create task recorded it -- the same instance (its Brev id): an instance someone created under a freed name is
+    never used. Or, with ``gpu`` / ``instance_types`` instead, on an **ephemeral** instance the step creates (the
+    create operator's idempotent rules), and deletes when it ends -- on success, failure, timeout and kill.
+
+    **Exactly once.** The command runs as a detached job with a per-try job id, a launch guard and an atomic exit
+    code. A retry re-attaches to an earlier try's job that still runs, or collects one that succeeded; one that
+    failed or was lost is launched again. Remote output streams into the task log; the whole log is drained.
+
+    **The step owns its data.** ``inputs`` sync incrementally before a launch; ``outputs`` upload every
+    ``output_sync_interval`` while the command runs (and at a log line matching ``checkpoint_regex``) and when it
+    ends, success or failure. **A lost instance is recovered**: re-created from its create task's record (or the
+    ephemeral request), inputs re-synced, the command run again, within ``max_instance_recoveries``.
+
+    Every parameter is checked at the start of ``execute``, before any ``brev`` call
+    (:mod:`airflow_provider_brev.steps.spec`); the flow is :class:`~airflow_provider_brev.steps.service.StepService`.
+
+    :param instance_name: the instance (templated). Omit it for ephemeral mode.
+    :param gpu: ephemeral mode: GPU request such as ``"L40S:1"``.
+    :param instance_types: ephemeral mode: explicit instance types.
+    :param min_vram: ephemeral mode: minimum VRAM per GPU in GB.
+    :param ready_timeout: seconds to wait for a created (or re-created) instance.
+    :param require_docker: readiness of a created instance also requires ``docker info``.
+    :param max_lifetime: ephemeral mode: expiry written into the instance name for the janitor.
+    :param timeout: seconds (or timedelta) for the whole command: an absolute deadline that also holds across
+        deferrals; on expiry the remote job is killed and the task fails.
+    :param deferrable: follow the job from the triggerer, holding no worker slot.
+    :param poll_interval: seconds between polls while the job prints nothing new.
+    :param on_kill_action: ``kill`` the remote job when the task is killed (default) or ``keep`` it running.
+    :param log_chunk_bytes: maximum log bytes fetched per poll.
+    :param max_poll_failures: consecutive failed polls (connection drops) tolerated before failing.
+    :param progress_regex: a regex with two groups ``(done, total)``; matching lines are logged as a percentage.
+    :param checkpoint_regex: a log line matching it makes an output sync due at once.
+    :param inputs: S3 URI prefix -> directory on the instance (templated; relative = under the remote home).
+    :param outputs: directory on the instance -> S3 URI prefix (templated).
+    :param aws_conn_id: the Amazon connection for the step's S3 data (its keys never reach the instance).
+    :param output_sync_interval: seconds (or timedelta) between output syncs while the command runs.
+    :param max_instance_recoveries: how often this task instance may re-create its lost instance (all tries).
+    :param create_task_id: the task that created the instance (default: the upstream record naming it).
+    :param brev_conn_id: the Airflow connection id of type ``brev``.
+    """
+
+    template_fields = brev_template_fields(
+        "instance_name", "gpu", "instance_types", "min_vram", "inputs", "outputs", "aws_conn_id"
+    )
+
+    def __init__(
+        self,
+        *,
+        instance_name: str | None = None,
+        gpu: str | None = None,
+        instance_types: list[str] | str | None = None,
+        min_vram: float | None = None,
+        ready_timeout: float = DEFAULT_READY_TIMEOUT,
+        require_docker: bool = False,
+        max_lifetime: timedelta | float = DEFAULT_MAX_LIFETIME,
+        timeout: float | timedelta | None = None,
+        deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=False),
+        poll_interval: float = 5.0,
+        on_kill_action: str = "kill",
+        log_chunk_bytes: int = DEFAULT_MAX_BYTES,
+        max_poll_failures: int = 30,
+        progress_regex: str | None = None,
+        checkpoint_regex: str | None = None,
+        inputs: dict[str, str] | None = None,
+        outputs: dict[str, str] | None = None,
+        aws_conn_id: str | None = "aws_default",
+        output_sync_interval: float | timedelta = DEFAULT_OUTPUT_SYNC_INTERVAL,
+        max_instance_recoveries: int = DEFAULT_MAX_INSTANCE_RECOVERIES,
+        create_task_id: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.instance_name = instance_name
+        self.gpu = gpu
+        self.instance_types = instance_types
+        self.min_vram = min_vram
+        self.ready_timeout = ready_timeout
+        self.require_docker = require_docker
+        self.max_lifetime = max_lifetime
+        self.timeout = timeout
+        self.deferrable = deferrable
+        self.poll_interval = poll_interval
+        self.on_kill_action = on_kill_action
+        self.log_chunk_bytes = log_chunk_bytes
+        self.max_poll_failures = max_poll_failures
+        self.progress_regex = progress_regex
+        self.checkpoint_regex = checkpoint_regex
+        self.inputs = inputs
+        self.outputs = outputs
+        self.aws_conn_id = aws_conn_id
+        self.output_sync_interval = output_sync_interval
+        self.max_instance_recoveries = max_instance_recoveries
+        self.create_task_id = create_task_id
+        self._service: StepService | None = None
+
+    #: Parameters of the subclass that its workload reads (besides :data:`STEP_PARAMETERS`).
+    workload_parameters: tuple[str, ...] = ()
+
+    def render_template_fields(self, context: Context, jinja_env: Any = None) -> None:
+        """Also render the keys of ``inputs`` (S3 URIs) and ``outputs`` (directories): Airflow renders values only."""
+        super().render_template_fields(context, jinja_env)
+        render_keys(self, context, jinja_env, "inputs", "outputs")
+
+    def parameters(self) -> dict[str, Any]:
+        """The rendered parameters by name (read, never changed: a resumed task builds the same spec)."""
+        return {name: getattr(self, name) for name in (*STEP_PARAMETERS, *self.workload_parameters)}
+
+    def workload(self, parameters: dict[str, Any]) -> Workload:
+        """What runs (subclasses), from the checked ``parameters``."""
+        raise NotImplementedError
+
+    def service(self, context: Context) -> StepService:
+        """The step service of this try (every parameter checked first: bad input costs nothing)."""
+        parameters = self.parameters()
+        spec = step_spec(parameters, deferrable_default=default_deferrable())
+        self._service = StepService(
+            spec=spec,
+            workload=self.workload(parameters),
+            hook=self.hook,
+            log=self.log,
+            memory=TaskMemory(context, self.log),
+            upstream=upstream_task_ids(self),
+            retries=getattr(self, "retries", None),
+            killed=lambda: self._killed,
+            defer=self._defer,
+        )
+        return self._service
+
+    def _defer(self, trigger: BaseTrigger) -> None:
+        self.defer(trigger=trigger, method_name="execute_complete")
+
+    def execute(self, context: Context) -> Any:
+        try:
+            return self.service(context).execute()
+        finally:
+            self.wait_for_kill_cleanup()
+
+    def execute_complete(self, context: Context, event: dict[str, Any] | None = None) -> Any:
+        try:
+            return self.service(context).execute_complete(event)
+        finally:
+            self.wait_for_kill_cleanup()
+
+    def _cleanup_on_kill(self) -> None:
+        """Stop the foreground command, kill (or keep) the job, delete an ephemeral instance (the service's)."""
+        if self._service is not None:
+            self._service.on_kill()
