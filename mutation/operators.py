@@ -32,6 +32,7 @@ import copy
 import hashlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import PurePath
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -54,9 +55,9 @@ OPERATORS = (
     "arith",
 )
 
-#: Functions (and module constants) whose string literals are bash script text, per module (file stem).
+#: Functions (and module constants) whose string literals are bash script text, per module (:func:`module_key`).
 SHELL_FUNCTIONS: dict[str, frozenset[str]] = {
-    "job_scripts": frozenset(
+    "jobs.scripts": frozenset(
         {
             "_SAME_BOOT_FN",
             "_LEADER_ALIVE_FN",
@@ -69,12 +70,12 @@ SHELL_FUNCTIONS: dict[str, frozenset[str]] = {
             "build_poll_command",
             "build_kill_command",
             "build_cleanup_command",
+            "_sweep_stale_jobs",
         }
     ),
-    "transfer_scripts": frozenset(
-        {"_TRANSFER_BODY", "_LIST_BODY", "build_transfer_script", "build_cleanup_script", "build_list_script"}
-    ),
-    "shell": frozenset(
+    "transfer.scripts": frozenset({"_TRANSFER_BODY", "build_transfer_script", "build_cleanup_script"}),
+    "transfer.listing": frozenset({"_LIST_BODY", "build_list_script"}),
+    "jobs.shell": frozenset(
         {
             "_REDACT_AWK",
             "stale_secret_cleanup",
@@ -85,8 +86,18 @@ SHELL_FUNCTIONS: dict[str, frozenset[str]] = {
             "build_foreground_kill_command",
         }
     ),
-    "tao": frozenset({"build_tao_command", "build_report_command"}),
+    "tao.command": frozenset({"build_tao_command"}),
+    "tao.report": frozenset({"build_report_command"}),
 }
+
+
+def module_key(path: Path | str) -> str:
+    """The name of a module of the pure core relative to ``cli/``, dotted: ``jobs/scripts.py`` -> ``jobs.scripts``."""
+    parts = list(PurePath(path).with_suffix("").parts)
+    if "cli" in parts:
+        parts = parts[len(parts) - parts[::-1].index("cli") :]
+    return ".".join(parts)
+
 
 #: Subscripted names that make a type expression (their subscripts are never mutated).
 _TYPE_NAMES = frozenset(
@@ -222,9 +233,9 @@ class _Context:
 class _Walker:
     """Walks a module in a fixed order, numbering nodes; lists the sites or replaces one node."""
 
-    def __init__(self, stem: str, target: tuple[int, int] | None = None) -> None:
-        self.stem = stem
-        self.shell_names = SHELL_FUNCTIONS.get(stem, frozenset())
+    def __init__(self, key: str, target: tuple[int, int] | None = None) -> None:
+        self.key = key
+        self.shell_names = SHELL_FUNCTIONS.get(key, frozenset())
         self.target = target
         self.counter = 0
         self.ctx = _Context()
@@ -458,15 +469,15 @@ def _to_pass(node: ast.AST) -> ast.AST:
     return ast.copy_location(ast.Pass(), node)
 
 
-def _stable_id(stem: str, scope: str, operator: str, description: str, occurrence: int) -> str:
+def _stable_id(key: str, scope: str, operator: str, description: str, occurrence: int) -> str:
     digest = hashlib.sha256(f"{scope}\x00{operator}\x00{description}\x00{occurrence}".encode()).hexdigest()[:8]
-    return f"{stem}:{scope}:{operator}:{digest}"
+    return f"{key}:{scope}:{operator}:{digest}"
 
 
 def list_mutants(path: Path, root: Path) -> list[Mutant]:
     """Every mutant of the module at ``path`` (ids relative to ``root``), in walk order."""
     source = path.read_text(encoding="utf-8")
-    walker = _Walker(path.stem)
+    walker = _Walker(module_key(path))
     walker.walk(ast.parse(source, str(path)))
     seen: dict[tuple[str, str, str], int] = {}
     mutants = []
@@ -476,7 +487,7 @@ def list_mutants(path: Path, root: Path) -> list[Mutant]:
         seen[key] = occurrence + 1
         mutants.append(
             Mutant(
-                id=_stable_id(path.stem, scope, operator, description, occurrence),
+                id=_stable_id(module_key(path), scope, operator, description, occurrence),
                 path=str(path.relative_to(root)),
                 line=line,
                 end_line=end_line,
@@ -491,10 +502,10 @@ def list_mutants(path: Path, root: Path) -> list[Mutant]:
     return mutants
 
 
-def mutated_tree(source: str, stem: str, mutant: Mutant) -> ast.Module:
+def mutated_tree(source: str, key: str, mutant: Mutant) -> ast.Module:
     """The module's AST with ``mutant`` applied (raises ``LookupError`` when its site is not there)."""
     tree = ast.parse(source)
-    walker = _Walker(stem, target=(mutant.node, mutant.variant))
+    walker = _Walker(key, target=(mutant.node, mutant.variant))
     result = walker.walk(tree)
     if not walker.applied or not isinstance(result, ast.Module):
         raise LookupError(f"mutant {mutant.id} does not apply")

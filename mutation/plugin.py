@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING
 import coverage
 import pytest
 
+from mutation.operators import module_key
+
 if TYPE_CHECKING:
     from collections.abc import Generator
 
@@ -58,7 +60,7 @@ class CoverageMap:
             lines: dict[str, list[int]] = {}
             for line, contexts in sorted((data.contexts_by_lineno(measured) or {}).items()):
                 lines[str(line)] = sorted({index[c] for c in contexts if c in index})
-            files[path.name] = lines
+            files[module_key(path)] = lines
         self.out.write_text(
             json.dumps(
                 {

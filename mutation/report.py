@@ -12,15 +12,15 @@ from __future__ import annotations
 import json
 from collections import Counter
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mutation.execute import ERROR, KILLED, NO_TESTS, SURVIVED, TIMEOUT, Outcome
-from mutation.operators import OPERATORS, SHELL_FUNCTIONS, Mutant
+from mutation.operators import OPERATORS, SHELL_FUNCTIONS, Mutant, module_key
 
 if TYPE_CHECKING:
     import argparse
     from collections.abc import Mapping, Sequence
+    from pathlib import Path
 
 EQUIVALENT = "equivalent"
 
@@ -113,7 +113,7 @@ def summarize(
         if mutant.id in equivalents and verdict != KILLED and verdict != TIMEOUT:
             verdict = EQUIVALENT
         status[mutant.id] = verdict
-        row = modules.setdefault(Path(mutant.path).stem, Row())
+        row = modules.setdefault(module_key(mutant.path), Row())
         for target in (row, overall):
             target.total += 1
             target.counts[verdict] += 1

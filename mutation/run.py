@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from mutation.execute import ERROR, KILLED, SURVIVED, TIMEOUT, Job, Outcome
-from mutation.operators import Mutant, list_mutants, mutated_tree
+from mutation.operators import Mutant, list_mutants, module_key, mutated_tree
 from mutation.report import Thresholds, load_equivalents, summarize, write_reports
 from mutation.select import CoverageMap, Selector
 from mutation.session import MutationSession
@@ -73,14 +73,15 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
 
 def choose_mutants(args: argparse.Namespace) -> list[Mutant]:
     mutants: list[Mutant] = []
-    for path in sorted(PACKAGE_DIR.glob("*.py")):
+    modules = [path for path in sorted(PACKAGE_DIR.rglob("*.py")) if path.name != "__init__.py"]
+    for path in modules:
         mutants += list_mutants(path, ROOT)
     if args.modules:
         wanted = {name.strip() for name in args.modules.split(",")}
-        unknown = wanted - {Path(m.path).stem for m in mutants} - {p.stem for p in PACKAGE_DIR.glob("*.py")}
+        unknown = wanted - {module_key(p) for p in modules}
         if unknown:
             raise SystemExit(f"unknown modules: {', '.join(sorted(unknown))}")
-        mutants = [m for m in mutants if Path(m.path).stem in wanted]
+        mutants = [m for m in mutants if module_key(m.path) in wanted]
     if args.ids:
         wanted = {name.strip() for name in args.ids.split(",") if name.strip()}
         by_id = {m.id: m for m in mutants}
@@ -130,12 +131,12 @@ def build_jobs(mutants: list[Mutant], args: argparse.Namespace) -> tuple[list[Jo
             expected = selector.expected_seconds(tests)
         tests_of[mutant.id] = tests
         timeout = args.timeout_factor * expected + 20.0
-        jobs.append(Job(mutant.id, f"{PACKAGE}.{path.stem}", code, tests, timeout))
+        jobs.append(Job(mutant.id, f"{PACKAGE}.{module_key(path)}", code, tests, timeout))
     return jobs, tests_of
 
 
 def _compile(source: str, path: Path, mutant: Mutant) -> CodeType:
-    return compile(mutated_tree(source, path.stem, mutant), str(path), "exec", dont_inherit=True)
+    return compile(mutated_tree(source, module_key(path), mutant), str(path), "exec", dont_inherit=True)
 
 
 def _load(path: Path) -> CoverageMap:

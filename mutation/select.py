@@ -16,11 +16,13 @@ from __future__ import annotations
 import ast
 from collections import defaultdict
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from mutation.operators import module_key
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
+    from pathlib import Path
 
     from mutation.operators import Mutant
 
@@ -86,19 +88,19 @@ class Selector:
         for test_file in sorted(test_dir.glob("test_*.py")) if test_dir is not None else []:
             for node in ast.walk(ast.parse(test_file.read_text(encoding="utf-8"))):
                 if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(package + "."):
-                    module_file = node.module.rsplit(".", 1)[-1] + ".py"  # type: ignore[union-attr]
+                    module_file = (node.module or "").removeprefix(package + ".")
                     relative = f"{test_file.parent.parent.name}/{test_file.parent.name}/{test_file.name}"
                     for alias in node.names:
                         self.importers[(module_file, alias.name)].add(relative)
         self.assignments: dict[str, list[tuple[int, int, set[str]]]] = {}
         self.reads: dict[str, dict[str, set[int]]] = {}
-        for path in sorted(package_dir.glob("*.py")):
+        for path in sorted(package_dir.rglob("*.py")):
             tree = ast.parse(path.read_text(encoding="utf-8"))
-            self.assignments[path.name] = _top_level_names(tree)
-            self.reads[path.name] = _reads(tree)
+            self.assignments[module_key(path)] = _top_level_names(tree)
+            self.reads[module_key(path)] = _reads(tree)
 
     def tests_for(self, mutant: Mutant) -> list[str]:
-        file_name = Path(mutant.path).name
+        file_name = module_key(mutant.path)
         lines = range(mutant.line, mutant.end_line + 1)
         chosen: set[int] = set()
         chosen = self._readers(file_name, mutant.line) if mutant.module_level else self.map.line_tests(file_name, lines)

@@ -162,7 +162,7 @@ class ChaosAgent(threading.Thread):
 
 def job_ids_on(sim, name: str) -> list[str]:
     """Ids of the detached jobs whose directories are on instance ``name`` (collected jobs' are removed)."""
-    from airflow_provider_brev.cli.remote_job import DEFAULT_BASE_DIR
+    from airflow_provider_brev.cli.jobs.remote import DEFAULT_BASE_DIR
 
     jobs = sim.sandbox(name) / DEFAULT_BASE_DIR
     return sorted(path.name for path in jobs.iterdir()) if jobs.is_dir() else []

@@ -1,8 +1,17 @@
 """The pure core: everything this provider decides about the ``brev`` CLI, with no I/O and no Airflow.
 
-Argument builders (:mod:`~airflow_provider_brev.cli.argv`), output parsers (:mod:`~airflow_provider_brev.cli.output`),
-failure classification and the re-login decision (:mod:`~airflow_provider_brev.cli.classify`), the protocol of one
-call (:mod:`~airflow_provider_brev.cli.invocation`), readiness (:mod:`~airflow_provider_brev.cli.readiness`), and the
-scripts this provider runs on instances (remote jobs, the exactly-once wrapper, transfers, TAO). The hooks perform the
-I/O these functions ask for; import-linter (``make test``) keeps Airflow and the hooks out of this package.
+By topic, each a sub-package with its own import-linter contract (pyproject.toml), from the bottom up:
+
+* :mod:`~airflow_provider_brev.cli.values` -- checks of rendered parameter values (numbers, booleans, text);
+* :mod:`~airflow_provider_brev.cli.protocol` -- one ``brev`` call: its argv, the call protocol, what its output means
+  (classification, listings, search), the connection's config, instance names;
+* :mod:`~airflow_provider_brev.cli.instances` -- an instance's identity (its id), readiness and recovery;
+* :mod:`~airflow_provider_brev.cli.jobs` -- detached remote jobs: handles, scripts, polls, following, which try's job
+  a try follows, the foreground wrapper and secret redaction;
+* :mod:`~airflow_provider_brev.cli.transfer` -- S3 <-> instance transfers: paths, manifests, rounds, scripts,
+  reports, S3 locations;
+* :mod:`~airflow_provider_brev.cli.tao` -- NVIDIA TAO: its command, its report and verdict, checkpoints;
+* :mod:`~airflow_provider_brev.cli.validation` -- the checks of parameters that name Brev's and S3's things.
+
+The drivers that do the I/O are the hooks (:mod:`airflow_provider_brev.hooks`) and the triggers.
 """

@@ -3,7 +3,7 @@
 Split the way the Databricks provider splits ``databricks_base.py`` from ``databricks.py``: this module knows how
 to run the CLI; :mod:`airflow_provider_brev.hooks.brev` knows what to ask of it. Every decision about a call's
 outcome (breadcrumbs, logged-out, re-login, failure type, retry) is made in the pure core
-(:mod:`airflow_provider_brev.cli.invocation`, :mod:`airflow_provider_brev.cli.classify`); the sync driver
+(:mod:`airflow_provider_brev.cli.protocol.invocation`, :mod:`airflow_provider_brev.cli.protocol.classify`); the sync driver
 :meth:`BrevBaseHook.run_cli` and the async driver :meth:`BrevBaseHook.arun_cli` only perform the steps it asks
 for, so the worker and the triggerer cannot disagree.
 
@@ -35,10 +35,10 @@ from typing import TYPE_CHECKING, Any
 import tenacity
 
 from airflow_provider_brev._compat import AIRFLOW_V_3_1_PLUS, AirflowNotFoundException, BaseHook, mask_secret
-from airflow_provider_brev.cli.classify import login_failure
-from airflow_provider_brev.cli.config import BrevCapabilities, BrevConnectionConfig, login_args
-from airflow_provider_brev.cli.invocation import EnsureLogin, Invocation, OutputView, adrive, drive, invocation
-from airflow_provider_brev.cli.output import parse_help_flags, parse_version
+from airflow_provider_brev.cli.protocol.classify import login_failure
+from airflow_provider_brev.cli.protocol.config import BrevCapabilities, BrevConnectionConfig, login_args
+from airflow_provider_brev.cli.protocol.invocation import EnsureLogin, Invocation, OutputView, adrive, drive, invocation
+from airflow_provider_brev.cli.protocol.output import parse_help_flags, parse_version
 from airflow_provider_brev.exceptions import (
     BREV_DOCS_URL,
     BrevCLINotFoundError,
@@ -503,7 +503,7 @@ class BrevBaseHook(BaseHook):
         on_stderr: LineCallback | None = None,
         output_view: OutputView | None = None,
     ) -> ProcessResult:
-        """Run a ``brev`` sub-command (sync driver of :func:`~airflow_provider_brev.cli.invocation.invocation`).
+        """Run a ``brev`` sub-command (sync driver of :func:`~airflow_provider_brev.cli.protocol.invocation.invocation`).
 
         :param args: the arguments after ``brev`` (never ``login``; the hook logs in itself).
         :param timeout: the call's budget (default ``command_timeout``).
@@ -515,7 +515,7 @@ class BrevBaseHook(BaseHook):
         :param on_stdout: receive each stdout line (instead of the task log).
         :param on_stderr: receive each stderr line (instead of the task log).
         :param output_view: the part of the output the re-login decision and the classifier read (``exec``: not the
-            remote output, see :func:`~airflow_provider_brev.cli.invocation.exec_view`).
+            remote output, see :func:`~airflow_provider_brev.cli.protocol.invocation.exec_view`).
         """
         budget = timeout or self.command_timeout
         kwargs = self._process_kwargs(args, budget, capture, log_output, on_stdout, on_stderr)

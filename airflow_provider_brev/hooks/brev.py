@@ -21,14 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_brev._compat import mask_secret
-from airflow_provider_brev.cli.classify import classify_failure, last_error_text, strip_breadcrumbs
-from airflow_provider_brev.cli.config import BrevCapabilities, BrevConnectionConfig
-from airflow_provider_brev.cli.invocation import exec_view
-from airflow_provider_brev.cli.names import validate_instance_name
-from airflow_provider_brev.cli.output import (
-    BrevInstance,
-)
-from airflow_provider_brev.cli.remote_job import (
+from airflow_provider_brev.cli.jobs.remote import (
     DEFAULT_MAX_BYTES,
     LaunchResult,
     PollResult,
@@ -43,7 +36,7 @@ from airflow_provider_brev.cli.remote_job import (
     parse_launch_output,
     parse_poll_output,
 )
-from airflow_provider_brev.cli.shell import (
+from airflow_provider_brev.cli.jobs.shell import (
     STARTED_ELSEWHERE,
     build_foreground_kill_command,
     build_once_command,
@@ -52,6 +45,13 @@ from airflow_provider_brev.cli.shell import (
     stale_secret_cleanup,
     strip_once_stdout,
     validate_env,
+)
+from airflow_provider_brev.cli.protocol.classify import classify_failure, last_error_text, strip_breadcrumbs
+from airflow_provider_brev.cli.protocol.config import BrevCapabilities, BrevConnectionConfig
+from airflow_provider_brev.cli.protocol.invocation import exec_view
+from airflow_provider_brev.cli.protocol.names import validate_instance_name
+from airflow_provider_brev.cli.protocol.output import (
+    BrevInstance,
 )
 from airflow_provider_brev.exceptions import (
     BrevCLIError,
@@ -146,7 +146,7 @@ class BrevHook(BrevInstancesHook):
     ) -> CommandResult:
         """Run ``command`` on instance ``name`` exactly once and return its real exit code.
 
-        The command is wrapped (:func:`~airflow_provider_brev.cli.shell.build_once_command`) so the released
+        The command is wrapped (:func:`~airflow_provider_brev.cli.jobs.shell.build_once_command`) so the released
         CLI's re-run-on-failure cannot run it twice, the real exit code comes back, and the CLI's trailing
         instance-name line is stripped. Output streams into the task log as it is produced.
 

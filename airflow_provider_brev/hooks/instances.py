@@ -11,10 +11,17 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_brev.cli.argv import create_args, instance_type_list, ls_args, search_args
-from airflow_provider_brev.cli.invocation import exec_view
-from airflow_provider_brev.cli.names import validate_instance_name
-from airflow_provider_brev.cli.output import (
+from airflow_provider_brev.cli.instances.readiness import (
+    ListInstance,
+    Readiness,
+    ReadinessCheck,
+    ReadinessWait,
+    readiness_check,
+)
+from airflow_provider_brev.cli.protocol.argv import create_args, instance_type_list, ls_args, search_args
+from airflow_provider_brev.cli.protocol.invocation import exec_view
+from airflow_provider_brev.cli.protocol.names import validate_instance_name
+from airflow_provider_brev.cli.protocol.output import (
     STATUS_DELETING,
     STATUS_FAILURE,
     BrevInstance,
@@ -24,13 +31,6 @@ from airflow_provider_brev.cli.output import (
     parse_instances,
     parse_search,
     select_offers,
-)
-from airflow_provider_brev.cli.readiness import (
-    ListInstance,
-    Readiness,
-    ReadinessCheck,
-    ReadinessWait,
-    readiness_check,
 )
 from airflow_provider_brev.exceptions import (
     BrevCLIError,
@@ -302,7 +302,7 @@ class BrevInstancesHook(BrevBaseHook):
     def check_readiness(
         self, name: str, *, require_docker: bool = False, probe_timeout: float = DEFAULT_PROBE_TIMEOUT
     ) -> Readiness:
-        """One layered readiness check (sync driver of :func:`~airflow_provider_brev.cli.readiness.readiness_check`)."""
+        """One layered readiness check (sync driver of :func:`~airflow_provider_brev.cli.instances.readiness.readiness_check`)."""
         protocol: ReadinessCheck = readiness_check(name, require_docker=require_docker)
         answer: Any = None
         try:
@@ -373,7 +373,7 @@ class BrevInstancesHook(BrevBaseHook):
     ) -> BrevInstance:
         """Block until ``name`` is ready; fail fast on FAILURE, DELETING or a vanished instance.
 
-        Sync driver of :class:`~airflow_provider_brev.cli.readiness.ReadinessWait` (the trigger drives the same
+        Sync driver of :class:`~airflow_provider_brev.cli.instances.readiness.ReadinessWait` (the trigger drives the same
         state machine): checks every ``poll_interval`` seconds while the instance changes stage and at most every
         2 s during a long boot; a few transient check failures in a row do not end the wait.
 

@@ -22,7 +22,7 @@ import subprocess
 import time
 from typing import TYPE_CHECKING
 
-from airflow_provider_brev.cli.lines import READ_CHUNK, Collector, LineCallback, LineSplitter, ProcessResult
+from airflow_provider_brev.cli.protocol.lines import READ_CHUNK, Collector, LineCallback, LineSplitter, ProcessResult
 from airflow_provider_brev.exceptions import BrevCLINotFoundError
 
 if TYPE_CHECKING:

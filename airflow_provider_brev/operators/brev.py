@@ -9,7 +9,8 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_brev._compat import conf, default_deferrable, deferral_settle_seconds
-from airflow_provider_brev.cli.validation import bool_value, conn_id, duration_seconds, instance_name, optional
+from airflow_provider_brev.cli.validation import instance_name
+from airflow_provider_brev.cli.values import bool_value, conn_id, duration_seconds, optional
 from airflow_provider_brev.exceptions import BrevInstanceFailedError, BrevTimeoutError
 from airflow_provider_brev.operators.base import BrevBaseOperator
 from airflow_provider_brev.operators.exec import (  # re-exported: the exec operator lives in its own module

@@ -6,17 +6,10 @@ import time
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_brev.cli.names import parse_managed_name
-from airflow_provider_brev.cli.output import STATUS_DELETING
-from airflow_provider_brev.cli.validation import (
-    bool_value,
-    conn_id,
-    duration_seconds,
-    non_negative,
-    optional,
-    owner_prefix,
-    positive_int,
-)
+from airflow_provider_brev.cli.protocol.names import parse_managed_name
+from airflow_provider_brev.cli.protocol.output import STATUS_DELETING
+from airflow_provider_brev.cli.validation import owner_prefix
+from airflow_provider_brev.cli.values import bool_value, conn_id, duration_seconds, non_negative, optional, positive_int
 from airflow_provider_brev.exceptions import (
     BrevError,
     BrevSweepFailedError,  # re-exported
@@ -29,8 +22,8 @@ from airflow_provider_brev.utils.task_memory import TaskMemory
 if TYPE_CHECKING:
     from airflow.sdk import Context
 
-    from airflow_provider_brev.cli.names import ManagedName
-    from airflow_provider_brev.cli.output import BrevInstance
+    from airflow_provider_brev.cli.protocol.names import ManagedName
+    from airflow_provider_brev.cli.protocol.output import BrevInstance
 
 #: XCom key of the sweep report (also the task's return value when the sweep succeeds).
 

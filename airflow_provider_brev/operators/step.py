@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_brev._compat import conf, default_deferrable
-from airflow_provider_brev.cli.recovery import DEFAULT_MAX_INSTANCE_RECOVERIES
-from airflow_provider_brev.cli.remote_job import DEFAULT_MAX_BYTES
+from airflow_provider_brev.cli.instances.recovery import DEFAULT_MAX_INSTANCE_RECOVERIES
+from airflow_provider_brev.cli.jobs.remote import DEFAULT_MAX_BYTES
 from airflow_provider_brev.operators.base import BrevBaseOperator
 from airflow_provider_brev.sensors.brev import DEFAULT_READY_TIMEOUT
 from airflow_provider_brev.steps.service import StepService

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_brev.cli.tao import CHECKPOINT_LOG_REGEX
+from airflow_provider_brev.cli.tao.checkpoints import CHECKPOINT_LOG_REGEX
 from airflow_provider_brev.exceptions import (  # re-exported
     BrevPreflightError,
     TaoProgramFaultError,

@@ -2,7 +2,7 @@
 
 A :class:`Compute` is what :class:`~airflow_provider_brev.steps.service.StepService` acquires, resumes after a
 deferral, recovers when lost and releases; its identity is an
-:class:`~airflow_provider_brev.cli.identity.InstanceRef` (name *and* id). :class:`BrevInstanceCompute` is a Brev
+:class:`~airflow_provider_brev.cli.instances.identity.InstanceRef` (name *and* id). :class:`BrevInstanceCompute` is a Brev
 instance, known by name and id. A step runs either on an instance a create task made (``instance_name``) or on one
 it creates itself (ephemeral mode):
 
@@ -22,9 +22,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol
 
-from airflow_provider_brev.cli.identity import REPLACED, InstanceRef, identity_verdict, replaced_message
-from airflow_provider_brev.cli.names import validate_instance_name
-from airflow_provider_brev.cli.readiness import STAGE_MISSING
+from airflow_provider_brev.cli.instances.identity import REPLACED, InstanceRef, identity_verdict, replaced_message
+from airflow_provider_brev.cli.instances.readiness import STAGE_MISSING
+from airflow_provider_brev.cli.protocol.names import validate_instance_name
 from airflow_provider_brev.exceptions import (
     BrevError,
     BrevInstanceNotFoundError,

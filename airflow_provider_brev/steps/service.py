@@ -30,18 +30,18 @@ from __future__ import annotations
 
 import contextlib
 import time
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_brev._compat import deferral_settle_seconds
-from airflow_provider_brev.cli.identity import InstanceRef
-from airflow_provider_brev.cli.job_attempts import EarlierJob, earlier_jobs, generation_start
-from airflow_provider_brev.cli.job_follower import SYNC_DUE, TIMED_OUT, JobOutcome, outcome_error
-from airflow_provider_brev.cli.job_handle import generate_job_id
-from airflow_provider_brev.cli.recovery import EVENT_INSTANCE_LOST
-from airflow_provider_brev.cli.remote_job import RemoteJob
+from airflow_provider_brev.cli.instances.identity import InstanceRef
+from airflow_provider_brev.cli.instances.recovery import EVENT_INSTANCE_LOST
+from airflow_provider_brev.cli.jobs.attempts import EarlierJob, earlier_jobs, generation_start
+from airflow_provider_brev.cli.jobs.follower import SYNC_DUE, TIMED_OUT, JobOutcome, outcome_error
+from airflow_provider_brev.cli.jobs.handle import generate_job_id
+from airflow_provider_brev.cli.jobs.remote import RemoteJob
 from airflow_provider_brev.exceptions import BrevError, BrevTaskKilledError, error_from_event
 from airflow_provider_brev.steps.compute import BrevInstanceCompute
+from airflow_provider_brev.steps.workload import StepRun
 from airflow_provider_brev.utils.events import raise_for_error_event, validate_event
 from airflow_provider_brev.utils.job_runner import JobRunner, attach_or_launch, cleanup_job
 from airflow_provider_brev.utils.release import ON_KILL_TIMEOUT
@@ -57,24 +57,6 @@ if TYPE_CHECKING:
     from airflow_provider_brev.steps.workload import Workload
     from airflow_provider_brev.utils.job_runner import JobLaunch
     from airflow_provider_brev.utils.task_memory import TaskMemory
-
-
-@dataclass
-class StepRun:
-    """What one try of a step shares with its workload: the hook, the log, the memory and the data.
-
-    :param hook: the task's Brev hook.
-    :param log: the task's logger.
-    :param memory: the task's memory.
-    :param data: the step's inputs and outputs.
-    :param killed: returns ``True`` once the task was killed.
-    """
-
-    hook: BrevHook
-    log: Any
-    memory: TaskMemory
-    data: StepData
-    killed: Callable[[], bool]
 
 
 class StepService:

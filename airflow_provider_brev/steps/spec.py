@@ -18,14 +18,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_brev.cli.job_follower import FollowPolicy
-from airflow_provider_brev.cli.manifest import validate_inputs, validate_outputs
-from airflow_provider_brev.cli.validation import (
+from airflow_provider_brev.cli.jobs.follower import FollowPolicy
+from airflow_provider_brev.cli.transfer.manifest import validate_inputs, validate_outputs
+from airflow_provider_brev.cli.validation import instance_name
+from airflow_provider_brev.cli.values import (
     bool_value,
     choice,
     conn_id,
     duration_seconds,
-    instance_name,
     integer,
     is_empty,
     optional,

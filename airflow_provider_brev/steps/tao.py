@@ -13,7 +13,7 @@ service (:mod:`airflow_provider_brev.steps.service`):
 * **launch**: for ``train`` whose ``outputs`` cover its results, the run's newest checkpoint is restored from S3
   when the instance lacks it, and TAO resumes from it (``train.resume_training_checkpoint_path``);
 * **result**: exit code 0 **and** a final ``SUCCESS`` record in ``status.json`` (and for ``train`` a new
-  checkpoint), judged by :func:`~airflow_provider_brev.cli.tao.verify_tao_run`; KPIs go to the result.
+  checkpoint), judged by :func:`~airflow_provider_brev.cli.tao.command.verify_tao_run`; KPIs go to the result.
 
 :func:`tao_spec` checks the TAO parameters (before any ``brev`` call).
 """
@@ -28,34 +28,32 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_brev._compat import mask_secret
-from airflow_provider_brev.cli.manifest import validate_outputs
-from airflow_provider_brev.cli.tao import (
+from airflow_provider_brev.cli.tao.checkpoints import (
+    checkpoint_order,
+    checkpoints_uri,
+    newest_checkpoint,
+    resume_overrides,
+)
+from airflow_provider_brev.cli.tao.command import build_tao_command, image_registry, remote_path, validate_image
+from airflow_provider_brev.cli.tao.report import (
     NOT_VERIFIED,
     PROGRAM_FAULT,
     UNREACHABLE_KPI,
     build_report_command,
-    build_tao_command,
-    checkpoint_order,
-    checkpoints_uri,
-    image_registry,
-    newest_checkpoint,
     parse_report,
-    remote_path,
-    resume_overrides,
-    validate_image,
     verify_tao_run,
 )
-from airflow_provider_brev.cli.validation import (
+from airflow_provider_brev.cli.transfer.manifest import validate_outputs
+from airflow_provider_brev.cli.validation import directory, s3_uri
+from airflow_provider_brev.cli.values import (
     bool_value,
     conn_id,
-    directory,
     duration_seconds,
     env_mapping,
     is_empty,
     named,
     optional,
     positive_int,
-    s3_uri,
     safe_text,
 )
 from airflow_provider_brev.exceptions import (
@@ -81,9 +79,9 @@ from airflow_provider_brev.utils.step_data import restore_newest
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from airflow_provider_brev.cli.identity import InstanceRef
-    from airflow_provider_brev.cli.remote_job import RemoteJob
-    from airflow_provider_brev.steps.service import StepRun
+    from airflow_provider_brev.cli.instances.identity import InstanceRef
+    from airflow_provider_brev.cli.jobs.remote import RemoteJob
+    from airflow_provider_brev.steps.workload import StepRun
 
 #: The typed error of each failing verdict that carries no exit code (a program fault carries one).
 _VERDICT_ERRORS: dict[str, type[TaoVerificationError | TaoUnreachableKpiError]] = {

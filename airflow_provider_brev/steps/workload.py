@@ -21,18 +21,38 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from airflow_provider_brev._compat import AirflowSkipException, mask_secret
-from airflow_provider_brev.cli.job_handle import MAX_JOB_ID_LENGTH
-from airflow_provider_brev.cli.remote_job import RemoteJob, build_launch_command
-from airflow_provider_brev.cli.shell import secret_file_name
-from airflow_provider_brev.cli.validation import env_mapping, exit_codes, optional, safe_text
+from airflow_provider_brev.cli.jobs.handle import MAX_JOB_ID_LENGTH
+from airflow_provider_brev.cli.jobs.remote import RemoteJob, build_launch_command
+from airflow_provider_brev.cli.jobs.shell import secret_file_name
+from airflow_provider_brev.cli.values import env_mapping, exit_codes, optional, safe_text
 from airflow_provider_brev.exceptions import BrevCommandError, BrevInvalidInputError
 from airflow_provider_brev.utils.job_runner import JobLaunch
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
 
-    from airflow_provider_brev.cli.identity import InstanceRef
-    from airflow_provider_brev.steps.service import StepRun
+    from airflow_provider_brev.cli.instances.identity import InstanceRef
+    from airflow_provider_brev.hooks.brev import BrevHook
+    from airflow_provider_brev.utils.step_data import StepData
+    from airflow_provider_brev.utils.task_memory import TaskMemory
+
+
+@dataclass
+class StepRun:
+    """What one try of a step shares with its workload: the hook, the log, the memory and the data.
+
+    :param hook: the task's Brev hook.
+    :param log: the task's logger.
+    :param memory: the task's memory.
+    :param data: the step's inputs and outputs.
+    :param killed: returns ``True`` once the task was killed.
+    """
+
+    hook: BrevHook
+    log: Any
+    memory: TaskMemory
+    data: StepData
+    killed: Callable[[], bool]
 
 
 class Workload(Protocol):

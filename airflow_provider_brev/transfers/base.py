@@ -3,7 +3,7 @@ their validation.
 
 Transfers run in *rounds* (:class:`~airflow_provider_brev.utils.staging.TransferRunner`, the same machinery
 step staging uses): each round ships one plan file of presigned URLs to the instance (``brev copy`` of a private
-0600 temp file), runs one transfer script there (:mod:`airflow_provider_brev.cli.transfer_scripts`) and parses
+0600 temp file), runs one transfer script there (:mod:`airflow_provider_brev.cli.transfer.scripts`) and parses
 its report; the files a round leaves failed or unreported go into the next round with fresh URLs, up to
 ``max_attempts`` rounds. The S3 side is :class:`~airflow_provider_brev.hooks.s3_staging.S3StagingHook`,
 imported when a task runs only.
@@ -13,17 +13,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_brev.cli.transfer_paths import normalize_patterns
-from airflow_provider_brev.cli.transfer_rounds import DEFAULT_URL_EXPIRES_IN, TransferSettings, transfer_settings
-from airflow_provider_brev.cli.validation import (
-    conn_id,
-    duration_seconds,
-    instance_name,
-    named,
-    optional,
-    s3_bucket,
-    safe_text,
-)
+from airflow_provider_brev.cli.transfer.paths import normalize_patterns
+from airflow_provider_brev.cli.transfer.rounds import DEFAULT_URL_EXPIRES_IN, TransferSettings, transfer_settings
+from airflow_provider_brev.cli.validation import instance_name, s3_bucket
+from airflow_provider_brev.cli.values import conn_id, duration_seconds, named, optional, safe_text
 from airflow_provider_brev.exceptions import BrevTransferError
 from airflow_provider_brev.operators.base import BrevBaseOperator
 from airflow_provider_brev.utils.mixins import brev_template_fields
@@ -111,7 +104,7 @@ class BrevS3TransferBaseOperator(BrevBaseOperator):
 
     def _settings(self) -> TransferSettings:
         """Check every rendered parameter before any ``brev`` or S3 call (bad input costs nothing) and normalise
-        them. Parameters whose shared checks in :func:`~airflow_provider_brev.cli.transfer_rounds.transfer_settings`
+        them. Parameters whose shared checks in :func:`~airflow_provider_brev.cli.transfer.rounds.transfer_settings`
         do not name them are checked here first, so every message names its parameter."""
         optional(conn_id, "brev_conn_id", self.brev_conn_id)
         optional(conn_id, "aws_conn_id", self.aws_conn_id)

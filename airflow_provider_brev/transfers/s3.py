@@ -5,7 +5,7 @@ provider's ``S3Hook``); the instance only runs ``curl`` with the presigned URLs.
 themselves: they travel to the instance in one 0600 *plan file* per round (``brev copy`` of a private temp
 file), which the transfer script reads into memory and deletes before the first download or upload starts;
 they are on no command line, in no log and in no file left behind
-(:mod:`airflow_provider_brev.cli.transfer_scripts`).
+(:mod:`airflow_provider_brev.cli.transfer.scripts`).
 
 Every file is verified: downloads by size and md5 on the instance (the md5 comes from the ETag when it is a
 plain md5, or from the ``airflow-brev-md5`` metadata this operator writes on multipart uploads), uploads by
@@ -20,10 +20,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_brev.cli.transfer_checksums import MIB, S3_MAX_PART_SIZE, S3_MIN_PART_SIZE
-from airflow_provider_brev.cli.transfer_paths import printable
-from airflow_provider_brev.cli.transfer_rounds import describe_failures, name_some, parse_keys
-from airflow_provider_brev.cli.validation import bool_value, integer
+from airflow_provider_brev.cli.transfer.checksums import MIB, S3_MAX_PART_SIZE, S3_MIN_PART_SIZE
+from airflow_provider_brev.cli.transfer.paths import printable
+from airflow_provider_brev.cli.transfer.rounds import describe_failures, name_some, parse_keys
+from airflow_provider_brev.cli.values import bool_value, integer
 from airflow_provider_brev.exceptions import (  # re-exported
     BrevInvalidInputError,
     BrevTransferConflictError,

@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
-from airflow_provider_brev.cli.job_follower import SYNC_DUE, FollowPolicy
-from airflow_provider_brev.cli.readiness import ReadinessWait
-from airflow_provider_brev.cli.recovery import EVENT_INSTANCE_LOST, may_be_lost
-from airflow_provider_brev.cli.remote_job import RemoteJob
+from airflow_provider_brev.cli.instances.readiness import ReadinessWait
+from airflow_provider_brev.cli.instances.recovery import EVENT_INSTANCE_LOST, may_be_lost
+from airflow_provider_brev.cli.jobs.follower import SYNC_DUE, FollowPolicy
+from airflow_provider_brev.cli.jobs.remote import RemoteJob
 from airflow_provider_brev.exceptions import BrevError, BrevTimeoutError
 from airflow_provider_brev.hooks.brev import DEFAULT_PROBE_TIMEOUT, BrevHook
 from airflow_provider_brev.utils.job_runner import JobRunner
@@ -145,7 +145,7 @@ class BrevInstanceReadyTrigger(BrevBaseTrigger):
         self.created = created
 
     async def events(self) -> AsyncIterator[TriggerEvent]:
-        """Async driver of :class:`~airflow_provider_brev.cli.readiness.ReadinessWait` (the hook's
+        """Async driver of :class:`~airflow_provider_brev.cli.instances.readiness.ReadinessWait` (the hook's
         ``wait_until_ready`` drives the same state machine); checks share the triggerer's listing."""
         hook = self._hook()
         wait = ReadinessWait(
@@ -312,7 +312,7 @@ class BrevRemoteJobTrigger(BrevBaseTrigger):
 
     @property
     def policy(self) -> FollowPolicy:
-        """How this trigger follows its job (:class:`~airflow_provider_brev.cli.job_follower.FollowPolicy`)."""
+        """How this trigger follows its job (:class:`~airflow_provider_brev.cli.jobs.follower.FollowPolicy`)."""
         return FollowPolicy(**{field: getattr(self, name) for name, field in _POLICY_FIELDS.items()})
 
     async def events(self) -> AsyncIterator[TriggerEvent]:

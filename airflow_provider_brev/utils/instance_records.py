@@ -1,7 +1,7 @@
 """What a DAG run recorded about the instances it created.
 
 A record (:class:`InstanceRecord`) names an instance *and its Brev id*: a name can be freed and taken by someone
-else, an id cannot (:mod:`airflow_provider_brev.cli.identity`). Records go to XCom under ``brev_instance``
+else, an id cannot (:mod:`airflow_provider_brev.cli.instances.identity`). Records go to XCom under ``brev_instance``
 (:class:`~airflow_provider_brev.utils.task_memory.TaskMemory` writes and reads them):
 
 * a :class:`~airflow_provider_brev.operators.brev.BrevCreateInstanceOperator` pushes the record of the instance it

@@ -1,13 +1,13 @@
 """The one job runner: attach-or-launch a detached remote job and follow it, on a worker or in the triggerer.
 
-Every decision lives in the pure :class:`~airflow_provider_brev.cli.job_follower.JobFollower`; this module only
+Every decision lives in the pure :class:`~airflow_provider_brev.cli.jobs.follower.JobFollower`; this module only
 does I/O around it:
 
 * :meth:`JobRunner.follow` (sync, the operators on a worker) and :meth:`JobRunner.afollow` (async,
   :class:`~airflow_provider_brev.triggers.brev.BrevRemoteJobTrigger`) ask the machine for the next action, run it
   (``poll_job`` / ``apoll_job``, ``kill_job`` / ``akill_job``, sleep), feed the answer back and emit the log
   records it decided -- so the worker and the triggerer cannot drift apart. When the machine says the step's
-  outputs are due (:class:`~airflow_provider_brev.cli.job_follower.SyncOutputs`), the sync driver calls its
+  outputs are due (:class:`~airflow_provider_brev.cli.jobs.follower.SyncOutputs`), the sync driver calls its
   ``on_sync`` callback and goes on; the async driver stops with a ``sync_due`` outcome (the triggerer holds no
   AWS credentials: the worker syncs, then defers again);
 * :func:`attach_or_launch` finds a job an earlier try left running (deterministic per-try job ids, plus a
@@ -26,8 +26,8 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from airflow_provider_brev.cli.job_attempts import COLLECT, REATTACH, RELAUNCH, SUPERSEDED, earlier_job_verdict
-from airflow_provider_brev.cli.job_follower import (
+from airflow_provider_brev.cli.jobs.attempts import COLLECT, REATTACH, RELAUNCH, SUPERSEDED, earlier_job_verdict
+from airflow_provider_brev.cli.jobs.follower import (
     SYNC_DUE,
     FollowPolicy,
     GiveUp,
@@ -39,14 +39,14 @@ from airflow_provider_brev.cli.job_follower import (
     SyncOutputs,
     Wait,
 )
-from airflow_provider_brev.cli.remote_job import RemoteJob
+from airflow_provider_brev.cli.jobs.remote import RemoteJob
 from airflow_provider_brev.exceptions import BrevError
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Sequence
 
-    from airflow_provider_brev.cli.job_attempts import EarlierJob
-    from airflow_provider_brev.cli.remote_job import LaunchResult, PollResult
+    from airflow_provider_brev.cli.jobs.attempts import EarlierJob
+    from airflow_provider_brev.cli.jobs.remote import LaunchResult, PollResult
 
 
 class JobLog(Protocol):
@@ -173,7 +173,7 @@ class JobRunner:
         """Follow the job until it ended and its whole log was emitted (sync driver).
 
         :param on_sync: called when the step's outputs are due (it must not raise); without it the async
-            driver's rule applies: stop with a :data:`~airflow_provider_brev.cli.job_follower.SYNC_DUE` outcome.
+            driver's rule applies: stop with a :data:`~airflow_provider_brev.cli.jobs.follower.SYNC_DUE` outcome.
         """
         while not isinstance(action := self._next(), JobDone):
             if isinstance(action, Wait):
@@ -193,7 +193,7 @@ class JobRunner:
 
     async def afollow(self, sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep) -> JobOutcome:
         """Async twin of :meth:`follow` (the triggerer's driver): the same decisions, awaited I/O; when outputs
-        are due it stops with a :data:`~airflow_provider_brev.cli.job_follower.SYNC_DUE` outcome."""
+        are due it stops with a :data:`~airflow_provider_brev.cli.jobs.follower.SYNC_DUE` outcome."""
         while not isinstance(action := self._next(), JobDone):
             if isinstance(action, Wait):
                 await sleep(action.seconds)
@@ -242,7 +242,7 @@ def attach_or_launch(
     :param current: this try's job (deterministic id: a crashed worker's re-run of the same try re-attaches
         through the launch guard).
     :param earlier: jobs earlier tries may have left on the instance, most likely first
-        (:func:`~airflow_provider_brev.cli.job_attempts.earlier_jobs`).
+        (:func:`~airflow_provider_brev.cli.jobs.attempts.earlier_jobs`).
     :param prepare_launch: called right before this try's job is launched (not when re-attaching to or collecting
         an earlier try's job), e.g. to sync the step's inputs; returns what to launch (its secret values are
         delivered in a 0600 file by the hook, never on a command line).

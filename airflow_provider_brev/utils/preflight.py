@@ -11,7 +11,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_brev._compat import AirflowNotFoundException, BaseHook
-from airflow_provider_brev.cli.tao import image_registry, spec_references_hugging_face, validate_image
+from airflow_provider_brev.cli.tao.command import image_registry, spec_references_hugging_face, validate_image
 from airflow_provider_brev.exceptions import (
     BrevPreflightError,  # re-exported
 )

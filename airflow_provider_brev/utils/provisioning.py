@@ -27,18 +27,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_brev.cli.names import managed_instance_name, parse_managed_name, validate_instance_name
-from airflow_provider_brev.cli.output import STATUS_DELETING, STATUS_FAILURE, BrevInstance
-from airflow_provider_brev.cli.validation import (
-    bool_value,
-    duration_seconds,
-    instance_name,
-    instance_request,
-    optional,
-    owner_prefix,
-    placement_id,
-    positive_number,
-)
+from airflow_provider_brev.cli.protocol.names import managed_instance_name, parse_managed_name, validate_instance_name
+from airflow_provider_brev.cli.protocol.output import STATUS_DELETING, STATUS_FAILURE, BrevInstance
+from airflow_provider_brev.cli.validation import instance_name, instance_request, owner_prefix, placement_id
+from airflow_provider_brev.cli.values import bool_value, duration_seconds, optional, positive_number
 from airflow_provider_brev.exceptions import (
     BrevAuthError,
     BrevCLINotFoundError,

@@ -1,4 +1,4 @@
-"""Re-creating a step's lost instance under the same name and spec (the I/O around :mod:`..cli.recovery`).
+"""Re-creating a step's lost instance under the same name and spec (the I/O around :mod:`..cli.instances.recovery`).
 
 When a step's instance is gone -- not listed by ``brev ls``, in FAILURE, or RUNNING but unreachable past the
 failure budget -- before its command is launched or while it runs,
@@ -6,9 +6,9 @@ failure budget -- before its command is launched or while it runs,
 :class:`InstanceRecovery` to:
 
 1. confirm the loss (:meth:`InstanceRecovery.diagnose`: one listing, a probe only for a RUNNING instance after a
-   transient error; the verdict is :func:`~airflow_provider_brev.cli.recovery.diagnose_loss`);
+   transient error; the verdict is :func:`~airflow_provider_brev.cli.instances.recovery.diagnose_loss`);
 2. find the record of the create task (the upstream task whose XCom ``brev_instance`` names the instance, or
-   ``create_task_id``) and decide (:func:`~airflow_provider_brev.cli.recovery.decide_recovery`): only an instance
+   ``create_task_id``) and decide (:func:`~airflow_provider_brev.cli.instances.recovery.decide_recovery`): only an instance
    the DAG owns is re-created, within ``max_instance_recoveries`` per task instance (counted in the task state
    store on Airflow 3.3+, shared by every try, and in XCom, which lasts for the try and its deferrals);
 3. clear the name (a FAILURE or unreachable instance of ours is deleted by its id and waited out: never two
@@ -31,9 +31,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_brev.cli.identity import InstanceRef, replaced_message
-from airflow_provider_brev.cli.names import parse_managed_name
-from airflow_provider_brev.cli.recovery import (
+from airflow_provider_brev.cli.instances.identity import InstanceRef, replaced_message
+from airflow_provider_brev.cli.instances.recovery import (
     GIVE_UP,
     LOST_REPLACED,
     decide_recovery,
@@ -41,6 +40,7 @@ from airflow_provider_brev.cli.recovery import (
     may_be_lost,
     needs_probe,
 )
+from airflow_provider_brev.cli.protocol.names import parse_managed_name
 from airflow_provider_brev.exceptions import BrevError, BrevInstanceLostError, BrevInstanceReplacedError
 from airflow_provider_brev.utils.instance_records import InstanceRecord
 from airflow_provider_brev.utils.provisioning import InstanceProvisioner, InstanceRequest

@@ -15,7 +15,7 @@ janitor                        :func:`delete_expired`                           
 ============================== ======================================================= ===============================
 
 The rules: an instance is known by its **id** -- what ``brev ls`` lists under a name is deleted only if its id is
-one the DAG run recorded creating there (:func:`~airflow_provider_brev.cli.identity.identity_verdict`), and then by
+one the DAG run recorded creating there (:func:`~airflow_provider_brev.cli.instances.identity.identity_verdict`), and then by
 that id, so an instance someone else created under the freed name is never hit; only what the DAG run owns is
 deleted (an adopted instance never is); ``on_kill`` makes one fast call (Airflow SIGKILLs about 5 s after SIGTERM).
 Stopping an instance instead of deleting it would be decided here too.
@@ -27,14 +27,21 @@ import contextlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_brev.cli.identity import GONE, REPLACED, SAME, UNRECORDED, identity_verdict, replaced_message
+from airflow_provider_brev.cli.instances.identity import (
+    GONE,
+    REPLACED,
+    SAME,
+    UNRECORDED,
+    identity_verdict,
+    replaced_message,
+)
 from airflow_provider_brev.exceptions import BrevInstanceReplacedError
 from airflow_provider_brev.utils.instance_records import recorded_ids
 
 if TYPE_CHECKING:
     from collections.abc import Collection, Iterable
 
-    from airflow_provider_brev.cli.output import BrevInstance
+    from airflow_provider_brev.cli.protocol.output import BrevInstance
     from airflow_provider_brev.hooks.brev import BrevHook
     from airflow_provider_brev.utils.instance_records import InstanceRecord
 

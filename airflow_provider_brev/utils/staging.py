@@ -6,7 +6,7 @@ Two layers, one code path:
     Runs a transfer in *rounds* for one instance directory and one S3 prefix: each round presigns URLs for what is
     still pending (:class:`~airflow_provider_brev.hooks.s3_staging.S3StagingHook`), writes them to a 0600 plan
     file on the instance (``BrevHook.write_file_to_instance``; never a command line), runs one transfer script
-    (:mod:`airflow_provider_brev.cli.transfer_scripts`: downloads in one ``curl --parallel`` batch, uploads one
+    (:mod:`airflow_provider_brev.cli.transfer.scripts`: downloads in one ``curl --parallel`` batch, uploads one
     ``curl`` per file or part) and settles every file from its report; what failed or went unreported goes into
     the next round with fresh URLs, up to ``max_attempts`` rounds. :meth:`~TransferRunner.download`,
     :meth:`~TransferRunner.list_uploads` and :meth:`~TransferRunner.upload` serve ``S3ToBrevOperator`` and
@@ -15,7 +15,7 @@ Two layers, one code path:
 :func:`sync_inputs` / :func:`sync_outputs`
     Incremental staging for steps that declare ``inputs`` (S3 URI prefix -> directory on the instance) and
     ``outputs`` (directory -> S3 URI prefix); shapes are checked by :func:`validate_inputs` /
-    :func:`validate_outputs` (pure rules in :mod:`airflow_provider_brev.cli.manifest`).
+    :func:`validate_outputs` (pure rules in :mod:`airflow_provider_brev.cli.transfer.manifest`).
 
     - Inputs: one listing of the prefix, one listing of the directory that also reads its manifest
       (``<dir>/.brev-manifest.jsonl``: key, size and ETag of every file a sync placed), then only new or changed
@@ -45,7 +45,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from airflow_provider_brev.cli.manifest import (
+from airflow_provider_brev.cli.transfer.listing import build_list_script
+from airflow_provider_brev.cli.transfer.manifest import (
     MANIFEST_NAME,
     entry_of,
     manifest_remote_path,
@@ -55,10 +56,9 @@ from airflow_provider_brev.cli.manifest import (
     validate_inputs,
     validate_outputs,
 )
-from airflow_provider_brev.cli.transfer_listing import build_list_script
-from airflow_provider_brev.cli.transfer_paths import PathFilter, printable
-from airflow_provider_brev.cli.transfer_reports import TransferReport, parse_list_output, parse_transfer_output, redact
-from airflow_provider_brev.cli.transfer_rounds import (
+from airflow_provider_brev.cli.transfer.paths import PathFilter, printable
+from airflow_provider_brev.cli.transfer.reports import TransferReport, parse_list_output, parse_transfer_output, redact
+from airflow_provider_brev.cli.transfer.rounds import (
     DEFAULT_URL_EXPIRES_IN,
     Failure,
     StagedDownload,
@@ -70,7 +70,7 @@ from airflow_provider_brev.cli.transfer_rounds import (
     task_order,
     transfer_settings,
 )
-from airflow_provider_brev.cli.transfer_scripts import (
+from airflow_provider_brev.cli.transfer.scripts import (
     CHANGED,
     build_cleanup_script,
     build_plan,
@@ -82,10 +82,10 @@ from airflow_provider_brev.exceptions import BrevCLIError, BrevTimeoutError, Bre
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator, Mapping
 
-    from airflow_provider_brev.cli.manifest import StagingPair
-    from airflow_provider_brev.cli.transfer_listing import Md5Cache
-    from airflow_provider_brev.cli.transfer_reports import ListReport
-    from airflow_provider_brev.cli.transfer_scripts import TransferTask
+    from airflow_provider_brev.cli.transfer.listing import Md5Cache
+    from airflow_provider_brev.cli.transfer.reports import ListReport
+    from airflow_provider_brev.cli.transfer.scripts import TransferTask
+    from airflow_provider_brev.cli.transfer.types import StagingPair
     from airflow_provider_brev.hooks.brev import BrevHook
     from airflow_provider_brev.hooks.s3_staging import S3StagingHook
 
@@ -239,7 +239,7 @@ class TransferRunner:
     def list_remote(self, *, checksums: bool = True, manifest: bool = False, md5_cache: Md5Cache = "off") -> ListReport:
         """List the directory (a failed exec is retried); raises when it cannot be read.
 
-        :param md5_cache: see :data:`~airflow_provider_brev.cli.transfer_listing.Md5Cache`.
+        :param md5_cache: see :data:`~airflow_provider_brev.cli.transfer.listing.Md5Cache`.
         """
         s = self.settings
         script = build_list_script(

@@ -18,9 +18,9 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_brev.cli.manifest import validate_inputs, validate_outputs
-from airflow_provider_brev.cli.transfer_paths import PathFilter, printable
-from airflow_provider_brev.cli.transfer_rounds import DEFAULT_URL_EXPIRES_IN, transfer_settings
+from airflow_provider_brev.cli.transfer.manifest import validate_inputs, validate_outputs
+from airflow_provider_brev.cli.transfer.paths import PathFilter, printable
+from airflow_provider_brev.cli.transfer.rounds import DEFAULT_URL_EXPIRES_IN, transfer_settings
 from airflow_provider_brev.exceptions import BrevError, BrevInvalidInputError, BrevTransferError
 from airflow_provider_brev.utils.staging import (
     DEFAULT_TRANSFER_TIMEOUT,

@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_brev.cli.recovery import recoveries_used
+from airflow_provider_brev.cli.instances.recovery import recoveries_used
 from airflow_provider_brev.utils.instance_records import InstanceRecord, records_in
 
 if TYPE_CHECKING:

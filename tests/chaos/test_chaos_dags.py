@@ -23,8 +23,8 @@ from chaos_helpers import (
 )
 from helpers import ChaosAgent, DagWorker, cli_calls, deleted_names, job_ids_on, task_states
 
-from airflow_provider_brev.cli.names import parse_managed_name
-from airflow_provider_brev.cli.remote_job import DEFAULT_BASE_DIR
+from airflow_provider_brev.cli.jobs.remote import DEFAULT_BASE_DIR
+from airflow_provider_brev.cli.protocol.names import parse_managed_name
 
 #: A job that waits (bounded: 30 s) until the test opens the ``gate`` file next to its counter.
 GATED = "for i in $(seq 1 600); do [ -e gate ] && break; sleep 0.05; done; echo job-done"

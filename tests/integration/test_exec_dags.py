@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from helpers import ChaosAgent, DagWorker, cli_calls, deferrals, job_ids_on, run_state, task_states
 
-from airflow_provider_brev.cli.job_handle import DEFAULT_MAX_BYTES, LAUNCHED_MARKER
+from airflow_provider_brev.cli.jobs.handle import DEFAULT_MAX_BYTES, LAUNCHED_MARKER
 from airflow_provider_brev.triggers.brev import BrevRemoteJobTrigger
 
 

@@ -19,8 +19,8 @@ from chaos.chaos_helpers import wait_until
 from helpers import ChaosAgent, cli_calls, run_state, task_states, wait_for_no_instances
 
 from airflow_provider_brev._compat import AIRFLOW_V_3_3_PLUS
-from airflow_provider_brev.cli.names import managed_instance_name
-from airflow_provider_brev.cli.remote_job import RemoteJob
+from airflow_provider_brev.cli.jobs.remote import RemoteJob
+from airflow_provider_brev.cli.protocol.names import managed_instance_name
 from airflow_provider_brev.exceptions import BrevTimeoutError, BrevTransferError
 from airflow_provider_brev.hooks.base import _reset_process_caches
 from airflow_provider_brev.hooks.brev import BrevHook

@@ -16,11 +16,12 @@ import urllib.request
 
 import pytest
 
-from airflow_provider_brev.cli.transfer_checksums import MD5_METADATA_KEY, MIB
-from airflow_provider_brev.cli.transfer_paths import PathFilter
-from airflow_provider_brev.cli.transfer_reports import parse_transfer_output
-from airflow_provider_brev.cli.transfer_rounds import S3Object, StagedUpload
-from airflow_provider_brev.cli.transfer_scripts import OP_GET, OP_PART, OP_PUT
+from airflow_provider_brev.cli.transfer.checksums import MD5_METADATA_KEY, MIB
+from airflow_provider_brev.cli.transfer.paths import PathFilter
+from airflow_provider_brev.cli.transfer.reports import parse_transfer_output
+from airflow_provider_brev.cli.transfer.rounds import StagedUpload
+from airflow_provider_brev.cli.transfer.scripts import OP_GET, OP_PART, OP_PUT
+from airflow_provider_brev.cli.transfer.types import S3Object
 from airflow_provider_brev.exceptions import BrevInvalidInputError, BrevTransferError
 from airflow_provider_brev.hooks.s3_staging import S3StagingHook
 

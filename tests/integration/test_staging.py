@@ -11,8 +11,8 @@ import logging
 import pytest
 from test_transfers import URL_MARKERS, install_flaky_curl
 
-from airflow_provider_brev.cli.manifest import MANIFEST_NAME
-from airflow_provider_brev.cli.transfer_listing import md5_cache_path
+from airflow_provider_brev.cli.transfer.listing import md5_cache_path
+from airflow_provider_brev.cli.transfer.types import MANIFEST_NAME
 from airflow_provider_brev.exceptions import BrevInvalidInputError, BrevTransferError
 from airflow_provider_brev.utils.staging import sync_inputs, sync_outputs, validate_inputs, validate_outputs
 

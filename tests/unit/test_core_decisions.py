@@ -7,10 +7,7 @@ import asyncio
 
 import pytest
 
-from airflow_provider_brev.cli.argv import create_args, instance_type_list, ls_args, search_args
-from airflow_provider_brev.cli.config import BrevCapabilities, BrevConnectionConfig, login_args
-from airflow_provider_brev.cli.output import BrevInstance
-from airflow_provider_brev.cli.readiness import (
+from airflow_provider_brev.cli.instances.readiness import (
     MAX_POLL_INTERVAL,
     STAGE_BUILDING,
     STAGE_DELETING,
@@ -29,6 +26,9 @@ from airflow_provider_brev.cli.readiness import (
     readiness_check,
     readiness_from_status,
 )
+from airflow_provider_brev.cli.protocol.argv import create_args, instance_type_list, ls_args, search_args
+from airflow_provider_brev.cli.protocol.config import BrevCapabilities, BrevConnectionConfig, login_args
+from airflow_provider_brev.cli.protocol.output import BrevInstance
 from airflow_provider_brev.exceptions import (
     BrevCLIError,
     BrevCommandError,

@@ -1,7 +1,7 @@
 """Edges of the remaining decisions: boolean words and ints posing as numbers (``cli/validation.py``), managed
-names (``cli/names.py``), recovery's budget and verdict texts (``cli/recovery.py``; ``max_instance_recoveries=0``
-turns recovery off), the call protocol's view and timeout (``cli/invocation.py``), the exactly-once wrapper's
-checks (``cli/shell.py``), ``brev create``'s arguments (``cli/argv.py``) and the classifier's messages."""
+names (``cli/protocol/names.py``), recovery's budget and verdict texts (``cli/instances/recovery.py``; ``max_instance_recoveries=0``
+turns recovery off), the call protocol's view and timeout (``cli/protocol/invocation.py``), the exactly-once wrapper's
+checks (``cli/jobs/shell.py``), ``brev create``'s arguments (``cli/protocol/argv.py``) and the classifier's messages."""
 
 from __future__ import annotations
 
@@ -9,22 +9,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from airflow_provider_brev.cli import validation
-from airflow_provider_brev.cli.argv import create_args, search_args
-from airflow_provider_brev.cli.classify import classify_failure
-from airflow_provider_brev.cli.config import BrevCapabilities, BrevConnectionConfig
-from airflow_provider_brev.cli.invocation import EnsureLogin, RunCli, drive, exec_view, invocation
-from airflow_provider_brev.cli.lines import ProcessResult
-from airflow_provider_brev.cli.names import (
-    DEFAULT_OWNER_PREFIX,
-    ManagedName,
-    managed_instance_name,
-    parse_managed_name,
-    validate_instance_name,
-    validate_owner_prefix,
-)
-from airflow_provider_brev.cli.output import BrevInstance
-from airflow_provider_brev.cli.recovery import (
+from airflow_provider_brev.cli import validation, values
+from airflow_provider_brev.cli.instances.recovery import (
     DEFAULT_MAX_INSTANCE_RECOVERIES,
     EVENT_INSTANCE_LOST,
     GIVE_UP,
@@ -39,7 +25,7 @@ from airflow_provider_brev.cli.recovery import (
     recoveries_used,
     validate_budget,
 )
-from airflow_provider_brev.cli.shell import (
+from airflow_provider_brev.cli.jobs.shell import (
     FOREGROUND_KILLED,
     FOREGROUND_NONE,
     STALE_SECRET_MINUTES,
@@ -50,6 +36,20 @@ from airflow_provider_brev.cli.shell import (
     strip_once_stdout,
     validate_env,
 )
+from airflow_provider_brev.cli.protocol.argv import create_args, search_args
+from airflow_provider_brev.cli.protocol.classify import classify_failure
+from airflow_provider_brev.cli.protocol.config import BrevCapabilities, BrevConnectionConfig
+from airflow_provider_brev.cli.protocol.invocation import EnsureLogin, RunCli, drive, exec_view, invocation
+from airflow_provider_brev.cli.protocol.lines import ProcessResult
+from airflow_provider_brev.cli.protocol.names import (
+    DEFAULT_OWNER_PREFIX,
+    ManagedName,
+    managed_instance_name,
+    parse_managed_name,
+    validate_instance_name,
+    validate_owner_prefix,
+)
+from airflow_provider_brev.cli.protocol.output import BrevInstance
 from airflow_provider_brev.exceptions import (
     BrevInstanceFailedError,
     BrevInvalidInputError,
@@ -78,43 +78,43 @@ from airflow_provider_brev.exceptions import (
     ],
 )
 def test_every_boolean_word(value, expected):
-    assert validation.bool_value("flag", value) is expected
+    assert values.bool_value("flag", value) is expected
 
 
 @pytest.mark.parametrize("value", [2, "T", "y", "none", 1.0, [], "  "])
 def test_other_words_are_not_booleans(value):
     with pytest.raises(BrevInvalidInputError, match="flag must be a boolean"):
-        validation.bool_value("flag", value)
+        values.bool_value("flag", value)
 
 
 def test_empty_booleans_take_the_default():
-    assert validation.bool_value("flag", None, default=True) is True
-    assert validation.bool_value("flag", "None", default=False) is False
-    assert validation.bool_value("flag", False, default=True) is False
+    assert values.bool_value("flag", None, default=True) is True
+    assert values.bool_value("flag", "None", default=False) is False
+    assert values.bool_value("flag", False, default=True) is False
 
 
 def test_ints_from_native_rendering_become_text_but_booleans_do_not():
-    assert validation.safe_text("tag", 20261201) == "20261201"
+    assert values.safe_text("tag", 20261201) == "20261201"
     assert validation.instance_name("name", 12345) == "12345"
     with pytest.raises(BrevInvalidInputError, match="tag must be a non-empty string"):
-        validation.safe_text("tag", True)
+        values.safe_text("tag", True)
     with pytest.raises(BrevInvalidInputError, match="name"):
         validation.instance_name("name", True)
-    assert validation.safe_text("tag", "", allow_empty=True) == ""
+    assert values.safe_text("tag", "", allow_empty=True) == ""
     with pytest.raises(BrevInvalidInputError, match="tag must be a string"):
-        validation.safe_text("tag", None, allow_empty=True)
+        values.safe_text("tag", None, allow_empty=True)
 
 
 def test_numbers_and_messages():
-    assert validation.integer("n", 0, minimum=0) == 0
-    assert validation.non_negative("n", "0") == 0.0
+    assert values.integer("n", 0, minimum=0) == 0
+    assert values.non_negative("n", "0") == 0.0
     with pytest.raises(BrevInvalidInputError, match=r"n must be a number >= 0 of GB, got -1"):
-        validation.non_negative("n", -1, unit="GB")
+        values.non_negative("n", -1, unit="GB")
     with pytest.raises(BrevInvalidInputError, match=r"no greater than 5"):
-        validation.positive_number("n", 6, maximum=5)
-    assert validation.positive_number("n", 5, maximum=5) == 5.0
+        values.positive_number("n", 6, maximum=5)
+    assert values.positive_number("n", 5, maximum=5) == 5.0
     with pytest.raises(BrevInvalidInputError, match="a connection id"):
-        validation.conn_id("brev_conn_id", "bad id")
+        values.conn_id("brev_conn_id", "bad id")
     with pytest.raises(BrevInvalidInputError, match="an id as `brev` lists it"):
         validation.placement_id("cloud_cred_id", "-flag")
     with pytest.raises(BrevInvalidInputError, match="the URI of an S3 object"):

@@ -1,6 +1,6 @@
-"""Small rules of the pure core, pinned one by one: connection config and capabilities (``cli/config.py``), the
-line splitter and collector (``cli/lines.py``), step staging shapes and the input manifest (``cli/manifest.py``),
-and S3 checksum and part arithmetic (``cli/transfer_checksums.py``)."""
+"""Small rules of the pure core, pinned one by one: connection config and capabilities (``cli/protocol/config.py``), the
+line splitter and collector (``cli/protocol/lines.py``), step staging shapes and the input manifest (``cli/transfer/manifest.py``),
+and S3 checksum and part arithmetic (``cli/transfer/checksums.py``)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import hashlib
 
 import pytest
 
-from airflow_provider_brev.cli import lines as lines_module
-from airflow_provider_brev.cli.config import BrevCapabilities, BrevConnectionConfig, login_args
-from airflow_provider_brev.cli.lines import (
+from airflow_provider_brev.cli.protocol import lines as lines_module
+from airflow_provider_brev.cli.protocol.config import BrevCapabilities, BrevConnectionConfig, login_args
+from airflow_provider_brev.cli.protocol.lines import (
     MAX_CAPTURE,
     MAX_LINE,
     READ_CHUNK,
@@ -22,19 +22,7 @@ from airflow_provider_brev.cli.lines import (
     squash_carriage_returns,
     utf8_boundary,
 )
-from airflow_provider_brev.cli.manifest import (
-    MANIFEST_NAME,
-    ManifestEntry,
-    manifest_remote_path,
-    normalize_directory,
-    parse_manifest,
-    parse_s3_uri,
-    plan_input_sync,
-    render_manifest,
-    validate_inputs,
-    validate_outputs,
-)
-from airflow_provider_brev.cli.transfer_checksums import (
+from airflow_provider_brev.cli.transfer.checksums import (
     MD5_METADATA_KEY,
     MIB,
     S3_MAX_PART_SIZE,
@@ -48,7 +36,19 @@ from airflow_provider_brev.cli.transfer_checksums import (
     normalize_etag,
     split_parts,
 )
-from airflow_provider_brev.cli.transfer_rounds import StagedDownload
+from airflow_provider_brev.cli.transfer.manifest import (
+    MANIFEST_NAME,
+    ManifestEntry,
+    manifest_remote_path,
+    normalize_directory,
+    parse_manifest,
+    parse_s3_uri,
+    plan_input_sync,
+    render_manifest,
+    validate_inputs,
+    validate_outputs,
+)
+from airflow_provider_brev.cli.transfer.rounds import StagedDownload
 from airflow_provider_brev.exceptions import BrevConfigurationError, BrevInvalidInputError
 
 # ------------------------------------------------------------------------------------------------- config
@@ -222,8 +222,8 @@ def test_s3_uris_keep_dots_that_are_not_a_component():
         ("a\rb", "contains a tab, newline or NUL"),
         ("a\nb", "contains a tab, newline or NUL"),
         ("a\x00b", "contains a tab, newline or NUL"),
-        ("/", "must name a directory"),
-        ("~/", "must name a directory"),
+        ("/", "is the root directory"),
+        ("~/", "is the remote home itself"),
         ("a//b", "must name a directory"),
         ("a/./b", "must name a directory"),
         ("a/../b", "must name a directory"),

@@ -7,8 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from airflow_provider_brev.cli.output import BrevInstance
-from airflow_provider_brev.cli.recovery import (
+from airflow_provider_brev.cli.instances.recovery import (
     GIVE_UP,
     LOST_FAILURE,
     LOST_MISSING,
@@ -21,6 +20,7 @@ from airflow_provider_brev.cli.recovery import (
     recoveries_used,
     validate_budget,
 )
+from airflow_provider_brev.cli.protocol.output import BrevInstance
 from airflow_provider_brev.exceptions import (
     BrevAuthError,
     BrevCLIError,

@@ -1,7 +1,7 @@
 """The one job runner: its sync (worker) and async (triggerer) drivers make the same decisions.
 
 The subject is :class:`~airflow_provider_brev.utils.job_runner.JobRunner` and the pure
-:class:`~airflow_provider_brev.cli.job_follower.JobFollower` behind it. The hook is replaced by a small model of
+:class:`~airflow_provider_brev.cli.jobs.follower.JobFollower` behind it. The hook is replaced by a small model of
 one remote job (its log grows per poll, it finishes, is lost or is killed, some polls drop the connection), and
 the clock by a fake one that ``sleep`` advances, so deadlines are exact and nothing really sleeps. Each scenario
 runs through both drivers against the same model; calls, sleeps, log records and outcome must be identical. The
@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from airflow_provider_brev.cli.job_follower import (
+from airflow_provider_brev.cli.jobs.follower import (
     MAX_BACKOFF,
     SYNC_DUE,
     TIMED_OUT,
@@ -29,7 +29,7 @@ from airflow_provider_brev.cli.job_follower import (
     Wait,
     outcome_error,
 )
-from airflow_provider_brev.cli.remote_job import (
+from airflow_provider_brev.cli.jobs.remote import (
     FINISHED,
     KILLED_EXIT_CODE,
     LOST,

@@ -1,6 +1,6 @@
-"""Detached jobs in detail: the handle's paths and limits (``cli/job_handle.py``), the follower's outcomes,
-progress and sync decisions (``cli/job_follower.py``), the scripts' argument checks (``cli/job_scripts.py``), the
-poll and launch parsers (``cli/remote_job.py``), and which values of the pure core are immutable."""
+"""Detached jobs in detail: the handle's paths and limits (``cli/jobs/handle.py``), the follower's outcomes,
+progress and sync decisions (``cli/jobs/follower.py``), the scripts' argument checks (``cli/jobs/scripts.py``), the
+poll and launch parsers (``cli/jobs/remote.py``), and which values of the pure core are immutable."""
 
 from __future__ import annotations
 
@@ -11,28 +11,10 @@ import re
 
 import pytest
 
-from airflow_provider_brev.cli import (
-    argv,
-    classify,
-    config,
-    invocation,
-    manifest,
-    names,
-    output,
-    readiness,
-    recovery,
-    tao,
-    transfer_paths,
-    transfer_reports,
-    transfer_rounds,
-    transfer_scripts,
-)
-from airflow_provider_brev.cli.job_follower import (
-    COLLECT,
-    IGNORE,
+from airflow_provider_brev.cli.instances import readiness, recovery
+from airflow_provider_brev.cli.jobs.attempts import COLLECT, IGNORE, REATTACH, RELAUNCH, earlier_job_verdict
+from airflow_provider_brev.cli.jobs.follower import (
     MAX_BACKOFF,
-    REATTACH,
-    RELAUNCH,
     SYNC_DUE,
     TIMED_OUT,
     FollowPolicy,
@@ -44,10 +26,9 @@ from airflow_provider_brev.cli.job_follower import (
     PollJob,
     SyncOutputs,
     Wait,
-    earlier_job_verdict,
     outcome_error,
 )
-from airflow_provider_brev.cli.job_handle import (
+from airflow_provider_brev.cli.jobs.handle import (
     DEFAULT_BASE_DIR,
     DEFAULT_MAX_BYTES,
     KILLED_EXIT_CODE,
@@ -61,13 +42,20 @@ from airflow_provider_brev.cli.job_handle import (
     job_id_prefix,
     shell_path,
 )
-from airflow_provider_brev.cli.job_scripts import (
+from airflow_provider_brev.cli.jobs.remote import PollResult, parse_launch_output, parse_poll_output
+from airflow_provider_brev.cli.jobs.scripts import (
     build_kill_command,
     build_launch_command,
     build_poll_command,
     build_secret_env_file,
 )
-from airflow_provider_brev.cli.remote_job import PollResult, parse_launch_output, parse_poll_output
+from airflow_provider_brev.cli.protocol import argv, classify, config, invocation, names, output
+from airflow_provider_brev.cli.tao import report as tao
+from airflow_provider_brev.cli.transfer import manifest
+from airflow_provider_brev.cli.transfer import paths as transfer_paths
+from airflow_provider_brev.cli.transfer import reports as transfer_reports
+from airflow_provider_brev.cli.transfer import scripts as transfer_scripts
+from airflow_provider_brev.cli.transfer import types as transfer_types
 from airflow_provider_brev.exceptions import BrevJobLostError, BrevTimeoutError, BrevTransientError
 
 JOB = RemoteJob("job-1")
@@ -424,7 +412,7 @@ FROZEN = [
     transfer_paths.PathFilter(),
     transfer_reports.TaskResult(1, None, None),
     transfer_reports.RemoteFile("a", 1, None),
-    transfer_rounds.S3Object("k", 1, "e"),
+    transfer_types.S3Object("k", 1, "e"),
     transfer_scripts.TransferTask("1", "G", "a", 1, "https://x/y"),
 ]
 

@@ -13,16 +13,16 @@ ROOT = Path(__file__).resolve().parents[2]
 
 #: (mutant id, what it breaks)
 KILLED = [
-    ("classify:<module>:element-drop:473e3bd2", "a 403 from the API is no longer 'logged out'"),
-    ("classify:<module>:string:194618a6", "a bare 'no capacity' is no longer a capacity verdict"),
-    ("classify:<module>:string:9b666cc2", "'instance with id/name X not found' is no longer 'not found'"),
-    ("recovery:validate_budget:compare-boundary:0a99b4e3", "max_instance_recoveries=0 is refused"),
-    ("readiness:next_poll_interval:compare-boundary:e7f00e0c", "the back-off starts a tick later"),
-    ("readiness:<module>:number:4a1d91b5", "the back-off cap is 3 s"),
-    ("transfer_paths:normalize_prefix:element-drop:92e72f8b", "a NUL in an S3 prefix is accepted"),
-    ("transfer_paths:glob_to_regex:string:fcc85e2a", "a leading '**/' no longer matches zero directories"),
-    ("transfer_rounds:StagedDownload.settle:boolop-drop:ed107d01", "the size is unchecked when the md5 is unknown"),
-    ("job_handle:check_path:raise-delete:51b6aa83", "an empty secret-file path is accepted"),
+    ("protocol.classify:<module>:element-drop:473e3bd2", "a 403 from the API is no longer 'logged out'"),
+    ("protocol.classify:<module>:string:194618a6", "a bare 'no capacity' is no longer a capacity verdict"),
+    ("protocol.classify:<module>:string:9b666cc2", "'instance with id/name X not found' is no longer 'not found'"),
+    ("instances.recovery:validate_budget:compare-boundary:0a99b4e3", "max_instance_recoveries=0 is refused"),
+    ("instances.readiness:next_poll_interval:compare-boundary:e7f00e0c", "the back-off starts a tick later"),
+    ("instances.readiness:<module>:number:4a1d91b5", "the back-off cap is 3 s"),
+    ("transfer.paths:normalize_prefix:element-drop:92e72f8b", "a NUL in an S3 prefix is accepted"),
+    ("transfer.paths:glob_to_regex:string:fcc85e2a", "a leading '**/' no longer matches zero directories"),
+    ("transfer.rounds:StagedDownload.settle:boolop-drop:ed107d01", "the size is unchecked when the md5 is unknown"),
+    ("jobs.handle:check_path:raise-delete:51b6aa83", "an empty secret-file path is accepted"),
 ]
 KILLER_TESTS = [
     "tests/unit/test_classify_markers.py",
@@ -33,7 +33,7 @@ KILLER_TESTS = [
     "tests/unit/test_jobs_details.py",
 ]
 #: a classifier mutant, run against the instance-name tests (which never classify anything): survives
-CONTROL = "classify:<module>:string:194618a6"
+CONTROL = "protocol.classify:<module>:string:194618a6"
 CONTROL_TESTS = ["tests/unit/test_names.py"]
 
 

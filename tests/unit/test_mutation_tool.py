@@ -11,7 +11,7 @@ import types
 import pytest
 
 from mutation.execute import KILLED, SURVIVED, TIMEOUT, Outcome
-from mutation.operators import list_mutants, mutated_tree
+from mutation.operators import list_mutants, module_key, mutated_tree
 from mutation.patch import apply_mutant
 from mutation.report import Thresholds, load_equivalents, summarize, write_reports
 
@@ -42,13 +42,14 @@ def decide(text: str, count: int) -> str:
 
 def _mutants(tmp_path, name="sample", source=SOURCE):
     path = tmp_path / f"{name}.py"
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(textwrap.dedent(source))
     return path, list_mutants(path, tmp_path)
 
 
 def _load(path, mutant=None):
     source = path.read_text()
-    tree = mutated_tree(source, path.stem, mutant) if mutant else compile(source, str(path), "exec")
+    tree = mutated_tree(source, module_key(path), mutant) if mutant else compile(source, str(path), "exec")
     namespace: dict = {"__name__": path.stem}
     exec(compile(tree, str(path), "exec") if mutant else tree, namespace)
     return namespace
@@ -81,7 +82,7 @@ def test_shell_script_builders_keep_their_string_literals(tmp_path):
     source = (
         'MARKER = "BREV_JOB_STATUS"\n\ndef build_poll_command(job):\n    return "\\n".join(["fi", MARKER, "exit 0"])\n'
     )
-    _, mutants = _mutants(tmp_path, "job_scripts", source)
+    _, mutants = _mutants(tmp_path, "cli/jobs/scripts", source)  # a module of the core that builds scripts
     assert [m.description for m in mutants if m.operator == "string"] == ["'BREV_JOB_STATUS' -> 'XXBREV_JOB_STATUSXX'"]
     assert not [m for m in mutants if m.operator == "element-drop"]
 

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from airflow_provider_brev.cli.lines import squash_carriage_returns
+from airflow_provider_brev.cli.protocol.lines import squash_carriage_returns
 from airflow_provider_brev.hooks.process import arun_process, run_process
 
 
@@ -86,7 +86,7 @@ def test_async_runner_timeout():
 
 @pytest.mark.parametrize("char", ["é", "€", "😀"])
 def test_over_long_lines_split_on_character_boundaries(char):
-    from airflow_provider_brev.cli.lines import MAX_LINE, LineSplitter
+    from airflow_provider_brev.cli.protocol.lines import MAX_LINE, LineSplitter
 
     lines: list[str] = []
     splitter = LineSplitter(lines.append)

@@ -1,4 +1,4 @@
-"""Readiness in detail (``cli/readiness.py``): the messages users read, the docker stage, the probe command, the
+"""Readiness in detail (``cli/instances/readiness.py``): the messages users read, the docker stage, the probe command, the
 back-off boundary and the wait's remaining-time arithmetic."""
 
 from __future__ import annotations
@@ -7,8 +7,7 @@ import re
 
 import pytest
 
-from airflow_provider_brev.cli.output import BrevInstance
-from airflow_provider_brev.cli.readiness import (
+from airflow_provider_brev.cli.instances.readiness import (
     FAST_POLL_SECONDS,
     MAX_CHECK_FAILURES,
     MAX_POLL_INTERVAL,
@@ -33,6 +32,7 @@ from airflow_provider_brev.cli.readiness import (
     readiness_check,
     readiness_from_status,
 )
+from airflow_provider_brev.cli.protocol.output import BrevInstance
 from airflow_provider_brev.exceptions import BrevTransientError
 
 

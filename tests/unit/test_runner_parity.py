@@ -1,6 +1,6 @@
 """The sync runner (``run_cli``) and the async runner (``arun_cli``) reach the same outcome for every scenario.
 
-Both drive one pure protocol (``cli/invocation.py``); this test proves the drivers add no decision of their own.
+Both drive one pure protocol (``cli/protocol/invocation.py``); this test proves the drivers add no decision of their own.
 Each scenario is a script of answers for a scripted ``brev`` executable (a real subprocess, see ``_FAKE``): the
 same script runs once through each driver, and the outcome (result or error type and message) and the sequence
 of ``brev`` sub-commands invoked must be identical, and as expected.

@@ -1,11 +1,11 @@
-"""The S3 reachability check before anything is created (``airflow_provider_brev.cli.s3_locations``): what an
+"""The S3 reachability check before anything is created (``airflow_provider_brev.cli.transfer.locations``): what an
 error listing a declared location means, and the error the task fails with."""
 
 from __future__ import annotations
 
 import pytest
 
-from airflow_provider_brev.cli.s3_locations import classify_s3_error, location_error
+from airflow_provider_brev.cli.transfer.locations import classify_s3_error, location_error
 from airflow_provider_brev.exceptions import (
     BrevInvalidInputError,
     BrevS3LocationError,

@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from airflow_provider_brev.cli.job_scripts import build_secret_env_file
-from airflow_provider_brev.cli.shell import (
+from airflow_provider_brev.cli.jobs.scripts import build_secret_env_file
+from airflow_provider_brev.cli.jobs.shell import (
     FOREGROUND_KILLED,
     FOREGROUND_NONE,
     build_foreground_kill_command,

@@ -1,4 +1,4 @@
-"""The TAO helpers' details (``cli/tao.py``): the whole ``docker run`` line, every program-fault signature, every
+"""The TAO helpers' details (``cli/tao/core.py``): the whole ``docker run`` line, every program-fault signature, every
 report line, and the small path and override rules."""
 
 from __future__ import annotations
@@ -8,29 +8,33 @@ import json
 
 import pytest
 
-from airflow_provider_brev.cli.manifest import validate_outputs
-from airflow_provider_brev.cli.tao import (
+from airflow_provider_brev.cli.tao.checkpoints import (
     CHECKPOINT_LOG_REGEX,
-    MAX_REPORT_FILE_BYTES,
-    PROGRAM_FAULTS,
-    STARTED_MARKER,
-    TaoReport,
-    build_report_command,
-    build_tao_command,
     checkpoint_order,
     checkpoints_after,
     checkpoints_uri,
-    classify_fault,
+    newest_checkpoint,
+    resume_overrides,
+)
+from airflow_provider_brev.cli.tao.command import (
+    STARTED_MARKER,
+    build_tao_command,
     format_override,
     image_registry,
-    newest_checkpoint,
-    parse_report,
     remote_path,
-    resume_overrides,
     spec_references_hugging_face,
     validate_image,
+)
+from airflow_provider_brev.cli.tao.report import (
+    MAX_REPORT_FILE_BYTES,
+    PROGRAM_FAULTS,
+    TaoReport,
+    build_report_command,
+    classify_fault,
+    parse_report,
     verify_tao_run,
 )
+from airflow_provider_brev.cli.transfer.manifest import validate_outputs
 
 IMAGE = "nvcr.io/nvidia/tao/tao-toolkit:6.26.3-pyt"
 

@@ -8,8 +8,19 @@ import subprocess
 
 import pytest
 
-from airflow_provider_brev.cli.manifest import validate_outputs
-from airflow_provider_brev.cli.tao import (
+from airflow_provider_brev.cli.tao.checkpoints import (
+    checkpoints_after,
+    checkpoints_uri,
+    newest_checkpoint,
+    resume_overrides,
+)
+from airflow_provider_brev.cli.tao.command import (
+    build_tao_command,
+    format_override,
+    spec_references_hugging_face,
+    validate_image,
+)
+from airflow_provider_brev.cli.tao.report import (
     COMMAND_FAILED,
     NOT_VERIFIED,
     PROGRAM_FAULT,
@@ -17,18 +28,11 @@ from airflow_provider_brev.cli.tao import (
     VERIFIED,
     TaoReport,
     build_report_command,
-    build_tao_command,
-    checkpoints_after,
-    checkpoints_uri,
     classify_fault,
-    format_override,
-    newest_checkpoint,
     parse_report,
-    resume_overrides,
-    spec_references_hugging_face,
-    validate_image,
     verify_tao_run,
 )
+from airflow_provider_brev.cli.transfer.manifest import validate_outputs
 
 IMAGE = "nvcr.io/nvidia/tao/tao-toolkit:6.26.3-pyt"
 

@@ -1,6 +1,6 @@
-"""Transfer decisions in detail: what a round's report lines mean (``cli/transfer_reports.py``), when a file is
-settled (``cli/transfer_rounds.py``: a size check even when the md5 is unknown), the parameter limits, and the
-plan and task rules of ``cli/transfer_scripts.py``."""
+"""Transfer decisions in detail: what a round's report lines mean (``cli/transfer/reports.py``), when a file is
+settled (``cli/transfer/rounds.py``: a size check even when the md5 is unknown), the parameter limits, and the
+plan and task rules of ``cli/transfer/scripts.py``."""
 
 from __future__ import annotations
 
@@ -8,9 +8,10 @@ import re
 
 import pytest
 
-from airflow_provider_brev.cli import transfer_scripts
-from airflow_provider_brev.cli.transfer_paths import PathFilter
-from airflow_provider_brev.cli.transfer_reports import (
+from airflow_provider_brev.cli.transfer import scripts as transfer_scripts
+from airflow_provider_brev.cli.transfer.listing import build_list_script, md5_cache_path
+from airflow_provider_brev.cli.transfer.paths import PathFilter
+from airflow_provider_brev.cli.transfer.reports import (
     RemoteFile,
     TaskResult,
     TransferReport,
@@ -18,11 +19,10 @@ from airflow_provider_brev.cli.transfer_reports import (
     parse_transfer_output,
     redact,
 )
-from airflow_provider_brev.cli.transfer_rounds import (
+from airflow_provider_brev.cli.transfer.rounds import (
     DEFAULT_URL_EXPIRES_IN,
     MAX_NAMED_FAILURES,
     MAX_URL_EXPIRES_IN,
-    S3Object,
     StagedDownload,
     StagedUpload,
     describe_failures,
@@ -32,7 +32,7 @@ from airflow_provider_brev.cli.transfer_rounds import (
     select_downloads,
     transfer_settings,
 )
-from airflow_provider_brev.cli.transfer_scripts import (
+from airflow_provider_brev.cli.transfer.scripts import (
     CHANGED,
     FAIL_CODES,
     MAX_SCRIPT_LENGTH,
@@ -42,15 +42,16 @@ from airflow_provider_brev.cli.transfer_scripts import (
     PART_SUFFIX,
     XFER_BASE,
     TransferTask,
-    build_list_script,
     build_plan,
     build_transfer_script,
-    md5_cache_path,
     plan_path,
 )
+from airflow_provider_brev.cli.transfer.types import S3Object
 from airflow_provider_brev.exceptions import BrevInvalidInputError
 
 MD5 = "0" * 31 + "1"
+#: What the listing prints of a file's identity: size/mtime/ctime/inode (checked again before an upload reads it).
+SIG = "5/1700000000.5/1700000000.5/42"
 URL = "https://bucket.s3.amazonaws.com/k?X-Amz-Signature=abc"
 
 
@@ -108,17 +109,18 @@ def test_fail_lines_error_and_done():
 def test_list_lines():
     report = parse_list_output(
         [
-            f"BREV_XFER_FILE 12 {MD5} a b/c.txt\r",
-            "BREV_XFER_FILE 3 - z.bin",
-            "BREV_XFER_FILE x - bad-size",
-            "BREV_XFER_FILE 3 -",
-            "BREV_XFER_FILE 4 - caf\ufffd",
+            f"BREV_XFER_FILE 12 {MD5} {SIG} a b/c.txt\r",
+            f"BREV_XFER_FILE 3 - {SIG} z.bin",
+            f"BREV_XFER_FILE x - {SIG} bad-size",
+            f"BREV_XFER_FILE 3 - {SIG}",
+            "BREV_XFER_FILE 3 - no-signature z.bin",
+            f"BREV_XFER_FILE 4 - {SIG} caf\ufffd",
             'BREV_XFER_MANIFEST {"source": "s3://b/"}',
             "BREV_XFER_UNREADABLE locked.bin",
             "BREV_XFER_LISTED 2 3",
         ]
     )
-    assert report.files == [RemoteFile("a b/c.txt", 12, MD5), RemoteFile("z.bin", 3, None)]
+    assert report.files == [RemoteFile("a b/c.txt", 12, MD5, SIG), RemoteFile("z.bin", 3, None, SIG)]
     assert report.manifest_lines == ['{"source": "s3://b/"}']
     assert report.unreadable == ["locked.bin"]
     assert report.skipped_names == 4  # one not UTF-8 + three counted by the script
@@ -182,7 +184,7 @@ def test_transfer_settings_and_their_limits():
         ({"curl_retries": -1}, "curl_retries"),
         ({"s3_bucket": "  "}, "s3_bucket must be a non-empty bucket name"),
         ({"s3_bucket": None}, "s3_bucket must be a non-empty bucket name"),
-        ({"remote_dir": "a\nb"}, "must not contain newlines"),
+        ({"remote_dir": "a\nb"}, "contains a tab, newline or NUL character"),
         ({"s3_prefix": "a\x00"}, "Invalid S3 prefix"),
         ({"include": ["a\tb"]}, "must not contain tabs"),
         ({"instance_name": "-bad"}, "Invalid instance name"),
@@ -238,18 +240,20 @@ def test_an_md5_mismatch_suspects_the_etag_only_when_the_md5_came_from_it():
 
 def test_selected_downloads_by_prefix_or_basename():
     objects = [S3Object("in/b.txt", 1, "e"), S3Object("in/a/x.pth", 2, "f"), S3Object("in/skip.tmp", 3, "g")]
-    found = select_downloads(objects, "in/", PathFilter.create(exclude="*.tmp"))
+    found, skipped = select_downloads(objects, "in/", PathFilter.create(exclude="*.tmp"))
+    assert skipped == []
     assert [(d.key, d.relpath, d.size, d.etag) for d in found] == [
         ("in/a/x.pth", "a/x.pth", 2, "f"),
         ("in/b.txt", "b.txt", 1, "e"),
     ]
-    assert [d.relpath for d in select_downloads([S3Object("x/y/z.bin", 1, "e")], None, PathFilter())] == ["z.bin"]
+    assert [d.relpath for d in select_downloads([S3Object("x/y/z.bin", 1, "e")], None, PathFilter())[0]] == ["z.bin"]
     with pytest.raises(BrevInvalidInputError, match="Several keys map to the same file: z.bin"):
         select_downloads([S3Object("a/z.bin", 1, "e"), S3Object("b/z.bin", 1, "e")], None, PathFilter())
-    with pytest.raises(BrevInvalidInputError, match="both a file and a directory prefix"):
-        select_downloads([S3Object("in/a", 1, "e"), S3Object("in/a/b", 1, "e")], "in/", PathFilter())
-    with pytest.raises(BrevInvalidInputError, match="safe paths"):
-        select_downloads([S3Object("in/../x", 1, "e")], "in/", PathFilter())
+    # a key no safe path can hold is skipped and named, not the whole transfer failed
+    found, skipped = select_downloads([S3Object("in/a", 1, "e"), S3Object("in/a/b", 1, "e")], "in/", PathFilter())
+    assert ([d.key for d in found], skipped) == (["in/a/b"], ["in/a: also the directory of other keys"])
+    found, skipped = select_downloads([S3Object("in/../x", 1, "e")], "in/", PathFilter())
+    assert (found, skipped) == ([], ["in/../x: '../x' has an empty, '.' or '..' component"])
 
 
 def test_parts_settle_one_by_one():
@@ -326,11 +330,11 @@ def test_the_plan_file():
         TransferTask("5", OP_PART, "empty", 0, URL, length=0),  # the one part of an empty file
     ]
     lines = build_plan(tasks).splitlines()
-    assert lines[0] == f"T\t1\tG\t5\t0\t5\t{MD5}\ta b"
-    assert lines[1] == "T\t2\tS\t6\t0\t6\tAAAAAAAAAAAAAAAAAAAAAQ==\tc"
-    assert lines[2] == "T\t3.1\tP\t10\t4\t4\t+\td"
-    assert lines[3] == "T\t3.2\tP\t10\t8\t2\t-\td"
-    assert lines[4] == "T\t4\tG\t0\t0\t0\t-\te"
+    assert lines[0] == f"T\t1\tG\t5\t0\t5\t{MD5}\t-\ta b"  # no listing signature: a download
+    assert lines[1] == "T\t2\tS\t6\t0\t6\tAAAAAAAAAAAAAAAAAAAAAQ==\t-\tc"
+    assert lines[2] == "T\t3.1\tP\t10\t4\t4\t+\t-\td"
+    assert lines[3] == "T\t3.2\tP\t10\t8\t2\t-\t-\td"
+    assert lines[4] == "T\t4\tG\t0\t0\t0\t-\t-\te"
     assert lines[6] == f"U\t1\t{URL}"
     assert lines[-1] == "N\t6"
     with pytest.raises(ValueError, match="Task keys must be unique"):
@@ -347,7 +351,8 @@ def test_script_headers_and_ids():
     )
     assert "__X_P=3\n" in script and "__X_BATCH=0\n" in script
     assert (
-        "__X_CURL=(curl --fail --silent --retry 2 --connect-timeout 30 --speed-limit 1024 --speed-time 120)" in script
+        "__X_CURL=(curl --globoff --fail --silent --retry 2 --connect-timeout 30 --speed-limit 1024 --speed-time 120)"
+        in script
     )
     assert "__X_BATCH=1\n" in build_transfer_script(xfer_id="r-1", remote_dir="data")
     for name, value in (("concurrency", 0), ("curl_retries", -1), ("connect_timeout", 0), ("stall_seconds", 0)):

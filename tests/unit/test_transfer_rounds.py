@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from airflow_provider_brev.cli.transfer_checksums import MIB, S3_MAX_PARTS, multipart_etag
-from airflow_provider_brev.cli.transfer_paths import PathFilter, printable
-from airflow_provider_brev.cli.transfer_reports import RemoteFile, parse_transfer_output
-from airflow_provider_brev.cli.transfer_rounds import (
-    S3Object,
+from airflow_provider_brev.cli.transfer.checksums import MIB, S3_MAX_PARTS, multipart_etag
+from airflow_provider_brev.cli.transfer.paths import PathFilter, printable
+from airflow_provider_brev.cli.transfer.reports import RemoteFile, parse_transfer_output
+from airflow_provider_brev.cli.transfer.rounds import (
     StagedDownload,
     StagedUpload,
     describe_failures,
@@ -19,6 +18,7 @@ from airflow_provider_brev.cli.transfer_rounds import (
     task_order,
     transfer_settings,
 )
+from airflow_provider_brev.cli.transfer.types import S3Object
 from airflow_provider_brev.exceptions import BrevInvalidInputError
 
 MD5_A = "0cc175b9c0f1b6a831c399e269772661"

@@ -17,15 +17,15 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from airflow_provider_brev.cli.transfer_checksums import (
+from airflow_provider_brev.cli.transfer.checksums import (
     MIB,
     choose_part_size,
     md5_hex_to_base64,
     multipart_etag,
     split_parts,
 )
-from airflow_provider_brev.cli.transfer_listing import build_list_script
-from airflow_provider_brev.cli.transfer_paths import (
+from airflow_provider_brev.cli.transfer.listing import build_list_script
+from airflow_provider_brev.cli.transfer.paths import (
     PathFilter,
     find_path_conflicts,
     glob_to_regex,
@@ -34,8 +34,8 @@ from airflow_provider_brev.cli.transfer_paths import (
     remote_path_word,
     validate_relpath,
 )
-from airflow_provider_brev.cli.transfer_reports import parse_list_output, parse_transfer_output, redact
-from airflow_provider_brev.cli.transfer_scripts import (
+from airflow_provider_brev.cli.transfer.reports import parse_list_output, parse_transfer_output, redact
+from airflow_provider_brev.cli.transfer.scripts import (
     OP_GET,
     OP_PART,
     OP_PUT,

@@ -8,41 +8,42 @@ from datetime import timedelta
 import pytest
 
 from airflow_provider_brev.cli import validation as v
+from airflow_provider_brev.cli import values
 from airflow_provider_brev.exceptions import BrevInvalidInputError, retry_policy
 
 GOOD = [
-    (v.positive_number, ("p", 2), {}, 2.0),
-    (v.positive_number, ("p", "2.5"), {}, 2.5),
-    (v.positive_number, ("p", " 1e3 "), {}, 1000.0),
-    (v.positive_number, ("p", 10), {"maximum": 10}, 10.0),
-    (v.non_negative, ("p", 0), {}, 0.0),
-    (v.non_negative, ("p", "0.0"), {}, 0.0),
-    (v.integer, ("p", "0"), {"minimum": 0}, 0),
-    (v.integer, ("p", 3.0), {"minimum": 1}, 3),
-    (v.integer, ("p", 7), {"minimum": 1, "maximum": 7}, 7),
-    (v.positive_int, ("p", "12"), {}, 12),
-    (v.duration_seconds, ("d", 600), {}, 600.0),
-    (v.duration_seconds, ("d", "90"), {}, 90.0),
-    (v.duration_seconds, ("d", timedelta(minutes=2)), {}, 120.0),
-    (v.duration_seconds, ("d", timedelta(0)), {"allow_zero": True}, 0.0),
-    (v.duration_seconds, ("d", "0"), {"allow_zero": True}, 0.0),
-    (v.bool_value, ("b", True), {}, True),
-    (v.bool_value, ("b", "False"), {}, False),
-    (v.bool_value, ("b", " Yes "), {}, True),
-    (v.bool_value, ("b", "off"), {}, False),
-    (v.bool_value, ("b", 1), {}, True),
-    (v.bool_value, ("b", 0), {}, False),
-    (v.bool_value, ("b", ""), {"default": True}, True),
-    (v.bool_value, ("b", None), {"default": False}, False),
-    (v.bool_value, ("b", "None"), {"default": True}, True),
-    (v.choice, ("c", " kill "), {"allowed": ("kill", "keep")}, "kill"),
-    (v.safe_text, ("t", "~/data/in"), {}, "~/data/in"),
-    (v.safe_text, ("t", 20260101), {}, "20260101"),  # native rendering of {{ ds_nodash }}
-    (v.safe_text, ("t", ""), {"allow_empty": True}, ""),
-    (v.conn_id, ("c", "brev_default"), {}, "brev_default"),
-    (v.conn_id, ("c", "aws-prod.eu:1"), {}, "aws-prod.eu:1"),
+    (values.positive_number, ("p", 2), {}, 2.0),
+    (values.positive_number, ("p", "2.5"), {}, 2.5),
+    (values.positive_number, ("p", " 1e3 "), {}, 1000.0),
+    (values.positive_number, ("p", 10), {"maximum": 10}, 10.0),
+    (values.non_negative, ("p", 0), {}, 0.0),
+    (values.non_negative, ("p", "0.0"), {}, 0.0),
+    (values.integer, ("p", "0"), {"minimum": 0}, 0),
+    (values.integer, ("p", 3.0), {"minimum": 1}, 3),
+    (values.integer, ("p", 7), {"minimum": 1, "maximum": 7}, 7),
+    (values.positive_int, ("p", "12"), {}, 12),
+    (values.duration_seconds, ("d", 600), {}, 600.0),
+    (values.duration_seconds, ("d", "90"), {}, 90.0),
+    (values.duration_seconds, ("d", timedelta(minutes=2)), {}, 120.0),
+    (values.duration_seconds, ("d", timedelta(0)), {"allow_zero": True}, 0.0),
+    (values.duration_seconds, ("d", "0"), {"allow_zero": True}, 0.0),
+    (values.bool_value, ("b", True), {}, True),
+    (values.bool_value, ("b", "False"), {}, False),
+    (values.bool_value, ("b", " Yes "), {}, True),
+    (values.bool_value, ("b", "off"), {}, False),
+    (values.bool_value, ("b", 1), {}, True),
+    (values.bool_value, ("b", 0), {}, False),
+    (values.bool_value, ("b", ""), {"default": True}, True),
+    (values.bool_value, ("b", None), {"default": False}, False),
+    (values.bool_value, ("b", "None"), {"default": True}, True),
+    (values.choice, ("c", " kill "), {"allowed": ("kill", "keep")}, "kill"),
+    (values.safe_text, ("t", "~/data/in"), {}, "~/data/in"),
+    (values.safe_text, ("t", 20260101), {}, "20260101"),  # native rendering of {{ ds_nodash }}
+    (values.safe_text, ("t", ""), {"allow_empty": True}, ""),
+    (values.conn_id, ("c", "brev_default"), {}, "brev_default"),
+    (values.conn_id, ("c", "aws-prod.eu:1"), {}, "aws-prod.eu:1"),
     (v.placement_id, ("p", "cc-3f9a"), {}, "cc-3f9a"),
-    (v.env_name, ("e", "_MY_VAR2"), {}, "_MY_VAR2"),
+    (values.env_name, ("e", "_MY_VAR2"), {}, "_MY_VAR2"),
     (v.instance_name, ("n", "my-box.1"), {}, "my-box.1"),
     (v.instance_name, ("n", 42), {}, "42"),
     (v.owner_prefix, ("n", "team7"), {}, "team7"),
@@ -58,48 +59,48 @@ def test_good_values_are_parsed(check, args, kwargs, expected):
 
 
 BAD = [
-    (v.positive_number, ("poll_interval", -1), {}, "positive number"),
-    (v.positive_number, ("poll_interval", 0), {}, "positive number"),
-    (v.positive_number, ("poll_interval", "nan"), {}, "positive number"),
-    (v.positive_number, ("poll_interval", float("nan")), {}, "positive number"),
-    (v.positive_number, ("poll_interval", float("inf")), {}, "positive number"),
-    (v.positive_number, ("poll_interval", "-inf"), {}, "positive number"),
-    (v.positive_number, ("poll_interval", "soon"), {}, "positive number"),
-    (v.positive_number, ("poll_interval", ""), {}, "positive number"),
-    (v.positive_number, ("poll_interval", None), {}, "positive number"),
-    (v.positive_number, ("poll_interval", True), {}, "positive number"),  # a boolean is not a number
-    (v.positive_number, ("poll_interval", [1]), {}, "positive number"),
-    (v.positive_number, ("poll_interval", 10**400), {}, "positive number"),
-    (v.positive_number, ("min_vram", 11), {"maximum": 10}, "no greater than 10"),
-    (v.non_negative, ("cli_retry_delay", -0.5), {}, ">= 0"),
-    (v.integer, ("max_attempts", 0), {"minimum": 1}, ">= 1"),
-    (v.integer, ("max_attempts", 2.5), {"minimum": 1}, "whole number"),
-    (v.integer, ("max_attempts", "2.5"), {"minimum": 1}, "whole number"),
-    (v.integer, ("max_attempts", False), {"minimum": 0}, "whole number"),
-    (v.integer, ("part_size", 11), {"minimum": 1, "maximum": 10}, "<= 10"),
-    (v.positive_int, ("cli_retry_limit", -3), {}, ">= 1"),
-    (v.duration_seconds, ("ready_timeout", 0), {}, "positive number of seconds"),
-    (v.duration_seconds, ("ready_timeout", "-5"), {}, "positive number of seconds"),
-    (v.duration_seconds, ("ready_timeout", "1 hour"), {}, "positive number of seconds"),
-    (v.duration_seconds, ("ready_timeout", 1e300), {}, "no greater than 315360000"),
-    (v.duration_seconds, ("max_lifetime", timedelta(hours=-1)), {}, "positive timedelta"),
-    (v.duration_seconds, ("grace_period", timedelta(seconds=-1)), {"allow_zero": True}, "non-negative timedelta"),
-    (v.bool_value, ("overwrite", "maybe"), {}, "boolean"),
-    (v.bool_value, ("overwrite", ""), {}, "boolean"),  # empty without a default
-    (v.bool_value, ("overwrite", 2), {}, "boolean"),
-    (v.bool_value, ("overwrite", None), {}, "boolean"),
-    (v.choice, ("on_kill_action", "stop"), {"allowed": ("kill", "keep")}, "'keep', 'kill'"),
-    (v.safe_text, ("remote_dir", "a\nb"), {}, "newlines"),
-    (v.safe_text, ("remote_dir", "a\x00b"), {}, "NUL"),
-    (v.safe_text, ("remote_dir", "a\rb"), {}, "newlines"),
-    (v.safe_text, ("remote_dir", "  "), {}, "non-empty"),
-    (v.safe_text, ("remote_dir", ["x"]), {}, "non-empty"),
-    (v.conn_id, ("aws_conn_id", "my conn"), {}, "connection id"),
-    (v.conn_id, ("aws_conn_id", "x" * 251), {}, "connection id"),
+    (values.positive_number, ("poll_interval", -1), {}, "positive number"),
+    (values.positive_number, ("poll_interval", 0), {}, "positive number"),
+    (values.positive_number, ("poll_interval", "nan"), {}, "positive number"),
+    (values.positive_number, ("poll_interval", float("nan")), {}, "positive number"),
+    (values.positive_number, ("poll_interval", float("inf")), {}, "positive number"),
+    (values.positive_number, ("poll_interval", "-inf"), {}, "positive number"),
+    (values.positive_number, ("poll_interval", "soon"), {}, "positive number"),
+    (values.positive_number, ("poll_interval", ""), {}, "positive number"),
+    (values.positive_number, ("poll_interval", None), {}, "positive number"),
+    (values.positive_number, ("poll_interval", True), {}, "positive number"),  # a boolean is not a number
+    (values.positive_number, ("poll_interval", [1]), {}, "positive number"),
+    (values.positive_number, ("poll_interval", 10**400), {}, "positive number"),
+    (values.positive_number, ("min_vram", 11), {"maximum": 10}, "no greater than 10"),
+    (values.non_negative, ("cli_retry_delay", -0.5), {}, ">= 0"),
+    (values.integer, ("max_attempts", 0), {"minimum": 1}, ">= 1"),
+    (values.integer, ("max_attempts", 2.5), {"minimum": 1}, "whole number"),
+    (values.integer, ("max_attempts", "2.5"), {"minimum": 1}, "whole number"),
+    (values.integer, ("max_attempts", False), {"minimum": 0}, "whole number"),
+    (values.integer, ("part_size", 11), {"minimum": 1, "maximum": 10}, "<= 10"),
+    (values.positive_int, ("cli_retry_limit", -3), {}, ">= 1"),
+    (values.duration_seconds, ("ready_timeout", 0), {}, "positive number of seconds"),
+    (values.duration_seconds, ("ready_timeout", "-5"), {}, "positive number of seconds"),
+    (values.duration_seconds, ("ready_timeout", "1 hour"), {}, "positive number of seconds"),
+    (values.duration_seconds, ("ready_timeout", 1e300), {}, "no greater than 315360000"),
+    (values.duration_seconds, ("max_lifetime", timedelta(hours=-1)), {}, "positive timedelta"),
+    (values.duration_seconds, ("grace_period", timedelta(seconds=-1)), {"allow_zero": True}, "non-negative timedelta"),
+    (values.bool_value, ("overwrite", "maybe"), {}, "boolean"),
+    (values.bool_value, ("overwrite", ""), {}, "boolean"),  # empty without a default
+    (values.bool_value, ("overwrite", 2), {}, "boolean"),
+    (values.bool_value, ("overwrite", None), {}, "boolean"),
+    (values.choice, ("on_kill_action", "stop"), {"allowed": ("kill", "keep")}, "'keep', 'kill'"),
+    (values.safe_text, ("remote_dir", "a\nb"), {}, "newlines"),
+    (values.safe_text, ("remote_dir", "a\x00b"), {}, "NUL"),
+    (values.safe_text, ("remote_dir", "a\rb"), {}, "newlines"),
+    (values.safe_text, ("remote_dir", "  "), {}, "non-empty"),
+    (values.safe_text, ("remote_dir", ["x"]), {}, "non-empty"),
+    (values.conn_id, ("aws_conn_id", "my conn"), {}, "connection id"),
+    (values.conn_id, ("aws_conn_id", "x" * 251), {}, "connection id"),
     (v.placement_id, ("cloud_cred_id", "--org=evil"), {}, "starting with a letter or digit"),
     (v.placement_id, ("cloud_cred_id", "a b"), {}, "starting with a letter or digit"),
-    (v.env_name, ("env", "1ABC"), {}, "environment variable name"),
-    (v.env_name, ("env", "A-B"), {}, "environment variable name"),
+    (values.env_name, ("env", "1ABC"), {}, "environment variable name"),
+    (values.env_name, ("env", "A-B"), {}, "environment variable name"),
     (v.instance_name, ("instance_name", "bad name!"), {}, "Invalid instance name"),
     (v.instance_name, ("instance_name", "x" * 64), {}, "at most 63"),
     (v.instance_name, ("instance_name", ""), {}, "empty"),
@@ -122,21 +123,21 @@ def test_bad_values_name_the_parameter_and_are_not_retried(check, args, kwargs, 
 
 @pytest.mark.parametrize("empty", [None, "", "  ", "None", "none"])
 def test_optional_turns_empty_into_none(empty):
-    assert v.is_empty(empty)
-    assert v.optional(v.positive_number, "min_vram", empty) is None
+    assert values.is_empty(empty)
+    assert values.optional(values.positive_number, "min_vram", empty) is None
 
 
 @pytest.mark.parametrize("value", [0, "0", False, [], "x"])
 def test_optional_checks_everything_that_is_not_empty(value):
-    assert not v.is_empty(value)
+    assert not values.is_empty(value)
     with pytest.raises(BrevInvalidInputError, match="min_vram"):
-        v.optional(v.positive_number, "min_vram", value)
+        values.optional(values.positive_number, "min_vram", value)
 
 
 def test_optional_passes_limits_through():
-    assert v.optional(v.integer, "n", "0", minimum=0) == 0
+    assert values.optional(values.integer, "n", "0", minimum=0) == 0
     with pytest.raises(BrevInvalidInputError, match=">= 2"):
-        v.optional(v.integer, "n", "1", minimum=2)
+        values.optional(values.integer, "n", "1", minimum=2)
 
 
 def test_named_keeps_a_message_that_already_names_the_parameter_and_prefixes_others():
@@ -150,12 +151,12 @@ def test_named_keeps_a_message_that_already_names_the_parameter_and_prefixes_oth
         raise BrevInvalidInputError("the gpu is wrong")
 
     with pytest.raises(BrevInvalidInputError, match=r"^gpu: value 3 is wrong$"):
-        v.named("gpu", complains, 3)
+        values.named("gpu", complains, 3)
     with pytest.raises(BrevInvalidInputError, match=r"^gpu: not like that$"):
-        v.named("gpu", raises_plain_value_error, 3)
+        values.named("gpu", raises_plain_value_error, 3)
     with pytest.raises(BrevInvalidInputError, match=r"^the gpu is wrong$"):
-        v.named("gpu", names_it, 3)
-    assert v.named("gpu", str.upper, "a") == "A"
+        values.named("gpu", names_it, 3)
+    assert values.named("gpu", str.upper, "a") == "A"
 
 
 @pytest.mark.parametrize(
@@ -192,13 +193,13 @@ def test_bad_instance_requests_name_gpu_or_instance_types(gpu, types, fragment):
 @pytest.mark.parametrize(
     ("check", "args", "kwargs", "expected"),
     [
-        (v.env_mapping, ("env", {"A_1": 5}), {}, {"A_1": "5"}),
-        (v.env_mapping, ("env", {}), {}, None),
-        (v.env_mapping, ("env", "None"), {}, None),
-        (v.exit_codes, ("codes", 3), {}, [3]),
-        (v.exit_codes, ("codes", ["255", 0, 0]), {}, [0, 255]),
-        (v.exit_codes, ("codes", None), {}, []),
-        (v.regex, ("r", r"Epoch (\d+)/(\d+)"), {}, r"Epoch (\d+)/(\d+)"),
+        (values.env_mapping, ("env", {"A_1": 5}), {}, {"A_1": "5"}),
+        (values.env_mapping, ("env", {}), {}, None),
+        (values.env_mapping, ("env", "None"), {}, None),
+        (values.exit_codes, ("codes", 3), {}, [3]),
+        (values.exit_codes, ("codes", ["255", 0, 0]), {}, [0, 255]),
+        (values.exit_codes, ("codes", None), {}, []),
+        (values.regex, ("r", r"Epoch (\d+)/(\d+)"), {}, r"Epoch (\d+)/(\d+)"),
         (v.s3_uri, ("u", " s3://bucket/in/ "), {}, "s3://bucket/in/"),
         (v.s3_uri, ("u", "s3://bucket/specs/a.yaml"), {"object_key": True}, "s3://bucket/specs/a.yaml"),
         (v.directory, ("d", "~/tao-results/"), {}, "~/tao-results/"),
@@ -212,12 +213,12 @@ def test_collection_and_text_checks_parse_good_values(check, args, kwargs, expec
 @pytest.mark.parametrize(
     ("check", "args", "kwargs", "fragment"),
     [
-        (v.env_mapping, ("secret_env", {"A;rm -rf ~": "x"}), {}, "secret_env key must be an environment variable"),
-        (v.env_mapping, ("env", ["A=b"]), {}, "env must be a dict of environment variables"),
-        (v.env_mapping, ("secret_env", {"TOKEN": "t0k\x00en"}), {}, r"secret_env\['TOKEN'\] must not contain NUL"),
-        (v.exit_codes, ("skip_on_exit_code", 256), {}, "skip_on_exit_code must be a whole number >= 0 and <= 255"),
-        (v.exit_codes, ("skip_on_exit_code", [1, "x"]), {}, "skip_on_exit_code must be a whole number"),
-        (v.regex, ("progress_regex", "(\\d+"), {}, "progress_regex must be a valid regular expression"),
+        (values.env_mapping, ("secret_env", {"A;rm -rf ~": "x"}), {}, "secret_env key must be an environment variable"),
+        (values.env_mapping, ("env", ["A=b"]), {}, "env must be a dict of environment variables"),
+        (values.env_mapping, ("secret_env", {"TOKEN": "t0k\x00en"}), {}, r"secret_env\['TOKEN'\] must not contain NUL"),
+        (values.exit_codes, ("skip_on_exit_code", 256), {}, "skip_on_exit_code must be a whole number >= 0 and <= 255"),
+        (values.exit_codes, ("skip_on_exit_code", [1, "x"]), {}, "skip_on_exit_code must be a whole number"),
+        (values.regex, ("progress_regex", "(\\d+"), {}, "progress_regex must be a valid regular expression"),
         (v.s3_uri, ("s3_inputs", "http://b/k"), {}, "s3_inputs: Expected an s3://bucket/prefix URI"),
         (v.s3_uri, ("spec_s3_uri", "s3://Bad_Bucket/k"), {}, "spec_s3_uri: Invalid bucket name"),
         (v.s3_uri, ("spec_s3_uri", "s3://bucket/specs/"), {"object_key": True}, "the URI of an S3 object"),

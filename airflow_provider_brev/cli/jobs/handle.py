@@ -1,7 +1,7 @@
 """The durable handle of a detached job on a Brev instance: its id, its directory, its states and markers.
 
 Job ids are deterministic per try (:func:`generate_job_id`), so a retried worker finds the job its try started.
-The remote layout and the design are described in :mod:`airflow_provider_brev.cli.remote_job`.
+The remote layout and the design are described in :mod:`airflow_provider_brev.cli.jobs.remote`.
 """
 
 from __future__ import annotations

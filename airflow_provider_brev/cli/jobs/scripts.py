@@ -2,7 +2,7 @@
 
 Each ``build_*`` function returns one command string for ``brev exec <instance> "<command>"`` (remote side: bash
 on Ubuntu) that always exits 0 and reports in ``BREV_JOB_*`` marker lines, parsed by
-:mod:`airflow_provider_brev.cli.remote_job`. Every interpolated value is ``shlex.quote``-d; secret values only
+:mod:`airflow_provider_brev.cli.jobs.remote`. Every interpolated value is ``shlex.quote``-d; secret values only
 ever go into the file built by :func:`build_secret_env_file`.
 """
 
@@ -12,7 +12,7 @@ import math
 import shlex
 from typing import TYPE_CHECKING
 
-from airflow_provider_brev.cli.job_handle import (
+from airflow_provider_brev.cli.jobs.handle import (
     CLEANED_MARKER,
     DEFAULT_MAX_BYTES,
     EXISTS_MARKER,
@@ -30,7 +30,7 @@ from airflow_provider_brev.cli.job_handle import (
     check_path,
     shell_path,
 )
-from airflow_provider_brev.cli.shell import redact_filter, stale_secret_cleanup, validate_env
+from airflow_provider_brev.cli.jobs.shell import redact_filter, stale_secret_cleanup, validate_env
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
@@ -208,7 +208,7 @@ def build_launch_command(
     :param secret_env_path: remote file of ``export K='v'`` lines (:func:`build_secret_env_file`), relative to
         ``$HOME`` unless absolute. The job sources then deletes it; it is also deleted when nothing is launched.
     :param secret_names: names of the secret variables: their values are redacted from the job's log on the
-        instance (:func:`~airflow_provider_brev.cli.shell.redact_filter`).
+        instance (:func:`~airflow_provider_brev.cli.jobs.shell.redact_filter`).
     :param earlier_job_ids: jobs of earlier tries: their secret files, if a dead worker left them, are removed.
     """
     if not isinstance(command, str) or not command.strip():

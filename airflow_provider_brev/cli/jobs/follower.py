@@ -15,7 +15,7 @@ machine decides:
   ``sync_interval`` seconds, and as soon as a log line shows a new checkpoint);
 * what the outcome is, and which error a non-successful outcome means (:func:`outcome_error`).
 
-Which job a try follows (its own, or an earlier try's) is :mod:`airflow_provider_brev.cli.job_attempts`.
+Which job a try follows (its own, or an earlier try's) is :mod:`airflow_provider_brev.cli.jobs.attempts`.
 
 The drivers, sync for the worker and async for the triggerer, live in
 :mod:`airflow_provider_brev.utils.job_runner`; they only do I/O.
@@ -28,7 +28,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from airflow_provider_brev.cli.remote_job import (
+from airflow_provider_brev.cli.jobs.remote import (
     DEFAULT_MAX_BYTES,
     FINISHED,
     LogLineAssembler,

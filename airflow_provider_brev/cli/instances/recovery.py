@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_brev.cli.identity import REPLACED, identity_verdict
-from airflow_provider_brev.cli.output import STATUS_DELETING, STATUS_FAILURE, STATUS_RUNNING, BrevInstance
+from airflow_provider_brev.cli.instances.identity import REPLACED, identity_verdict
+from airflow_provider_brev.cli.protocol.output import STATUS_DELETING, STATUS_FAILURE, STATUS_RUNNING, BrevInstance
 from airflow_provider_brev.exceptions import (
     BrevCLIError,
     BrevCommandError,

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Generator
 from dataclasses import dataclass
 
-from airflow_provider_brev.cli.classify import classify_failure, should_relogin
-from airflow_provider_brev.cli.lines import ProcessResult
+from airflow_provider_brev.cli.protocol.classify import classify_failure, should_relogin
+from airflow_provider_brev.cli.protocol.lines import ProcessResult
 from airflow_provider_brev.exceptions import BrevTimeoutError
 
 __all__ = ["EnsureLogin", "Invocation", "OutputView", "RunCli", "Step", "adrive", "drive", "exec_view", "invocation"]

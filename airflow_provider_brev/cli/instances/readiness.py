@@ -19,7 +19,7 @@ from collections.abc import Generator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from airflow_provider_brev.cli.output import (
+from airflow_provider_brev.cli.protocol.output import (
     STATUS_DELETING,
     STATUS_FAILURE,
     STATUS_RUNNING,

@@ -28,9 +28,9 @@ with ``brev copy``), never on a command line:
   A private temp dir (0700) holds part files and response headers; a trap removes it and the plan on exit,
   hang-up or termination. The script always exits 0 (the released CLI re-runs commands that exit non-zero).
 * the listing of a directory (relative path, size, md5, signature) is
-  :mod:`airflow_provider_brev.cli.transfer_listing`.
+  :mod:`airflow_provider_brev.cli.transfer.listing`.
 
-The output of the transfer script is parsed by :mod:`airflow_provider_brev.cli.transfer_reports`. Every
+The output of the transfer script is parsed by :mod:`airflow_provider_brev.cli.transfer.reports`. Every
 interpolated value is ``shlex.quote``-d or validated to a safe alphabet.
 """
 
@@ -41,8 +41,8 @@ import shlex
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from airflow_provider_brev.cli.transfer_checksums import SIGNATURE_FORMAT, SIGNATURE_RE, is_md5, md5_hex_to_base64
-from airflow_provider_brev.cli.transfer_paths import remote_path_word, validate_relpath
+from airflow_provider_brev.cli.transfer.checksums import SIGNATURE_FORMAT, SIGNATURE_RE, is_md5, md5_hex_to_base64
+from airflow_provider_brev.cli.transfer.paths import remote_path_word, validate_relpath
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

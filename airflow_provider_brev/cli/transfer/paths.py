@@ -2,7 +2,7 @@
 prefixes and remote directory words (no process is run here).
 
 :func:`glob_to_regex` translates an include/exclude glob into one regular expression that means the same to
-bash's ``[[ =~ ]]`` (POSIX ERE, used by :func:`airflow_provider_brev.cli.transfer_listing.build_list_script`)
+bash's ``[[ =~ ]]`` (POSIX ERE, used by :func:`airflow_provider_brev.cli.transfer.listing.build_list_script`)
 and to Python's :mod:`re` (used for S3 keys), so a :class:`PathFilter` selects the same files on both sides.
 """
 

@@ -28,8 +28,8 @@ Design points (compare the SSH provider's ``SSHRemoteJobOperator``):
 
 The command string is one ``ssh`` argument on the remote side; keep it under :data:`MAX_COMMAND_LENGTH`.
 
-Modules: :mod:`~airflow_provider_brev.cli.job_handle` (ids, handle, states, markers),
-:mod:`~airflow_provider_brev.cli.job_scripts` (the shell scripts) and this one (:class:`PollResult`,
+Modules: :mod:`~airflow_provider_brev.cli.jobs.handle` (ids, handle, states, markers),
+:mod:`~airflow_provider_brev.cli.jobs.scripts` (the shell scripts) and this one (:class:`PollResult`,
 :class:`LaunchResult`, the parsers, :class:`LogLineAssembler`); every public name of the three is importable
 from here.
 """
@@ -42,7 +42,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from airflow_provider_brev.cli.job_handle import (
+from airflow_provider_brev.cli.jobs.handle import (
     CLEANED_MARKER,
     DEFAULT_BASE_DIR,
     DEFAULT_MAX_BYTES,
@@ -67,14 +67,14 @@ from airflow_provider_brev.cli.job_handle import (
     generate_job_id,
     job_id_prefix,
 )
-from airflow_provider_brev.cli.job_scripts import (
+from airflow_provider_brev.cli.jobs.scripts import (
     build_cleanup_command,
     build_kill_command,
     build_launch_command,
     build_poll_command,
     build_secret_env_file,
 )
-from airflow_provider_brev.cli.lines import LineSplitter
+from airflow_provider_brev.cli.protocol.lines import LineSplitter
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
@@ -288,7 +288,7 @@ class LogLineAssembler:
     """Turn log chunks (bytes, split anywhere) into text lines.
 
     UTF-8 with replacement; carriage-return progress bars keep only the text after the last ``\\r``; very long
-    lines come out in pieces (:data:`~airflow_provider_brev.cli.lines.MAX_LINE`).
+    lines come out in pieces (:data:`~airflow_provider_brev.cli.protocol.lines.MAX_LINE`).
     """
 
     def __init__(self) -> None:

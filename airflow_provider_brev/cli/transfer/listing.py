@@ -2,11 +2,11 @@
 and the input manifest a download sync reads.
 
 :func:`build_list_script` lists the regular files under a remote directory (relative path, size, md5 and
-*signature*: :data:`~airflow_provider_brev.cli.transfer_checksums.SIGNATURE_FORMAT`, which the upload script of
-:mod:`airflow_provider_brev.cli.transfer_scripts` compares before and after it reads a file) honouring a
-:class:`~airflow_provider_brev.cli.transfer_paths.PathFilter`; with an md5 cache it reads again only the files
+*signature*: :data:`~airflow_provider_brev.cli.transfer.checksums.SIGNATURE_FORMAT`, which the upload script of
+:mod:`airflow_provider_brev.cli.transfer.scripts` compares before and after it reads a file) honouring a
+:class:`~airflow_provider_brev.cli.transfer.paths.PathFilter`; with an md5 cache it reads again only the files
 whose signature changed since the previous listing of that directory. Its output is parsed by
-:func:`airflow_provider_brev.cli.transfer_reports.parse_list_output`. Every interpolated value is
+:func:`airflow_provider_brev.cli.transfer.reports.parse_list_output`. Every interpolated value is
 ``shlex.quote``-d or validated to a safe alphabet.
 """
 
@@ -16,10 +16,10 @@ import hashlib
 import shlex
 from typing import Literal
 
-from airflow_provider_brev.cli.manifest import MANIFEST_NAME
-from airflow_provider_brev.cli.transfer_checksums import SIGNATURE_FORMAT
-from airflow_provider_brev.cli.transfer_paths import PathFilter, remote_path_word
-from airflow_provider_brev.cli.transfer_scripts import check_script_length
+from airflow_provider_brev.cli.transfer.checksums import SIGNATURE_FORMAT
+from airflow_provider_brev.cli.transfer.paths import PathFilter, remote_path_word
+from airflow_provider_brev.cli.transfer.scripts import check_script_length
+from airflow_provider_brev.cli.transfer.types import MANIFEST_NAME
 
 FILE_MARKER = "BREV_XFER_FILE"
 UNREADABLE_MARKER = "BREV_XFER_UNREADABLE"
@@ -104,7 +104,7 @@ def build_list_script(
     settle_seconds: int = MD5_CACHE_SETTLE_SECONDS,
 ) -> str:
     """List the regular files under ``remote_dir`` (symlinks and special files are skipped; so is the input
-    manifest :data:`~airflow_provider_brev.cli.manifest.MANIFEST_NAME` at its top, which is never uploaded; so is
+    manifest :data:`~airflow_provider_brev.cli.transfer.types.MANIFEST_NAME` at its top, which is never uploaded; so is
     the provider's own working state, ``.airflow-brev`` and ``.airflow-brev-*``, when ``remote_dir`` holds it).
 
     With ``manifest``, first prints each line of that manifest as ``BREV_XFER_MANIFEST <line>``.

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from collections.abc import Collection
 
-    from airflow_provider_brev.cli.output import BrevInstance
+    from airflow_provider_brev.cli.protocol.output import BrevInstance
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ The manifest
     ``{"path": <relpath>, "key": <S3 key>, "size": <bytes>, "etag": <ETag>}``. It is written by the worker after
     each sync (``brev copy``; no secret in it) and read back by the next sync's listing. A manifest of another
     source, or an unreadable line, simply counts as "not known" (those files are downloaded again). The
-    transfer list script never lists that file, so it is never uploaded (:mod:`..cli.transfer_scripts`).
+    transfer list script never lists that file, so it is never uploaded (:mod:`..cli.transfer.scripts`).
 
 The decision (:func:`plan_input_sync`)
     An object is *unchanged*, and not downloaded, when the manifest records it under the same path with the same
@@ -22,38 +22,21 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_brev.cli.transfer_paths import normalize_directory, normalize_prefix
+from airflow_provider_brev.cli.transfer.paths import normalize_directory, normalize_prefix
+from airflow_provider_brev.cli.transfer.types import MANIFEST_NAME, StagingPair
 from airflow_provider_brev.exceptions import BrevInvalidInputError
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
 
-    from airflow_provider_brev.cli.transfer_rounds import StagedDownload
+    from airflow_provider_brev.cli.transfer.rounds import StagedDownload
 
-#: The input manifest, at the top of each input directory on the instance (never listed for upload).
-MANIFEST_NAME = ".brev-manifest.jsonl"
 
 _BUCKET_RE = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
 _BAD_CHARS = ("\n", "\r", "\t", "\x00")
 
 
 # ------------------------------------------------------------------------------------------------ shapes
-
-
-@dataclass(frozen=True)
-class StagingPair:
-    """One validated ``inputs``/``outputs`` entry.
-
-    :param uri: the S3 URI, normalised (``s3://bucket/prefix/``).
-    :param bucket: the bucket.
-    :param prefix: the "directory" prefix (``""`` or ending in ``/``).
-    :param directory: the directory on the instance (relative = under the remote home; ``~/x`` or absolute).
-    """
-
-    uri: str
-    bucket: str
-    prefix: str
-    directory: str
 
 
 def parse_s3_uri(uri: Any) -> tuple[str, str]:

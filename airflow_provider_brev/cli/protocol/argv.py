@@ -2,7 +2,7 @@
 
 The hook (:mod:`airflow_provider_brev.hooks.brev`) runs what these build; the same builder serves the sync and
 the async path. Nothing here ever puts a secret on an argument list (login is built in
-:func:`airflow_provider_brev.cli.config.login_args` and only the hook's login step runs it).
+:func:`airflow_provider_brev.cli.protocol.config.login_args` and only the hook's login step runs it).
 """
 
 from __future__ import annotations
@@ -11,13 +11,13 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from airflow_provider_brev.cli.output import parse_gpu_spec
+from airflow_provider_brev.cli.protocol.output import parse_gpu_spec
 from airflow_provider_brev.exceptions import BrevCLIError, BrevInvalidInputError
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from airflow_provider_brev.cli.config import BrevCapabilities, BrevConnectionConfig
+    from airflow_provider_brev.cli.protocol.config import BrevCapabilities, BrevConnectionConfig
 
 __all__ = ["CreatePlan", "create_args", "instance_type_list", "ls_args", "search_args"]
 

@@ -1,5 +1,5 @@
-"""Pure parsing of what the transfer and list scripts (:mod:`airflow_provider_brev.cli.transfer_scripts`,
-:mod:`airflow_provider_brev.cli.transfer_listing`) print (marker lines on stdout), and redaction of presigned URLs from any text bound for a log or an error.
+"""Pure parsing of what the transfer and list scripts (:mod:`airflow_provider_brev.cli.transfer.scripts`,
+:mod:`airflow_provider_brev.cli.transfer.listing`) print (marker lines on stdout), and redaction of presigned URLs from any text bound for a log or an error.
 """
 
 from __future__ import annotations
@@ -8,15 +8,15 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from airflow_provider_brev.cli.transfer_checksums import SIGNATURE_RE, is_md5
-from airflow_provider_brev.cli.transfer_listing import (
+from airflow_provider_brev.cli.transfer.checksums import SIGNATURE_RE, is_md5
+from airflow_provider_brev.cli.transfer.listing import (
     FILE_MARKER,
     LISTED_MARKER,
     MANIFEST_MARKER,
     NODIR_MARKER,
     UNREADABLE_MARKER,
 )
-from airflow_provider_brev.cli.transfer_scripts import DONE_MARKER, ERROR_MARKER, FAIL_MARKER, OK_MARKER, TASK_KEY_RE
+from airflow_provider_brev.cli.transfer.scripts import DONE_MARKER, ERROR_MARKER, FAIL_MARKER, OK_MARKER, TASK_KEY_RE
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -90,7 +90,7 @@ class RemoteFile:
     :param size: its size in bytes.
     :param md5: its md5 (``None``: listed without checksums).
     :param signature: its size, times and inode when listed
-        (:data:`~airflow_provider_brev.cli.transfer_checksums.SIGNATURE_FORMAT`).
+        (:data:`~airflow_provider_brev.cli.transfer.checksums.SIGNATURE_FORMAT`).
     """
 
     relpath: str

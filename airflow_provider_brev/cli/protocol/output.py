@@ -2,7 +2,7 @@
 
 Nothing here runs a process: the hook (sync) and the triggers (async) run ``brev`` and hand the output to
 these functions, so both sides interpret the CLI identically. Failures are classified in
-:mod:`airflow_provider_brev.cli.classify`.
+:mod:`airflow_provider_brev.cli.protocol.classify`.
 """
 
 from __future__ import annotations

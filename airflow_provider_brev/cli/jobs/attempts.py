@@ -1,6 +1,6 @@
 """Which remote job a try of a task follows: its own, or one an earlier try left on the instance (pure).
 
-Job ids are deterministic per try (:func:`~airflow_provider_brev.cli.job_handle.generate_job_id`), so a try can
+Job ids are deterministic per try (:func:`~airflow_provider_brev.cli.jobs.handle.generate_job_id`), so a try can
 look on the instance for the jobs of every earlier try, whatever Airflow lost in between (XCom is cleared on a retry,
 the task state store can fail, a scheduler race can fail a try whose job succeeded). What an earlier try's job means
 for this one is :func:`earlier_job_verdict`:
@@ -17,10 +17,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from airflow_provider_brev.cli.job_handle import FINISHED, LOST, RUNNING, generate_job_id
+from airflow_provider_brev.cli.jobs.handle import FINISHED, LOST, RUNNING, generate_job_id
 
 if TYPE_CHECKING:
-    from airflow_provider_brev.cli.remote_job import PollResult
+    from airflow_provider_brev.cli.jobs.remote import PollResult
 
 #: What an earlier try's job means for this try (:func:`earlier_job_verdict`).
 REATTACH = "reattach"

@@ -1,7 +1,7 @@
 """Bytes to lines, pure: the incremental splitter and bounded collector shared by the process drivers.
 
 No I/O: :mod:`airflow_provider_brev.hooks.process` feeds it what it reads from a ``brev`` process, and the
-remote-job protocol (:mod:`airflow_provider_brev.cli.remote_job`) feeds it decoded log bytes.
+remote-job protocol (:mod:`airflow_provider_brev.cli.jobs.remote`) feeds it decoded log bytes.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 :class:`BrevConnectionConfig` is what :class:`~airflow_provider_brev.hooks.base.BrevBaseHook` reads from the
 Airflow connection; :class:`BrevCapabilities` is what it learns once per process from ``brev --version`` and
-``brev create --help``. Both are pure so the argv builders in :mod:`airflow_provider_brev.cli.argv` can be tested
+``brev create --help``. Both are pure so the argv builders in :mod:`airflow_provider_brev.cli.protocol.argv` can be tested
 without a CLI.
 """
 
@@ -12,7 +12,7 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from airflow_provider_brev.cli.names import DEFAULT_OWNER_PREFIX
+from airflow_provider_brev.cli.protocol.names import DEFAULT_OWNER_PREFIX
 from airflow_provider_brev.exceptions import BrevConfigurationError
 
 __all__ = ["BrevCapabilities", "BrevConnectionConfig", "login_args"]

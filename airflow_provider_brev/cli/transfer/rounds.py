@@ -1,8 +1,8 @@
 """Pure decisions of S3 <-> Brev transfer rounds (no process, no S3 call is made here).
 
 A transfer runs in *rounds*: the worker presigns URLs for every file (or part) still pending, the instance runs
-one transfer script (:mod:`airflow_provider_brev.cli.transfer_scripts`) and reports each task
-(:mod:`airflow_provider_brev.cli.transfer_reports`); what this module decides is
+one transfer script (:mod:`airflow_provider_brev.cli.transfer.scripts`) and reports each task
+(:mod:`airflow_provider_brev.cli.transfer.reports`); what this module decides is
 
 * what the operators' parameters mean (:func:`transfer_settings`: every parameter validated up front, raising
   :class:`~airflow_provider_brev.exceptions.BrevInvalidInputError`);
@@ -19,14 +19,14 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_brev.cli.names import validate_instance_name
-from airflow_provider_brev.cli.transfer_checksums import (
+from airflow_provider_brev.cli.protocol.names import validate_instance_name
+from airflow_provider_brev.cli.transfer.checksums import (
     S3_MAX_SINGLE_PUT,
     choose_part_size,
     multipart_etag,
     split_parts,
 )
-from airflow_provider_brev.cli.transfer_paths import (
+from airflow_provider_brev.cli.transfer.paths import (
     PathFilter,
     find_path_conflicts,
     normalize_directory,
@@ -34,13 +34,14 @@ from airflow_provider_brev.cli.transfer_paths import (
     printable,
     validate_relpath,
 )
-from airflow_provider_brev.cli.validation import bool_value, duration_seconds, integer, named
+from airflow_provider_brev.cli.values import bool_value, duration_seconds, integer, named
 from airflow_provider_brev.exceptions import BrevInvalidInputError
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
 
-    from airflow_provider_brev.cli.transfer_reports import RemoteFile, TransferReport
+    from airflow_provider_brev.cli.transfer.reports import RemoteFile, TransferReport
+    from airflow_provider_brev.cli.transfer.types import S3Object
 
 #: ``(code, detail)`` of a file that did not transfer: a script failure code (``curl``, ``md5``, ...),
 #: ``verify`` (the worker's check failed), ``error`` (the round could not run) or ``unreported``.
@@ -178,15 +179,6 @@ def describe_failures(failures: Mapping[str, Failure]) -> str:
 
 
 # ----------------------------------------------------------------------------------------------- downloads
-
-
-@dataclass(frozen=True)
-class S3Object:
-    """A listed object: its key, size and ETag (bare, lower case)."""
-
-    key: str
-    size: int
-    etag: str
 
 
 @dataclass
