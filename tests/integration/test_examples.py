@@ -164,7 +164,7 @@ def test_scheduled_runs_write_to_distinct_prefixes(dagbag):
     from airflow.models.dagrun import DagRun
     from airflow.utils.types import DagRunType
 
-    from airflow_provider_brev.operators.exec import BrevExecOperator
+    from airflow_provider_brev.operators.step import BrevStepOperator
     from airflow_provider_brev.transfers import BrevToS3Operator
 
     mondays = [datetime(2026, 1, 5, 3, tzinfo=UTC), datetime(2026, 1, 12, 3, tzinfo=UTC)]
@@ -174,7 +174,7 @@ def test_scheduled_runs_write_to_distinct_prefixes(dagbag):
         """The S3 destination templates of an upload task, or of a step that declares ``outputs``."""
         if isinstance(task, BrevToS3Operator):
             return [task.s3_prefix]
-        if isinstance(task, BrevExecOperator):
+        if isinstance(task, BrevStepOperator):
             return list((task.outputs or {}).values())
         return []
 
