@@ -102,7 +102,6 @@ class BrevStepOperator(BrevBaseOperator):
     :param output_sync_interval: seconds (or timedelta) between output syncs while the command runs.
     :param max_instance_recoveries: how often this task instance may re-create its lost instance (all tries).
     :param create_task_id: the task that created the instance (default: the upstream record naming it).
-    :param brev_conn_id: the Airflow connection id of type ``brev``.
     """
 
     template_fields = brev_template_fields(
