@@ -10,6 +10,10 @@ UV := $(TOOLS)/bin/uv
 VENV := .venv
 BIN := $(VENV)/bin
 export UV_LINK_MODE := copy
+# pytest-xdist workers: twice the CPUs (at least 4). The integration tests mostly wait on the simulator's clock
+# and on subprocesses (the suite uses about one CPU with four workers on two), so more workers than CPUs cut the
+# wall time; every test must pass on a loaded machine anyway.
+TEST_WORKERS ?= $(shell $(PYTHON) -c 'import os; print(max(4, 2 * len(os.sched_getaffinity(0))))')
 
 .PHONY: help sync lint format typecheck test test-unit demo bench clean mutation
 
@@ -45,7 +49,7 @@ typecheck: sync
 	$(BIN)/mypy
 
 test: lint typecheck docs
-	$(BIN)/pytest -n auto --cov --cov-report=term --durations=15
+	$(BIN)/pytest -n $(TEST_WORKERS) --cov --cov-report=term --durations=15
 
 demo: sync
 	$(BIN)/python scripts/demo.py
@@ -75,7 +79,7 @@ test-floor: $(UV)
 	$(UV) venv --quiet --allow-existing --python $(PYTHON) $(FLOOR_VENV)
 	$(UV) pip sync --quiet --python $(FLOOR_VENV)/bin/python --require-hashes floor/requirements.txt
 	$(UV) pip install --quiet --python $(FLOOR_VENV)/bin/python --no-deps --reinstall .
-	$(FLOOR_VENV)/bin/pytest -p no:cacheprovider -n auto $(PYTEST_ARGS)
+	$(FLOOR_VENV)/bin/pytest -p no:cacheprovider -n $(TEST_WORKERS) $(PYTEST_ARGS)
 
 .PHONY: docs
 # The documentation site (MkDocs Material + mkdocstrings), warnings as errors; output in .site/ (git-ignored).
