@@ -425,6 +425,16 @@ class BrevSimulator:
         views.sort(key=lambda v: v.get("created_at") or 0)
         return views
 
+    def billing(self) -> list[dict[str, Any]]:
+        """What every instance of this simulator was billed, deleted ones included: per instance its ``id``,
+        ``name``, ``instance_type``, ``running_seconds`` (deploying, running, stopping, deleting: the machine's
+        price) and ``stopped_seconds`` (STOPPED: the disk only), up to now."""
+        st = self._store.read()
+        now = time.time() + float(self.config().get("now_offset") or 0.0)
+        live = [_st.billing_view(i, now) for i in st["instances"] if not _st.derive(i, now)["gone"]]
+        gone = [_st.billing_view(i, now) for i in st["instances"] if _st.derive(i, now)["gone"]]
+        return [*st.get("ledger", []), *gone, *live]
+
     def instance(self, name: str) -> dict[str, Any] | None:
         """The current instance with this name (or id), or None."""
         return next((v for v in self.instances() if name in (v["name"], v["id"])), None)
@@ -501,8 +511,10 @@ class BrevSimulator:
                 inst.update(t_running=now, t_build_done=now + t["build_seconds"], t_ssh_up=now + t["ssh_seconds"])
             elif status == "STOPPED":
                 inst.update(phase="stop", t_stopping=now, t_stopped=now)
+                _st.record_phase(inst, "stop", now, now)
             elif status == "DELETING":
                 inst.update(phase="delete", t_deleting=now, t_gone=now + float(t["delete_seconds"]))
+                _st.record_phase(inst, "delete", now, inst["t_gone"])
             elif status != "DEPLOYING":
                 raise ValueError(f"unsupported status {status!r}")
             st["instances"].append(inst)
@@ -524,6 +536,7 @@ class BrevSimulator:
                 raise KeyError(f"no instance named {name!r}")
             for inst in live:
                 inst.update(last_build="COMPLETED", phase="delete", t_deleting=now, t_gone=now)
+                _st.record_phase(inst, "delete", now, now)
         for inst in live:
             _st.kill_sandbox_processes("BREV_SIM_INSTANCE", inst["id"])
         return self.create_instance_directly(name, created_by=created_by)

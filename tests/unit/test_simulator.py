@@ -577,7 +577,8 @@ def test_exec_starts_a_stopped_instance(brev_sim: BrevSimulator) -> None:
     assert res.stdout == "Instance s1 is starting. \n\nhi\ns1\n"
     assert "Connection failed, checking instance status...\n" in res.stderr
     assert brev_sim.instance("s1")["status"] == "RUNNING"
-    assert brev("stop", "s1").stderr.strip() == "simulator: this command is interactive or not simulated"
+    assert brev("stop", "s1").stdout == "s1\n"  # and back to STOPPING (tests/unit/test_simulator_stop_start.py)
+    assert brev("shell", "s1").stderr.strip() == "simulator: this command is interactive or not simulated"
 
 
 def test_copy_both_directions(brev_sim: BrevSimulator, tmp_path: Path) -> None:

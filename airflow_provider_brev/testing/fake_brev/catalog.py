@@ -15,6 +15,7 @@ DEFAULT_TIMINGS: dict[str, float] = {
     "ssh_seconds": 0.2,
     "delete_seconds": 0.3,
     "start_seconds": 0.3,
+    "stop_seconds": 0.3,
     "poll_seconds": 0.05,
     "probe_seconds": 0.05,
 }

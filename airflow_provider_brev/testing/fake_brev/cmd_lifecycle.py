@@ -1,4 +1,5 @@
-"""``brev delete``, and the start of a STOPPED instance that ``exec`` and ``copy`` do on their own."""
+"""``brev delete``, ``brev stop`` and ``brev start`` (also the start of a STOPPED instance that ``exec`` and ``copy``
+do on their own)."""
 
 from __future__ import annotations
 
@@ -10,9 +11,10 @@ from airflow_provider_brev.testing.fake_brev.context import (
     find_instance,
     get_instance_by_id,
     raise_5xx,
+    visible_instances,
 )
 from airflow_provider_brev.testing.fake_brev.flags import CliError, multierror, traced
-from airflow_provider_brev.testing.fake_brev.store import derive, kill_sandbox_processes, take_fault
+from airflow_provider_brev.testing.fake_brev.store import derive, kill_sandbox_processes, record_phase, take_fault
 
 
 def names_or_error(ctx: Ctx, pos: list[str]) -> list[str]:
@@ -36,6 +38,7 @@ def cmd_delete(ctx: Ctx, _v: dict, pos: list[str]) -> int:
                 if inst.get("phase") != "delete":
                     inst.update(last_build=derive(inst, now)["build_status"], phase="delete", t_deleting=now)
                     inst["t_gone"] = now + ctx.t("delete_seconds")
+                    record_phase(inst, "delete", now, inst["t_gone"])
         except CliError as exc:
             errors.append(traced(exc.message, "cmd/delete.deleteWorkspace", "cmd/delete/delete.go", 79))
             continue
@@ -63,6 +66,7 @@ def start_instance(ctx: Ctx, user: dict, name: str) -> dict:
         extra = float(refused.get("seconds", 0)) if refused else 0.0
         inst.update(phase="start", t_starting=now, t_running=t_running, t_build_done=t_running, failure=None)
         inst["t_ssh_up"] = t_running + ctx.t("ssh_seconds") + extra
+        record_phase(inst, "start", now)
     ctx.out(f"Instance {inst['name']} is starting. \n\n")
     return inst
 
@@ -75,3 +79,70 @@ def poll_until_running(ctx: Ctx, ident: str) -> bool:
             return True
         time.sleep(ctx.t("poll_seconds"))
     return False
+
+
+def cmd_stop(ctx: Ctx, v: dict, pos: list[str]) -> int:
+    """``brev stop NAME...`` / ``--all`` (pkg/cmd/stop/stop.go): PUT api/workspaces/{id}/stop for each stoppable
+    instance; STOPPING, then STOPPED after ``stop_seconds``. Its processes end (the VM powers off); ``$HOME`` stays."""
+    user = authenticate(ctx)
+    if v.get("all"):
+        now = ctx.now()
+        st = ctx.store.read()
+        names = [
+            i["name"]
+            for i in visible_instances(ctx, st, user)
+            if derive(i, now)["status"] == "RUNNING" and i.get("stoppable")
+        ]
+    else:
+        names = [n for n in names_or_error(ctx, pos) if n != "self"]
+    errors: list[str] = []
+    stopped: list[str] = []
+    for name in names:
+        try:
+            raise_5xx(ctx, "stop", "api/workspaces/stop")
+            now = ctx.now()
+            with ctx.store.txn(now=now) as st:
+                inst = find_instance(ctx, st, user, name)
+                if not inst.get("stoppable"):
+                    raise CliError(f'instance "{name}" does not support stop.')
+                if inst.get("phase") not in ("stop", "delete"):
+                    inst.update(phase="stop", t_stopping=now, t_stopped=now + ctx.t("stop_seconds"))
+                    record_phase(inst, "stop", now, inst["t_stopped"])
+        except CliError as exc:
+            errors.append(traced(exc.message, "cmd/stop.stopWorkspace", "cmd/stop/stop.go", 98))
+            continue
+        kill_sandbox_processes("BREV_SIM_INSTANCE", inst["id"])
+        stopped.append(name)
+        if not ctx.stdout_piped:
+            ctx.out(
+                f"Stopping instance {inst['name']}.\nNote: this can take a few seconds. Run 'brev ls' to check status\n"
+            )
+    if errors:
+        raise CliError(multierror(errors))
+    if ctx.stdout_piped:
+        ctx.out("".join(f"{n}\n" for n in stopped))
+    return 0
+
+
+def cmd_start(ctx: Ctx, v: dict, pos: list[str]) -> int:
+    """``brev start NAME`` (pkg/cmd/start/start.go) for an existing STOPPED instance; without ``-d`` it waits for
+    RUNNING (the real CLI forever; here ``start_wait_max_seconds``). An unknown name is taken for a local path that
+    does not exist: a message and exit 0, as the released CLI does."""
+    names = list(pos) + ctx.names_from_stdin()
+    if not names:
+        raise CliError("instance name required: provide as argument or pipe from another command")
+    user = authenticate(ctx)
+    detached = bool(v.get("detached")) or len(names) > 1
+    for name in names:
+        raise_5xx(ctx, "start", "api/workspaces/start")
+        try:
+            inst = start_instance(ctx, user, name)
+        except CliError as exc:
+            if exc.message.startswith("instance with id/name"):
+                ctx.out("tried to start with local path but path not found\n")
+                continue
+            raise
+        ctx.out("Note: this can take about a minute. Run 'brev ls' to check status\n")
+        if not detached and not poll_until_running(ctx, inst["id"]):
+            raise CliError("simulator: the start did not reach RUNNING within start_wait_max_seconds")
+    return 0

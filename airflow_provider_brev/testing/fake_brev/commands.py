@@ -6,7 +6,7 @@ from airflow_provider_brev.testing.fake_brev.cmd_auth import cmd_login, cmd_orgs
 from airflow_provider_brev.testing.fake_brev.cmd_copy import cmd_copy
 from airflow_provider_brev.testing.fake_brev.cmd_create import cmd_create
 from airflow_provider_brev.testing.fake_brev.cmd_exec import cmd_exec
-from airflow_provider_brev.testing.fake_brev.cmd_lifecycle import cmd_delete
+from airflow_provider_brev.testing.fake_brev.cmd_lifecycle import cmd_delete, cmd_start, cmd_stop
 from airflow_provider_brev.testing.fake_brev.cmd_ls import cmd_ls
 from airflow_provider_brev.testing.fake_brev.cmd_search import cmd_search
 from airflow_provider_brev.testing.fake_brev.flags import GLOBAL_FLAGS, CliError, Flag, flag_usages
@@ -104,6 +104,17 @@ COMMANDS: dict[str, dict] = {
         "flags": _flags(Flag("org", "o", "str"), Flag("all"), Flag("json")),
     },
     "delete": {"handler": cmd_delete, "flags": _flags()},
+    "stop": {"handler": cmd_stop, "flags": _flags(Flag("all", "a"))},
+    "start": {
+        "handler": cmd_start,
+        "flags": _flags(
+            Flag("detached", "d"),
+            Flag("empty", "e"),
+            *(Flag(f, short, "str") for f, short in (("name", "n"), ("setup-script", "s"), ("setup-repo", "r"))),
+            *(Flag(f, short, "str") for f, short in (("setup-path", "p"), ("org", "o"))),
+            Flag("gpu", "g", "str", "n1-highmem-4:nvidia-tesla-t4:1"),
+        ),
+    },
     "exec": {"handler": cmd_exec, "flags": _flags(Flag("host")), "use": "exec [instance...] <command>"},
     "copy": {"handler": cmd_copy, "aliases": ["cp", "scp"], "flags": _flags(Flag("host"))},
     "login": {

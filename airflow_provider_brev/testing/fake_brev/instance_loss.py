@@ -20,6 +20,7 @@ from airflow_provider_brev.testing.fake_brev.store import (
     derive,
     kill_sandbox_processes,
     load_config,
+    record_phase,
     sandbox_dir,
 )
 
@@ -69,6 +70,7 @@ def lose_due_instances(root: str, epoch: int | None = None, epoch_instance: str 
                     inst["failure"] = fault.get("message") or "instance lost: the VM stopped responding"
                 else:
                     inst.update(last_build="COMPLETED", phase="delete", t_deleting=now, t_gone=now)
+                    record_phase(inst, "delete", now, now)
             st["faults"] = [f for f in st["faults"] if f.get("times") is None or f["times"] > 0]
     finally:
         store.close()

@@ -157,7 +157,43 @@ class _Txn:
 
 
 def gc_instances(state: dict, now: float) -> None:
-    state["instances"] = [i for i in state["instances"] if not derive(i, now)["gone"]]
+    """Drop instances that finished deleting; what they were billed stays in ``state["ledger"]``."""
+    gone = [i for i in state["instances"] if derive(i, now)["gone"]]
+    if gone:
+        state.setdefault("ledger", []).extend(billing_view(i, now) for i in gone)
+        state["instances"] = [i for i in state["instances"] if not derive(i, now)["gone"]]
+
+
+def record_phase(inst: dict, phase: str, now: float, done: float | None = None) -> None:
+    """Remember when an instance entered ``phase`` (deploy, stop, start, delete) and, for a stop or a delete, when
+    that transition completes (STOPPED, gone): the billing history."""
+    history = inst.setdefault("history", [["deploy", inst.get("created_at", now), None]])
+    history.append([phase, now, done])
+
+
+def billing_view(inst: dict, now: float) -> dict:
+    """Seconds an instance was billed as a running machine and as a stopped one (disk only), up to ``now``: running
+    from a deploy or start until its stop completed (STOPPING is billed) or its deletion ended; stopped from then
+    until the next start or delete."""
+    history = inst.get("history") or [["deploy", inst.get("created_at", now), None]]
+    running = stopped = 0.0
+    for (phase, since, done), following in zip(history, [*history[1:], ["now", now, None]], strict=True):
+        until = following[1]
+        if phase in ("deploy", "start"):
+            running += max(0.0, until - since)
+        elif phase == "stop":
+            stopped_at = since if done is None else done
+            running += max(0.0, min(stopped_at, until) - since)
+            stopped += max(0.0, until - max(stopped_at, since))
+        elif phase == "delete":
+            running += max(0.0, min(until if done is None else done, until) - since)
+    return {
+        "id": inst["id"],
+        "name": inst["name"],
+        "instance_type": inst.get("instance_type", ""),
+        "running_seconds": round(running, 3),
+        "stopped_seconds": round(stopped, 3),
+    }
 
 
 def derive(inst: dict, now: float) -> dict:
