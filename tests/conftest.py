@@ -222,3 +222,33 @@ def task_logs(airflow_db):
         _ACTIVE_CAPTURES.remove(lines)
         if handler:
             logging.getLogger().removeHandler(handler)
+
+
+_SESSION_STARTED: list[float] = []
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    import time
+
+    _SESSION_STARTED.append(time.monotonic())
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatus: int, config: pytest.Config) -> None:
+    """One line at the very end: passed, failed, skipped, wall time and coverage (when measured)."""
+    import time
+
+    if hasattr(config, "workerinput"):  # an xdist worker: the controller prints the summary
+        return
+    stats = terminalreporter.stats
+    count = {
+        kind: len([r for r in stats.get(kind, []) if getattr(r, "when", "call") in ("call", "setup")])
+        for kind in ("passed", "failed", "error", "skipped")
+    }
+    minutes, seconds = divmod(int(time.monotonic() - _SESSION_STARTED[0]), 60) if _SESSION_STARTED else (0, 0)
+    cov_total = getattr(config.pluginmanager.getplugin("_cov"), "cov_total", None)
+    coverage = f", coverage {cov_total:.1f} %" if isinstance(cov_total, float) else ""
+    terminalreporter.write_line(
+        f"Suite summary: {count['passed']} passed, {count['failed'] + count['error']} failed, "
+        f"{count['skipped']} skipped in {minutes} min {seconds:02d} s{coverage}"
+    )
