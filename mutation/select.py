@@ -5,8 +5,9 @@
   module is imported, before any test: it runs the tests that execute a line *reading* that name, in its module
   or (for public names) in any module of the core, and every test of a test file that imports the name.
 * Anything else that runs at import time (class bodies, default values), or a mutant whose lines no test
-  reaches while some test uses the module, runs every test that executes a line of its module.
-* A mutant on a line no test executes, in a module no test uses, runs nothing (reported as ``no-tests``).
+  reaches, runs every test that executes a line of its module and every test of a test file that imports a name
+  from it (a dataclass's ``frozen=True`` or a field default: its generated methods have no lines of their own).
+* A mutant none of these reach runs nothing (reported as ``no-tests``).
 
 Tests are ordered fastest first (with ``-x`` a killed mutant then stops early).
 """
@@ -105,7 +106,10 @@ class Selector:
         chosen: set[int] = set()
         chosen = self._readers(file_name, mutant.line) if mutant.module_level else self.map.line_tests(file_name, lines)
         if not chosen:
-            chosen = self.map.module_tests(file_name)
+            files = {test for (module, _name), tests in self.importers.items() if module == file_name for test in tests}
+            chosen = self.map.module_tests(file_name) | {
+                i for i, test in enumerate(self.map.tests) if test.split("::", 1)[0] in files
+            }
         return self.ordered(chosen)
 
     def _readers(self, file_name: str, line: int) -> set[int]:

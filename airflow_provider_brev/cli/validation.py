@@ -95,7 +95,7 @@ def instance_request(gpu: Any, instance_types: Any) -> tuple[str | None, list[st
     try:
         return instance_type_list(gpu, types)
     except BrevInvalidInputError as err:
-        if "gpu" in err.message or "instance_types" in err.message:
+        if "gpu" in err.message:  # it names its parameter already (a bad gpu, or both given)
             raise
         raise BrevInvalidInputError(f"instance_types: {err.message}") from None
 

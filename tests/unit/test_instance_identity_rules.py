@@ -7,6 +7,7 @@ Subjects: :mod:`airflow_provider_brev.cli.instances.identity`, the identity and 
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -16,6 +17,7 @@ from airflow_provider_brev.cli.instances.identity import (
     REPLACED,
     SAME,
     UNRECORDED,
+    InstanceRef,
     identity_verdict,
     replaced_message,
 )
@@ -62,6 +64,22 @@ def test_the_refusal_names_both_ids_and_what_was_not_done():
     assert "is now id theirs (RUNNING)" in message
     assert "(id ours)" in message
     assert "so it was not deleted" in message
+
+
+@pytest.mark.parametrize(
+    ("known", "named"),
+    [({"b-2", "a-1", ""}, "(id a-1, b-2)"), ({""}, "(id none)"), (set(), "(id none)")],
+)
+def test_the_refusal_lists_the_recorded_ids_sorted_or_says_none(known, named):
+    message = replaced_message(NAME, listed("theirs"), known, refused="used")
+    assert f"not the instance this DAG run created under that name {named}: that one is gone" in message
+
+
+def test_an_instance_ref_is_a_value_without_an_id_by_default():
+    ref = InstanceRef("gpu-1")
+    assert ref.id == "" and ref == InstanceRef("gpu-1", "")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        ref.id = "other"  # type: ignore[misc]
 
 
 @pytest.mark.parametrize(

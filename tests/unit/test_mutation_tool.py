@@ -153,3 +153,27 @@ def test_an_equivalent_entry_needs_a_reason(tmp_path):
     equivalent.write_text("sample:x:y:0\n")
     with pytest.raises(SystemExit, match="needs a reason"):
         load_equivalents(equivalent)
+
+
+def test_a_module_of_plain_dataclasses_runs_the_tests_that_import_it(tmp_path):
+    """Its class bodies run at import and its generated methods have no lines: no test "executes" it, yet the test
+    files that import its names are the ones that can tell ``frozen=True`` from ``frozen=False``."""
+    from mutation.select import CoverageMap, Selector
+
+    package = tmp_path / "airflow_provider_brev" / "cli"
+    _path, mutants = _mutants(
+        package,
+        "shapes",
+        'from dataclasses import dataclass\n\n\n@dataclass(frozen=True)\nclass Shape:\n    """A shape."""\n\n    n: int\n',
+    )
+    tests = tmp_path / "tests" / "unit"
+    tests.mkdir(parents=True)
+    (tests / "test_shapes.py").write_text("from airflow_provider_brev.cli.shapes import Shape\n")
+    (tests / "test_other.py").write_text("from airflow_provider_brev.cli.other import Other\n")
+    coverage = CoverageMap(
+        tests=["tests/unit/test_other.py::test_other", "tests/unit/test_shapes.py::test_frozen"],
+        durations={},
+        files={"other": {3: {0}}},
+    )
+    (frozen,) = [m for m in mutants if m.description == "True -> False"]
+    assert Selector(coverage, package, tests).tests_for(frozen) == ["tests/unit/test_shapes.py::test_frozen"]

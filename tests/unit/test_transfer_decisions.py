@@ -4,6 +4,7 @@ plan and task rules of ``cli/transfer/scripts.py``."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 import pytest
@@ -46,7 +47,7 @@ from airflow_provider_brev.cli.transfer.scripts import (
     build_transfer_script,
     plan_path,
 )
-from airflow_provider_brev.cli.transfer.types import S3Object
+from airflow_provider_brev.cli.transfer.types import S3Object, StagingPair
 from airflow_provider_brev.exceptions import BrevInvalidInputError
 
 MD5 = "0" * 31 + "1"
@@ -373,3 +374,16 @@ def test_list_script_headers():
     assert "__L_DROP=1\n" in build_list_script("data", md5_cache="drop")
     assert "__L_C=\n" in build_list_script("data", checksums=False, md5_cache="keep")
     assert "__L_MD5=0\n" in build_list_script("data", checksums=False)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [S3Object("a/b.txt", 3, "abc"), StagingPair("s3://bkt/in/", "bkt", "in/", "work/in")],
+    ids=["S3Object", "StagingPair"],
+)
+def test_listed_objects_and_staging_pairs_are_hashable_values(value):
+    """Rounds put objects in sets and compare listings; a pair is the key of its sync report: neither may change."""
+    assert value in {value} and value == dataclasses.replace(value)
+    field = dataclasses.fields(value)[0].name
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        setattr(value, field, "changed")

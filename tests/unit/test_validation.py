@@ -230,3 +230,51 @@ def test_collection_and_text_checks_name_the_parameter(check, args, kwargs, frag
     with pytest.raises(BrevInvalidInputError, match=fragment) as raised:
         check(*args, **kwargs)
     assert "t0k" not in str(raised.value)  # an environment value (maybe a secret) is never shown
+
+
+@pytest.mark.parametrize(
+    ("check", "args", "kwargs", "message"),
+    [
+        (
+            v.placement_id,
+            ("cloud_cred_id", "--org=evil"),
+            {},
+            "cloud_cred_id must be an id as `brev` lists it (starting with a letter or digit), got '--org=evil'.",
+        ),
+        (
+            v.s3_bucket,
+            ("s3_bucket", "bucket/prefix"),
+            {},
+            "s3_bucket must be a bucket name alone (the prefix goes into s3_prefix), got 'bucket/prefix'.",
+        ),
+        (v.instance_request, (8, None), {}, "gpu must be a GPU request such as 'L40S:1', got 8."),
+        (
+            v.instance_request,
+            (None, {"a": 1}),
+            {},
+            "instance_types must be a list of instance types or a comma-separated string, got {'a': 1}.",
+        ),
+        (
+            v.s3_uri,
+            ("spec_uri", "s3://abc/"),
+            {"object_key": True},
+            "spec_uri must be the URI of an S3 object, such as 's3://bucket/specs/train.yaml', got 's3://abc/'.",
+        ),
+    ],
+)
+def test_refusals_are_worded_in_full(check, args, kwargs, message):
+    with pytest.raises(BrevInvalidInputError) as raised:
+        check(*args, **kwargs)
+    assert str(raised.value) == message
+
+
+def test_an_object_uri_with_a_one_letter_key_is_an_object():
+    assert v.s3_uri("spec_uri", "s3://abc/x", object_key=True) == "s3://abc/x"
+
+
+@pytest.mark.parametrize("value", [None, 2.5, ["web"]])
+def test_only_whole_numbers_become_instance_name_text(value):
+    """A native-rendered ``12`` is the name ``"12"``; ``None``, floats and lists are refused, not stringified."""
+    with pytest.raises(BrevInvalidInputError):
+        v.instance_name("instance_name", value)
+    assert v.instance_name("instance_name", 12) == "12"

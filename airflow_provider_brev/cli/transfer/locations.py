@@ -63,11 +63,11 @@ def classify_s3_error(code: str, status: int | None = None) -> S3Problem:
         return "missing"
     if code in _DENIED:
         return "denied"
-    if code in _TRANSIENT or (status is not None and (status >= 500 or status == 429)):
+    if code in _TRANSIENT or status == 429:
         return "transient"
     if status is not None and 400 <= status < 500:
         return "invalid"
-    return "transient"  # unknown: never turn what may pass into a permanent failure
+    return "transient"  # 5xx, 3xx, no answer or unknown: never turn what may pass into a permanent failure
 
 
 def location_error(problem: S3Problem, *, uri: str, what: str, aws_conn_id: str | None, code: str) -> BrevError:
