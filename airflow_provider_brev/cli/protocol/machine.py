@@ -21,6 +21,7 @@ its answer, and keeps the end once reached.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections import deque
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
@@ -104,7 +105,7 @@ class Machine(Protocol[R_co]):
         ...
 
 
-class StepMachine(Generic[R]):
+class StepMachine(ABC, Generic[R]):
     """The bookkeeping every machine shares; a subclass decides in :meth:`_decide` and :meth:`_receive`.
 
     :meth:`_decide` returns the next :class:`Call`, :class:`Sleep` or end; records queued with :meth:`_emit`
@@ -145,11 +146,13 @@ class StepMachine(Generic[R]):
         self._receive(call, outcome, now)
 
     # -- for subclasses ------------------------------------------------------------------------------
+    @abstractmethod
     def _decide(self, now: float) -> Call | Sleep | Done[R] | Fail:
-        raise NotImplementedError
+        """The next call, sleep or end at ``now`` (no call is in flight and no end was reached)."""
 
+    @abstractmethod
     def _receive(self, call: Call, outcome: object, now: float) -> None:
-        raise NotImplementedError
+        """Take the answer to ``call``: queue records, set what comes next, or :meth:`_finish`."""
 
     def _emit(self, level: int, message: str) -> None:
         self._emits.append(Emit(level, message))
