@@ -56,7 +56,7 @@ from airflow_provider_brev.cli.transfer import paths as transfer_paths
 from airflow_provider_brev.cli.transfer import reports as transfer_reports
 from airflow_provider_brev.cli.transfer import scripts as transfer_scripts
 from airflow_provider_brev.cli.transfer import types as transfer_types
-from airflow_provider_brev.exceptions import BrevJobLostError, BrevTimeoutError, BrevTransientError
+from airflow_provider_brev.exceptions import BrevAuthError, BrevJobLostError, BrevTimeoutError, BrevTransientError
 
 JOB = RemoteJob("job-1")
 
@@ -381,6 +381,37 @@ def test_a_finished_poll_ends_with_the_outcome_and_a_drained_log():
     assert lost.next_action(0.0) == Done(JobOutcome("lost", None, "", 0))
 
 
+def test_an_error_that_is_not_transient_ends_following_at_once():
+    follower = JobFollower(FollowPolicy(), instance_name="w", job_id="j")
+    follower.next_action(0.0)
+    error = BrevAuthError("logged out")
+    follower.receive(Failed(error), 0.0)
+    assert follower.next_action(0.0) == Fail(error)  # no retry warning before it
+    assert follower.failures == 0
+
+
+def test_a_good_kill_resets_the_failure_budget():
+    follower = JobFollower(
+        FollowPolicy(deadline=10.0, poll_interval=1.0, max_poll_failures=1), instance_name="w", job_id="j"
+    )
+    assert isinstance(step(follower, 0.0), PollJob)
+    follower.receive(Failed(BrevTransientError("drop")), 0.0)
+    assert step(follower, 0.0) == Sleep(1.0)
+    assert isinstance(step(follower, 10.0), KillJob)
+    follower.receive("terminated", 10.0)
+    assert follower.failures == 0
+    assert isinstance(step(follower, 10.0), PollJob)
+    follower.receive(Failed(BrevTransientError("drop")), 10.0)
+    assert isinstance(step(follower, 10.0), Sleep)  # one failure again, within the budget
+
+
+def test_an_answer_of_an_unknown_kind_is_refused():
+    follower = JobFollower(FollowPolicy(), instance_name="w", job_id="j")
+    follower.next_action(0.0)
+    with pytest.raises(RuntimeError, match="answer to int while waiting for PollJob"):
+        follower.receive(42, 0.0)
+
+
 @pytest.mark.parametrize(
     ("poll", "verdict"),
     [
@@ -405,6 +436,7 @@ FROZEN = [
     config.BrevCapabilities(None, "v"),
     invocation.EnsureLogin(),
     invocation.RunCli(),
+    machine.Call(),
     machine.Sleep(1.0),
     machine.Emit(20, "m"),
     machine.Done(1),

@@ -48,6 +48,7 @@ from airflow_provider_brev.cli.protocol.machine import Call, Done, Emit, Fail, S
 from airflow_provider_brev.cli.protocol.output import BrevInstance
 from airflow_provider_brev.exceptions import (
     BrevAuthError,
+    BrevCLINotFoundError,
     BrevConnectionLostError,
     BrevInstanceNotFoundError,
     BrevTaskKilledError,
@@ -182,6 +183,13 @@ SCENARIOS = [
     ("call-unchecked", _invocation(check=False), [None, NOT_FOUND], [EnsureLogin(), RunCli()], NOT_FOUND),
     ("call-timeout", _invocation(), [None, ProcessResult(-9, timed_out=True)], None, BrevTimeoutError),
     ("call-login-fails", _invocation(), [BrevAuthError("bad token")], [EnsureLogin()], BrevAuthError),
+    (
+        "call-cannot-start",
+        _invocation(),
+        [None, BrevCLINotFoundError("Could not start 'brev'")],
+        [EnsureLogin(), RunCli()],
+        BrevCLINotFoundError,
+    ),
     ("check-missing", lambda: ReadinessCheck("w-1"), [None], [ListInstance()], STAGE_MISSING),
     ("check-deploying", lambda: ReadinessCheck("w-1"), [DEPLOYING], [ListInstance()], STAGE_PROVISIONING),
     ("check-ready", lambda: ReadinessCheck("w-1"), [RUNNING_READY, _echo], None, STAGE_READY),
@@ -387,3 +395,9 @@ def test_the_base_machine_keeps_its_end_and_refuses_answers_out_of_turn():
     assert machine.next_action(0.0) == Emit(logging.INFO, "got it")  # records come before the end
     assert machine.next_action(0.0) == Done("ok")
     assert machine.next_action(5.0) == Done("ok")
+
+
+def test_records_decided_with_an_action_come_before_it():
+    follower = JobFollower(FollowPolicy(deadline=START), instance_name="w-1", job_id="j")
+    assert follower.next_action(START) == Emit(logging.WARNING, "Deadline passed: killing job j on w-1.")
+    assert follower.next_action(START) == KillJob()

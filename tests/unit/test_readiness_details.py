@@ -189,6 +189,9 @@ def test_the_check_gets_the_probe_budget_and_what_is_left_of_the_wait():
 def test_the_wait_ends_ready_or_failed_and_says_why_it_timed_out():
     timeout = step(ReadinessWait("w-1", deadline=30.0, poll_interval=1.0, now=0.0), 30.0)
     assert timeout == Done(WaitStep("timeout", "Instance 'w-1' was not ready after 30 s.", readiness=None))
+    assert (timeout.result.log_stage, timeout.result.sleep, timeout.result.took) == (False, 0.0, "")
+    resumed = step(ReadinessWait("w-1", deadline=50.0, poll_interval=1.0, now=10.0), 50.0)  # the budget, not the clock
+    assert isinstance(resumed, Done) and resumed.result.message == "Instance 'w-1' was not ready after 40 s."
     ready = probe_readiness("w-1", inst(), True, STAGE_READY)
     emitted: list[tuple[int, str]] = []
     wait = ReadinessWait("w-1", deadline=30.0, poll_interval=1.0, now=0.0)
@@ -200,12 +203,15 @@ def test_the_wait_ends_ready_or_failed_and_says_why_it_timed_out():
     deleting = readiness_from_status("w-1", inst("DELETING"))
     assert deleting is not None
     emitted.clear()
-    failed = _checked(ReadinessWait("w-1", deadline=30.0, poll_interval=1.0, now=0.0), deleting, 3.0, 3.0, emitted)
-    assert failed == Done(WaitStep("failed", deleting.message, log_stage=True, readiness=deleting))
-    assert emitted == [(logging.INFO, "Readiness of w-1: Instance 'w-1' is being deleted.")]
-    wait = ReadinessWait("w-1", deadline=30.0, poll_interval=1.0, now=0.0)
     building = readiness_from_status("w-1", inst(build="BUILDING", shell="NOT READY"))
     assert building is not None
+    wait = ReadinessWait("w-1", deadline=30.0, poll_interval=1.0, now=0.0)
+    _checked(wait, building, 2.0, 2.0)
+    failed = _checked(wait, deleting, 3.0, 3.0, emitted)  # a new stage after another one is logged too
+    assert failed == Done(WaitStep("failed", deleting.message, log_stage=True, readiness=deleting))
+    assert (failed.result.sleep, failed.result.took) == (0.0, "")
+    assert emitted == [(logging.INFO, "Readiness of w-1: Instance 'w-1' is being deleted.")]
+    wait = ReadinessWait("w-1", deadline=30.0, poll_interval=1.0, now=0.0)
     _checked(wait, building, 1.0, 1.0)
     last = step(wait, 31.0)
     assert isinstance(last, Done)

@@ -190,7 +190,7 @@ class ReadinessCheck(StepMachine[Readiness]):
         self.require_docker = require_docker
         self._next: ListInstance | RunProbe = ListInstance()
         self._instance: BrevInstance | None = None
-        self._nonce = ""
+        self._nonce = new_nonce()
 
     def _decide(self, now: float) -> Call | Sleep | Done[Readiness] | Fail:
         return self._next
@@ -206,7 +206,7 @@ class ReadinessCheck(StepMachine[Readiness]):
                 self._finish(Done(decided))
                 return
             assert instance is not None
-            self._instance, self._nonce = instance, new_nonce()
+            self._instance = instance
             self._next = RunProbe(build_probe_command(self._nonce, require_docker=self.require_docker))
             return
         assert self._instance is not None
@@ -218,8 +218,7 @@ class ReadinessCheck(StepMachine[Readiness]):
             return
         assert isinstance(outcome, ProcessResult)
         passed, stage = probe_passed(outcome.stdout_lines, self._nonce, require_docker=self.require_docker)
-        detail = "" if passed else outcome.stderr[-300:]
-        self._finish(Done(probe_readiness(self.name, self._instance, passed, stage, detail)))
+        self._finish(Done(probe_readiness(self.name, self._instance, passed, stage, outcome.stderr[-300:])))
 
 
 #: Poll at the base interval for this long after the last change of stage, then back off.

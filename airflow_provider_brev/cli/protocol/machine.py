@@ -121,15 +121,13 @@ class StepMachine(ABC, Generic[R]):
 
     def next_action(self, now: float) -> Call | Sleep | Emit | Done[R] | Fail:
         """The next action at ``now`` (see :mod:`airflow_provider_brev.cli.protocol.machine`)."""
-        if self._emits:
-            return self._emits.popleft()
         if self._end is not None:
             return self._end
         if self._in_flight is not None:
             raise RuntimeError(f"{self._in_flight!r} is still waiting for its answer")
         action = self._pending if self._pending is not None else self._decide(now)
         self._pending = None
-        if self._emits:  # records decided with the action come first
+        if self._emits:  # the records decided with the action, or with the last answer, come first
             self._pending = action
             return self._emits.popleft()
         if isinstance(action, Call):
