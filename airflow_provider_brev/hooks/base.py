@@ -3,9 +3,10 @@
 Split the way the Databricks provider splits ``databricks_base.py`` from ``databricks.py``: this module knows how
 to run the CLI; :mod:`airflow_provider_brev.hooks.brev` knows what to ask of it. Every decision about a call's
 outcome (breadcrumbs, logged-out, re-login, failure type, retry) is made in the pure core
-(:mod:`airflow_provider_brev.cli.protocol.invocation`, :mod:`airflow_provider_brev.cli.protocol.classify`); the sync driver
-:meth:`BrevBaseHook.run_cli` and the async driver :meth:`BrevBaseHook.arun_cli` only perform the steps it asks
-for, so the worker and the triggerer cannot disagree.
+(:mod:`airflow_provider_brev.cli.protocol.invocation`, :mod:`airflow_provider_brev.cli.protocol.classify`);
+:meth:`BrevBaseHook.run_cli` and :meth:`BrevBaseHook.arun_cli` run that machine with the generic sync and async
+drivers (:mod:`airflow_provider_brev.hooks.driver`) and only perform the calls it asks for, so the worker and the
+triggerer cannot disagree.
 
 It absorbs the CLI's sharp edges: stdin is always ``/dev/null``; every call runs in its own process group with a
 timeout; output is streamed line by line into the task log; the hook logs in headlessly before the first
@@ -37,7 +38,7 @@ import tenacity
 from airflow_provider_brev._compat import AIRFLOW_V_3_1_PLUS, AirflowNotFoundException, BaseHook, mask_secret
 from airflow_provider_brev.cli.protocol.classify import login_failure
 from airflow_provider_brev.cli.protocol.config import BrevCapabilities, BrevConnectionConfig, login_args
-from airflow_provider_brev.cli.protocol.invocation import EnsureLogin, Invocation, OutputView, adrive, drive, invocation
+from airflow_provider_brev.cli.protocol.invocation import EnsureLogin, Invocation, OutputView
 from airflow_provider_brev.cli.protocol.output import parse_help_flags, parse_version
 from airflow_provider_brev.exceptions import (
     BREV_DOCS_URL,
@@ -47,10 +48,13 @@ from airflow_provider_brev.exceptions import (
     BrevTimeoutError,
     retry_policy,
 )
+from airflow_provider_brev.hooks.driver import adrive, drive
 from airflow_provider_brev.hooks.process import LineCallback, ProcessResult, arun_process, run_process
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence
+
+    from airflow_provider_brev.cli.protocol.machine import Call
 
 __all__ = ["DEFAULT_CLI_TIMEOUT", "BrevBaseHook"]
 
@@ -464,7 +468,7 @@ class BrevBaseHook(BaseHook):
         check: bool,
         output_view: OutputView | None,
     ) -> Invocation:
-        return invocation(
+        return Invocation(
             args[0],
             timeout=timeout,
             authenticated=authenticated,
@@ -503,7 +507,7 @@ class BrevBaseHook(BaseHook):
         on_stderr: LineCallback | None = None,
         output_view: OutputView | None = None,
     ) -> ProcessResult:
-        """Run a ``brev`` sub-command (sync driver of :func:`~airflow_provider_brev.cli.protocol.invocation.invocation`).
+        """Run a ``brev`` sub-command (the sync driver over :class:`~airflow_provider_brev.cli.protocol.invocation.Invocation`).
 
         :param args: the arguments after ``brev`` (never ``login``; the hook logs in itself).
         :param timeout: the call's budget (default ``command_timeout``).
@@ -520,12 +524,17 @@ class BrevBaseHook(BaseHook):
         budget = timeout or self.command_timeout
         kwargs = self._process_kwargs(args, budget, capture, log_output, on_stdout, on_stderr)
 
+        def perform(call: Call) -> ProcessResult | None:
+            if isinstance(call, EnsureLogin):
+                self._login_step(call)
+                return None
+            return run_process(self._argv(args), on_start=self._track, **kwargs)
+
         def attempt() -> ProcessResult:
-            return drive(
-                self._protocol(args, timeout=budget, authenticated=authenticated, check=check, output_view=output_view),
-                login=self._login_step,
-                run=lambda: run_process(self._argv(args), on_start=self._track, **kwargs),
+            machine = self._protocol(
+                args, timeout=budget, authenticated=authenticated, check=check, output_view=output_view
             )
+            return drive(machine, perform)
 
         return self.retry_sync(attempt) if retry else attempt()
 
@@ -548,12 +557,17 @@ class BrevBaseHook(BaseHook):
         budget = timeout or self.command_timeout
         kwargs = self._process_kwargs(args, budget, capture, log_output, on_stdout, on_stderr)
 
+        async def perform(call: Call) -> ProcessResult | None:
+            if isinstance(call, EnsureLogin):
+                await asyncio.to_thread(self._login_step, call)
+                return None
+            return await arun_process(self._argv(args), **kwargs)
+
         async def attempt() -> ProcessResult:
-            return await adrive(
-                self._protocol(args, timeout=budget, authenticated=authenticated, check=check, output_view=output_view),
-                login=lambda step: asyncio.to_thread(self._login_step, step),
-                run=lambda: arun_process(self._argv(args), **kwargs),
+            machine = self._protocol(
+                args, timeout=budget, authenticated=authenticated, check=check, output_view=output_view
             )
+            return await adrive(machine, perform)
 
         return await (self.retry_async(attempt) if retry else attempt())  # type: ignore[no-any-return]
 

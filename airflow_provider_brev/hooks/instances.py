@@ -1,22 +1,27 @@
 """BrevInstancesHook: instances (list, search, create, delete) and layered readiness, over the base hook.
 
 The middle layer of the Brev hooks: :mod:`airflow_provider_brev.hooks.base` runs the CLI,
-this module manages instances with the pure builders, parsers and the readiness protocol of
-:mod:`airflow_provider_brev.cli`, and :class:`~airflow_provider_brev.hooks.brev.BrevHook` adds commands, files and
+this module manages instances with the pure builders, parsers and the readiness machines of
+:mod:`airflow_provider_brev.cli` (run by the generic drivers of :mod:`airflow_provider_brev.hooks.driver`), and :class:`~airflow_provider_brev.hooks.brev.BrevHook` adds commands, files and
 jobs. Every sync/async pair drives the same builder or protocol.
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_brev.cli.instances.readiness import (
+    CHECK_OUTLIVED,
+    DEFAULT_PROBE_TIMEOUT,
+    CheckReadiness,
     ListInstance,
     Readiness,
     ReadinessCheck,
     ReadinessWait,
-    readiness_check,
+    RunProbe,
+    WaitStep,
 )
 from airflow_provider_brev.cli.protocol.argv import create_args, instance_type_list, ls_args, search_args
 from airflow_provider_brev.cli.protocol.invocation import exec_view
@@ -35,7 +40,6 @@ from airflow_provider_brev.cli.protocol.output import (
 from airflow_provider_brev.exceptions import (
     BrevCLIError,
     BrevDuplicateNameError,
-    BrevError,
     BrevInstanceFailedError,
     BrevInstanceNotFoundError,
     BrevInvalidInputError,
@@ -45,18 +49,19 @@ from airflow_provider_brev.exceptions import (
     BrevTransientError,
 )
 from airflow_provider_brev.hooks.base import BrevBaseHook
+from airflow_provider_brev.hooks.driver import EmitLog, adrive, drive
 from airflow_provider_brev.hooks.listing import shared_listing
 from airflow_provider_brev.hooks.process import ProcessResult
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
+    from airflow_provider_brev.cli.protocol.machine import Call
+
 __all__ = ["DEFAULT_CREATE_TIMEOUT", "DEFAULT_PROBE_TIMEOUT", "BrevInstancesHook"]
 
 #: Default budget of ``brev create`` (it may try several instance types).
 DEFAULT_CREATE_TIMEOUT = 600.0
-#: Budget of one readiness probe (a first exec refreshes and waits for sshd: allow the cold path).
-DEFAULT_PROBE_TIMEOUT = 120.0
 
 
 class BrevInstancesHook(BrevBaseHook):
@@ -302,23 +307,17 @@ class BrevInstancesHook(BrevBaseHook):
     def check_readiness(
         self, name: str, *, require_docker: bool = False, probe_timeout: float = DEFAULT_PROBE_TIMEOUT
     ) -> Readiness:
-        """One layered readiness check (sync driver of :func:`~airflow_provider_brev.cli.instances.readiness.readiness_check`)."""
-        protocol: ReadinessCheck = readiness_check(name, require_docker=require_docker)
-        answer: Any = None
-        try:
-            while True:
-                step = protocol.send(answer)
-                if isinstance(step, ListInstance):
-                    answer = self.get_instance(name)
-                    continue
-                try:
-                    kwargs = self._probe_args(name, step.command, probe_timeout)
-                    result = self.run_cli(kwargs.pop("args"), **kwargs)
-                    answer = (result.stdout_lines, result.stderr)
-                except BrevTimeoutError:
-                    answer = None
-        except StopIteration as stop:
-            return stop.value  # type: ignore[no-any-return]
+        """One layered readiness check (the sync driver over
+        :class:`~airflow_provider_brev.cli.instances.readiness.ReadinessCheck`)."""
+
+        def perform(call: Call) -> BrevInstance | ProcessResult | None:
+            if isinstance(call, ListInstance):
+                return self.get_instance(name)
+            assert isinstance(call, RunProbe)
+            kwargs = self._probe_args(name, call.command, probe_timeout)
+            return self.run_cli(kwargs.pop("args"), **kwargs)
+
+        return drive(ReadinessCheck(name, require_docker=require_docker), perform)
 
     async def acheck_readiness(
         self,
@@ -328,7 +327,7 @@ class BrevInstancesHook(BrevBaseHook):
         probe_timeout: float = DEFAULT_PROBE_TIMEOUT,
         since: float | None = None,
     ) -> Readiness:
-        """Async driver of the same protocol as :meth:`check_readiness`.
+        """The async driver over the same machine as :meth:`check_readiness`.
 
         The status comes from the process's shared listing (:mod:`airflow_provider_brev.hooks.listing`): any
         listing started after this hook's previous check (or, for the first check, after the call) serves, so
@@ -341,22 +340,16 @@ class BrevInstancesHook(BrevBaseHook):
             seen = self.__dict__.get("_listing_seen")
             since = max(self.__dict__.get("_previous_check", started), seen + 1e-6 if seen is not None else started)
         self.__dict__["_previous_check"] = started
-        protocol: ReadinessCheck = readiness_check(name, require_docker=require_docker)
-        answer: Any = None
-        try:
-            while True:
-                step = protocol.send(answer)
-                if isinstance(step, ListInstance):
-                    answer = await self.aget_instance(name, since=since)
-                    continue
-                try:
-                    kwargs = self._probe_args(name, step.command, probe_timeout)
-                    result = await self.arun_cli(kwargs.pop("args"), **kwargs)
-                    answer = (result.stdout_lines, result.stderr)
-                except BrevTimeoutError:
-                    answer = None
-        except StopIteration as stop:
-            return stop.value  # type: ignore[no-any-return]
+        listed_since = since
+
+        async def perform(call: Call) -> BrevInstance | ProcessResult | None:
+            if isinstance(call, ListInstance):
+                return await self.aget_instance(name, since=listed_since)
+            assert isinstance(call, RunProbe)
+            kwargs = self._probe_args(name, call.command, probe_timeout)
+            return await self.arun_cli(kwargs.pop("args"), **kwargs)
+
+        return await adrive(ReadinessCheck(name, require_docker=require_docker), perform)
 
     def is_ready(self, name: str, *, require_docker: bool = False) -> bool:
         """Whether ``name`` is usable now (RUNNING, shell READY, exec probe answered)."""
@@ -373,41 +366,58 @@ class BrevInstancesHook(BrevBaseHook):
     ) -> BrevInstance:
         """Block until ``name`` is ready; fail fast on FAILURE, DELETING or a vanished instance.
 
-        Sync driver of :class:`~airflow_provider_brev.cli.instances.readiness.ReadinessWait` (the trigger drives the same
-        state machine): checks every ``poll_interval`` seconds while the instance changes stage and at most every
-        2 s during a long boot; a few transient check failures in a row do not end the wait.
+        The sync driver over :class:`~airflow_provider_brev.cli.instances.readiness.ReadinessWait` (the trigger
+        runs the same machine through :meth:`await_readiness`): checks every ``poll_interval`` seconds while the
+        instance changes stage and at most every 2 s during a long boot; a few transient check failures in a row
+        do not end the wait.
 
-        :param should_stop: checked before every check; once it returns ``True`` (the task was killed) the wait
-            ends with :class:`~airflow_provider_brev.exceptions.BrevTaskKilledError`.
+        :param should_stop: checked before every step of the wait; once it returns ``True`` (the task was killed)
+            the wait ends with :class:`~airflow_provider_brev.exceptions.BrevTaskKilledError`.
         """
         wait = ReadinessWait(
             name, deadline=time.monotonic() + timeout, poll_interval=poll_interval, now=time.monotonic()
         )
-        while True:
-            if should_stop is not None and should_stop():
-                raise BrevTaskKilledError(f"The task was killed while waiting for instance {name!r} to be ready.")
-            step = wait.before_check(time.monotonic())
-            if step is None:
-                probe_timeout = min(DEFAULT_PROBE_TIMEOUT, max(wait.remaining(time.monotonic()), 1.0))
-                try:
-                    readiness = self.check_readiness(name, require_docker=require_docker, probe_timeout=probe_timeout)
-                except BrevError as err:
-                    step = wait.on_error(err, time.monotonic())
-                    if step.action == "error":
-                        raise
-                else:
-                    step = wait.on_readiness(readiness, time.monotonic())
-            if step.log_stage:
-                self.log.info("Readiness of %s: %s", name, step.message)
-            if step.action == "ready":
-                self.log.info(wait.ready_after(time.monotonic()))
-                assert step.readiness is not None
-                return BrevInstance(**dict(step.readiness.instance or {"name": name, "id": "", "status": "RUNNING"}))
-            if step.action == "timeout":
-                raise BrevTimeoutError(step.message)
-            if step.action == "failed":
-                raise BrevInstanceFailedError(step.message)
-            time.sleep(step.sleep)
+
+        def perform(call: Call) -> Readiness:
+            assert isinstance(call, CheckReadiness)  # a sync check cannot be cancelled: its calls have budgets
+            return self.check_readiness(name, require_docker=require_docker, probe_timeout=call.probe_timeout)
+
+        def interrupted() -> BaseException | None:
+            if should_stop is None or not should_stop():
+                return None
+            return BrevTaskKilledError(f"The task was killed while waiting for instance {name!r} to be ready.")
+
+        step = drive(wait, perform, log=self.log, clock=time.monotonic, interrupted=interrupted)
+        if step.action == "ready":
+            self.log.info(step.took)
+            assert step.readiness is not None
+            return BrevInstance(**dict(step.readiness.instance or {"name": name, "id": "", "status": "RUNNING"}))
+        if step.action == "timeout":
+            raise BrevTimeoutError(step.message)
+        raise BrevInstanceFailedError(step.message)
+
+    async def await_readiness(
+        self, name: str, *, deadline: float, poll_interval: float = 1.0, require_docker: bool = False, log: EmitLog
+    ) -> WaitStep:
+        """The async driver over :class:`~airflow_provider_brev.cli.instances.readiness.ReadinessWait`, for the
+        readiness trigger: the wait's last verdict (``ready``, ``failed`` or ``timeout``); raises the error of
+        checks that kept failing. Checks share the triggerer's listing (:meth:`acheck_readiness`); one that runs
+        past what is left of the wait is cancelled.
+
+        :param deadline: absolute deadline (epoch seconds): a trigger resumed after a triggerer restart keeps it.
+        :param log: where the wait's stages are logged (the trigger's logger).
+        """
+        wait = ReadinessWait(name, deadline=deadline, poll_interval=poll_interval, now=time.time())
+
+        async def perform(call: Call) -> Readiness | str:
+            assert isinstance(call, CheckReadiness)
+            check = self.acheck_readiness(name, require_docker=require_docker, probe_timeout=call.probe_timeout)
+            try:
+                return await asyncio.wait_for(check, timeout=call.limit)
+            except TimeoutError:
+                return CHECK_OUTLIVED
+
+        return await adrive(wait, perform, log=log, clock=time.time)
 
 
 def _delete_target(name: str, instance_id: str | None) -> str:

@@ -19,12 +19,11 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
-from airflow_provider_brev.cli.instances.readiness import ReadinessWait
 from airflow_provider_brev.cli.instances.recovery import EVENT_INSTANCE_LOST, may_be_lost
 from airflow_provider_brev.cli.jobs.follower import SYNC_DUE, FollowPolicy
 from airflow_provider_brev.cli.jobs.remote import RemoteJob
-from airflow_provider_brev.exceptions import BrevError, BrevTimeoutError
-from airflow_provider_brev.hooks.brev import DEFAULT_PROBE_TIMEOUT, BrevHook
+from airflow_provider_brev.exceptions import BrevError
+from airflow_provider_brev.hooks.brev import BrevHook
 from airflow_provider_brev.utils.job_runner import JobRunner
 from airflow_provider_brev.utils.release import arelease_on_kill
 
@@ -145,49 +144,26 @@ class BrevInstanceReadyTrigger(BrevBaseTrigger):
         self.created = created
 
     async def events(self) -> AsyncIterator[TriggerEvent]:
-        """Async driver of :class:`~airflow_provider_brev.cli.instances.readiness.ReadinessWait` (the hook's
-        ``wait_until_ready`` drives the same state machine); checks share the triggerer's listing."""
+        """Run :class:`~airflow_provider_brev.cli.instances.readiness.ReadinessWait` with the async driver
+        (:meth:`~airflow_provider_brev.hooks.instances.BrevInstancesHook.await_readiness`; the hook's
+        ``wait_until_ready`` runs the same machine with the sync one); checks share the triggerer's listing."""
         hook = self._hook()
-        wait = ReadinessWait(
-            self.instance_name, deadline=self.deadline, poll_interval=self.poll_interval, now=time.time()
-        )
         try:
-            while True:
-                step = wait.before_check(time.time())
-                if step is None:
-                    probe_timeout = max(1.0, min(DEFAULT_PROBE_TIMEOUT, wait.remaining(time.time())))
-                    try:
-                        readiness = await asyncio.wait_for(
-                            hook.acheck_readiness(
-                                self.instance_name, require_docker=self.require_docker, probe_timeout=probe_timeout
-                            ),
-                            timeout=max(1.0, wait.remaining(time.time())),
-                        )
-                    except TimeoutError:
-                        step = wait.before_check(time.time()) or wait.on_error(
-                            BrevTimeoutError("a readiness check outlived the deadline"), time.time()
-                        )
-                    except BrevError as err:
-                        step = wait.on_error(err, time.time())
-                        if step.action == "error":
-                            raise
-                    else:
-                        step = wait.on_readiness(readiness, time.time())
-                if step.log_stage:
-                    self.log.info("Readiness of %s: %s", self.instance_name, step.message)
-                instance = step.readiness.instance if step.readiness else None
-                if step.action == "ready":
-                    ready = f"{step.message} {wait.ready_after(time.time())}"
-                    yield self._event(EVENT_SUCCESS, ready, instance=instance)
-                    return
-                if step.action == "failed":
-                    assert step.readiness is not None
-                    yield self._event(EVENT_FAILED, step.message, stage=step.readiness.stage, instance=instance)
-                    return
-                if step.action == "timeout":
-                    yield self._event(EVENT_TIMEOUT, step.message)
-                    return
-                await asyncio.sleep(step.sleep)
+            step = await hook.await_readiness(
+                self.instance_name,
+                deadline=self.deadline,
+                poll_interval=self.poll_interval,
+                require_docker=self.require_docker,
+                log=self.log,
+            )
+            instance = step.readiness.instance if step.readiness else None
+            if step.action == "ready":
+                yield self._event(EVENT_SUCCESS, f"{step.message} {step.took}", instance=instance)
+            elif step.action == "failed":
+                assert step.readiness is not None
+                yield self._event(EVENT_FAILED, step.message, stage=step.readiness.stage, instance=instance)
+            else:
+                yield self._event(EVENT_TIMEOUT, step.message)
         except BrevError as err:
             yield self._event(EVENT_ERROR, str(err), error_type=type(err).__name__)
         except Exception as err:  # never crash the triggerer; the task fails with the message

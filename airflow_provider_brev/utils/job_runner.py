@@ -4,12 +4,12 @@ Every decision lives in the pure :class:`~airflow_provider_brev.cli.jobs.followe
 does I/O around it:
 
 * :meth:`JobRunner.follow` (sync, the operators on a worker) and :meth:`JobRunner.afollow` (async,
-  :class:`~airflow_provider_brev.triggers.brev.BrevRemoteJobTrigger`) ask the machine for the next action, run it
-  (``poll_job`` / ``apoll_job``, ``kill_job`` / ``akill_job``, sleep), feed the answer back and emit the log
-  records it decided -- so the worker and the triggerer cannot drift apart. When the machine says the step's
-  outputs are due (:class:`~airflow_provider_brev.cli.jobs.follower.SyncOutputs`), the sync driver calls its
-  ``on_sync`` callback and goes on; the async driver stops with a ``sync_due`` outcome (the triggerer holds no
-  AWS credentials: the worker syncs, then defers again);
+  :class:`~airflow_provider_brev.triggers.brev.BrevRemoteJobTrigger`) run the machine with the generic drivers of
+  :mod:`airflow_provider_brev.hooks.driver` and perform its calls (``poll_job`` / ``apoll_job``, ``kill_job`` /
+  ``akill_job``) -- so the worker and the triggerer cannot drift apart. When the machine says the step's outputs are
+  due (:class:`~airflow_provider_brev.cli.jobs.follower.SyncOutputs`), the sync runner calls its ``on_sync``
+  callback and goes on; the async one answers that it cannot sync here, and the machine ends with a ``sync_due``
+  outcome (the triggerer holds no AWS credentials: the worker syncs, then defers again);
 * :func:`attach_or_launch` finds a job an earlier try left running (deterministic per-try job ids, plus a
   handle from the task state store), re-attaches to it or collects it, and otherwise launches this try's job
   (the launch guard on the instance makes a second launch of the same id start nothing).
@@ -27,26 +27,17 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from airflow_provider_brev.cli.jobs.attempts import COLLECT, REATTACH, RELAUNCH, SUPERSEDED, earlier_job_verdict
-from airflow_provider_brev.cli.jobs.follower import (
-    SYNC_DUE,
-    FollowPolicy,
-    GiveUp,
-    JobDone,
-    JobFollower,
-    JobOutcome,
-    KillJob,
-    PollJob,
-    SyncOutputs,
-    Wait,
-)
+from airflow_provider_brev.cli.jobs.follower import FollowPolicy, JobFollower, JobOutcome, KillJob, PollJob, Synced
 from airflow_provider_brev.cli.jobs.remote import RemoteJob
 from airflow_provider_brev.exceptions import BrevError
+from airflow_provider_brev.hooks.driver import adrive, drive
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Sequence
 
     from airflow_provider_brev.cli.jobs.attempts import EarlierJob
     from airflow_provider_brev.cli.jobs.remote import LaunchResult, PollResult
+    from airflow_provider_brev.cli.protocol.machine import Call
 
 
 class JobLog(Protocol):
@@ -137,74 +128,41 @@ class JobRunner:
         """Bytes of log shown so far (where a resumed follower starts)."""
         return self.machine.offset
 
-    def _next(self) -> PollJob | KillJob | SyncOutputs | Wait | JobDone:
-        """The machine's next action, with the log records it decided emitted; raises on :class:`GiveUp`."""
-        action = self.machine.next_action(self.clock())
-        for level, message in self.machine.take_notes():
-            self.log.log(level, "%s", message)
-        if isinstance(action, GiveUp):
-            raise action.error
-        return action
-
-    def _answer(self, answer: PollResult | str) -> None:
-        """Feed the machine what the call returned (a kill reports a word, a poll a :class:`PollResult`)."""
-        if isinstance(answer, str):
-            self.machine.receive_kill(answer)
-        else:
-            self.machine.receive_poll(answer)
-
-    def _call(self, action: PollJob | KillJob) -> PollResult | str:
+    def _call(self, action: Call, on_sync: Callable[[], Any] | None) -> PollResult | str | Synced:
+        if isinstance(action, PollJob):
+            return self.hook.poll_job(self.instance_name, self.job, offset=action.offset, max_bytes=action.max_bytes)
         if isinstance(action, KillJob):
             return self.hook.kill_job(self.instance_name, self.job)
-        return self.hook.poll_job(self.instance_name, self.job, offset=action.offset, max_bytes=action.max_bytes)
+        if on_sync is None:
+            return Synced(deferred=True)
+        on_sync()
+        return Synced()
 
-    async def _acall(self, action: PollJob | KillJob) -> PollResult | str:
+    async def _acall(self, action: Call) -> PollResult | str | Synced:
+        if isinstance(action, PollJob):
+            return await self.hook.apoll_job(
+                self.instance_name, self.job, offset=action.offset, max_bytes=action.max_bytes
+            )
         if isinstance(action, KillJob):
             return await self.hook.akill_job(self.instance_name, self.job)
-        return await self.hook.apoll_job(self.instance_name, self.job, offset=action.offset, max_bytes=action.max_bytes)
-
-    def _sync_due_outcome(self) -> JobOutcome:
-        """What the async driver returns when outputs are due: not an end, a place to resume from."""
-        return JobOutcome(SYNC_DUE, None, self.machine.last_line, self.machine.offset)
+        return Synced(deferred=True)  # the triggerer holds no AWS credentials: the worker syncs
 
     def follow(
         self, sleep: Callable[[float], Any] = time.sleep, on_sync: Callable[[], Any] | None = None
     ) -> JobOutcome:
-        """Follow the job until it ended and its whole log was emitted (sync driver).
+        """Follow the job until it ended and its whole log was emitted (the sync driver).
 
         :param on_sync: called when the step's outputs are due (it must not raise); without it the async
-            driver's rule applies: stop with a :data:`~airflow_provider_brev.cli.jobs.follower.SYNC_DUE` outcome.
+            runner's rule applies: stop with a :data:`~airflow_provider_brev.cli.jobs.follower.SYNC_DUE` outcome.
         """
-        while not isinstance(action := self._next(), JobDone):
-            if isinstance(action, Wait):
-                sleep(action.seconds)
-                continue
-            if isinstance(action, SyncOutputs):
-                if on_sync is None:
-                    return self._sync_due_outcome()
-                on_sync()
-                self.machine.receive_synced(self.clock())
-                continue
-            try:
-                self._answer(self._call(action))
-            except BrevError as err:
-                self.machine.receive_error(err)
-        return action.outcome
+        return drive(
+            self.machine, lambda action: self._call(action, on_sync), log=self.log, clock=self.clock, sleep=sleep
+        )
 
     async def afollow(self, sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep) -> JobOutcome:
         """Async twin of :meth:`follow` (the triggerer's driver): the same decisions, awaited I/O; when outputs
         are due it stops with a :data:`~airflow_provider_brev.cli.jobs.follower.SYNC_DUE` outcome."""
-        while not isinstance(action := self._next(), JobDone):
-            if isinstance(action, Wait):
-                await sleep(action.seconds)
-                continue
-            if isinstance(action, SyncOutputs):
-                return self._sync_due_outcome()
-            try:
-                self._answer(await self._acall(action))
-            except BrevError as err:
-                self.machine.receive_error(err)
-        return action.outcome
+        return await adrive(self.machine, self._acall, log=self.log, clock=self.clock, sleep=sleep)
 
 
 def cleanup_job(hook: JobLauncher, instance_name: str, job: RemoteJob) -> None:

@@ -4,8 +4,10 @@ arguments, the shared listing, and the error types that cross a deferral."""
 from __future__ import annotations
 
 import asyncio
+import logging
 
 import pytest
+from machine_steps import probe, step
 
 from airflow_provider_brev.cli.instances.readiness import (
     MAX_POLL_INTERVAL,
@@ -18,16 +20,18 @@ from airflow_provider_brev.cli.instances.readiness import (
     STAGE_READY,
     STAGE_SSH,
     STAGE_STOPPED,
+    CheckReadiness,
     ListInstance,
+    ReadinessCheck,
     ReadinessWait,
     RunProbe,
     next_poll_interval,
     probe_passed,
-    readiness_check,
     readiness_from_status,
 )
 from airflow_provider_brev.cli.protocol.argv import create_args, instance_type_list, ls_args, search_args
 from airflow_provider_brev.cli.protocol.config import BrevCapabilities, BrevConnectionConfig, login_args
+from airflow_provider_brev.cli.protocol.machine import Done, Fail, Failed, Sleep
 from airflow_provider_brev.cli.protocol.output import BrevInstance
 from airflow_provider_brev.exceptions import (
     BrevCLIError,
@@ -89,24 +93,31 @@ def test_probe_passed(lines, docker, expected):
 
 
 def _drive_check(instance, probe_answer):
-    protocol = readiness_check("w-1")
-    step = next(protocol)
-    assert isinstance(step, ListInstance)
-    try:
-        step = protocol.send(instance)
-        assert isinstance(step, RunProbe)
-        nonce = step.command.split()[1].rstrip(";").strip("'")
-        protocol.send(probe_answer(nonce))
-    except StopIteration as stop:
-        return stop.value
-    raise AssertionError("the protocol asked for more than a listing and one probe")
+    machine = ReadinessCheck("w-1")
+    assert isinstance(machine.next_action(0.0), ListInstance)
+    machine.receive(instance, 0.0)
+    action = machine.next_action(0.0)
+    if isinstance(action, RunProbe):
+        nonce = action.command.split()[1].rstrip(";").strip("'")
+        machine.receive(probe_answer(nonce), 0.0)
+        action = machine.next_action(0.0)
+    if isinstance(action, Fail):
+        raise action.error
+    assert isinstance(action, Done), "the machine asked for more than a listing and one probe"
+    return action.result
 
 
 def test_readiness_protocol_probes_only_when_the_status_is_good():
-    assert _drive_check(inst("DEPLOYING", "", ""), lambda n: None).stage == STAGE_PROVISIONING
-    assert _drive_check(inst(), lambda n: ([n], "")).ready
-    assert _drive_check(inst(), lambda n: None).stage == STAGE_SSH  # the probe timed out
-    assert "refused" in _drive_check(inst(), lambda n: (["w-1"], "Connection refused")).message
+    assert _drive_check(inst("DEPLOYING", "", ""), lambda n: probe(None)).stage == STAGE_PROVISIONING
+    assert _drive_check(inst(), lambda n: probe([n])).ready
+    assert _drive_check(inst(), lambda n: probe(None)).stage == STAGE_SSH  # the probe timed out
+    assert "refused" in _drive_check(inst(), lambda n: probe(["w-1"], "Connection refused")).message
+    with pytest.raises(BrevConfigurationError):  # any other failure of the probe ends the check
+        _drive_check(inst(), lambda n: Failed(BrevConfigurationError("no connection")))
+    failed_listing = ReadinessCheck("w-1")
+    failed_listing.next_action(0.0)
+    failed_listing.receive(Failed(BrevTransientError("502")), 0.0)
+    assert isinstance(failed_listing.next_action(0.0), Fail)
 
 
 @pytest.mark.parametrize(
@@ -117,26 +128,40 @@ def test_next_poll_interval_backs_off_in_long_stages(base, in_stage, expected):
     assert next_poll_interval(base, in_stage) == expected
 
 
+def _check(wait, answer, at, emitted=None):
+    """Answer the wait's check at ``at``; the action that follows."""
+    assert isinstance(step(wait, at), CheckReadiness)
+    wait.receive(answer, at)
+    return step(wait, at, emitted)
+
+
 def test_readiness_wait_cadence_deadline_and_budget():
+    deploying = readiness_from_status("w-1", inst("DEPLOYING", "", ""))
     wait = ReadinessWait("w-1", deadline=100.0, poll_interval=1.0, now=0.0, max_failures=3)
-    assert wait.before_check(0.0) is None
-    step = wait.on_readiness(readiness_from_status("w-1", inst("DEPLOYING", "", "")), 0.25)
-    assert (step.action, step.log_stage, step.sleep) == ("check", True, 0.75)  # fixed rate from the check's start
-    assert wait.before_check(1.0) is None
-    step = wait.on_readiness(readiness_from_status("w-1", inst("DEPLOYING", "", "")), 1.1)
-    assert not step.log_stage  # same stage: nothing new to log
-    assert wait.before_check(70.0) is None
-    assert wait.on_readiness(readiness_from_status("w-1", inst("DEPLOYING", "", "")), 70.0).sleep == MAX_POLL_INTERVAL
+    emitted: list[tuple[int, str]] = []
+    assert _check(wait, deploying, 0.0, emitted) == Sleep(1.0)
+    assert emitted == [(logging.INFO, f"Readiness of w-1: {deploying.message}")]  # a new stage is logged
+    wait = ReadinessWait("w-1", deadline=100.0, poll_interval=1.0, now=0.0, max_failures=3)
+    assert isinstance(step(wait, 0.0), CheckReadiness)
+    wait.receive(deploying, 0.25)
+    assert step(wait, 0.25) == Sleep(0.75)  # fixed rate from the check's start
+    emitted.clear()
+    assert _check(wait, deploying, 1.0, emitted) == Sleep(1.0)
+    assert not emitted  # same stage: nothing new to log
+    assert _check(wait, deploying, 70.0) == Sleep(MAX_POLL_INTERVAL)
     # transient trouble: keep waiting within the budget, then give up; anything else ends the wait at once
-    assert wait.on_error(BrevTransientError("502"), 71.0).action == "check"
-    assert wait.on_error(BrevTimeoutError("slow ls"), 72.0).action == "check"
-    assert wait.on_error(BrevTransientError("502"), 73.0).action == "error"
+    assert isinstance(_check(wait, Failed(BrevTransientError("502")), 71.0), Sleep)
+    assert isinstance(_check(wait, Failed(BrevTimeoutError("slow ls")), 72.0), Sleep)
+    last = Failed(BrevTransientError("502"))
+    assert _check(wait, last, 73.0) == Fail(last.error)
     other = ReadinessWait("w-1", deadline=100.0, poll_interval=1.0, now=0.0)
-    assert other.on_error(BrevConfigurationError("no connection"), 1.0).action == "error"
-    step = other.on_readiness(readiness_from_status("w-1", inst("FAILURE")), 2.0)
-    assert step.action == "failed"
-    timeout = other.before_check(100.0)
-    assert timeout is not None and timeout.action == "timeout" and "after 100 s" in timeout.message
+    config_error = Failed(BrevConfigurationError("no connection"))
+    assert _check(other, config_error, 1.0) == Fail(config_error.error)
+    other = ReadinessWait("w-1", deadline=100.0, poll_interval=1.0, now=0.0)
+    failed = _check(other, readiness_from_status("w-1", inst("FAILURE")), 2.0)
+    assert isinstance(failed, Done) and failed.result.action == "failed"
+    timeout = step(ReadinessWait("w-1", deadline=100.0, poll_interval=1.0, now=0.0), 100.0)
+    assert isinstance(timeout, Done) and timeout.result.action == "timeout" and "after 100 s" in timeout.result.message
 
 
 def test_ls_and_search_args():

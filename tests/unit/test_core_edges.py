@@ -39,7 +39,7 @@ from airflow_provider_brev.cli.jobs.shell import (
 from airflow_provider_brev.cli.protocol.argv import create_args, search_args
 from airflow_provider_brev.cli.protocol.classify import classify_failure
 from airflow_provider_brev.cli.protocol.config import BrevCapabilities, BrevConnectionConfig
-from airflow_provider_brev.cli.protocol.invocation import EnsureLogin, RunCli, drive, exec_view, invocation
+from airflow_provider_brev.cli.protocol.invocation import EnsureLogin, Invocation, RunCli, exec_view
 from airflow_provider_brev.cli.protocol.lines import ProcessResult
 from airflow_provider_brev.cli.protocol.names import (
     DEFAULT_OWNER_PREFIX,
@@ -57,6 +57,7 @@ from airflow_provider_brev.exceptions import (
     BrevTimeoutError,
     BrevTransientError,
 )
+from airflow_provider_brev.hooks.driver import drive
 
 # ---------------------------------------------------------------------------------------------- validation
 
@@ -231,17 +232,17 @@ def test_the_exec_view_reads_the_tails():
 
 def test_a_timed_out_call_names_its_budget():
     for timeout, words in ((12.4, "within 12 s"), (None, "within its time budget")):
-        protocol = invocation("ls", timeout=timeout, authenticated=False, can_login=False)
+        machine = Invocation("ls", timeout=timeout, authenticated=False, can_login=False)
         with pytest.raises(BrevTimeoutError, match=words):
-            drive(protocol, login=lambda step: None, run=lambda: ProcessResult(1, timed_out=True))
+            drive(machine, lambda call: ProcessResult(1, timed_out=True))
 
 
 def test_an_unchecked_failure_is_returned_as_it_is():
-    protocol = invocation("ls", timeout=1, authenticated=True, can_login=False, check=False)
-    steps: list[object] = []
-    result = drive(protocol, login=steps.append, run=lambda: ProcessResult(3, ["x"], ["boom"]))
+    machine = Invocation("ls", timeout=1, authenticated=True, can_login=False, check=False)
+    calls: list[object] = []
+    result = drive(machine, lambda call: calls.append(call) or ProcessResult(3, ["x"], ["boom"]))
     assert result.exit_code == 3
-    assert steps == [EnsureLogin()]
+    assert calls == [EnsureLogin(), RunCli()]
     assert RunCli() == RunCli()
 
 

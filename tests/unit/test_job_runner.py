@@ -15,6 +15,7 @@ import logging
 from dataclasses import dataclass, field
 
 import pytest
+from machine_steps import step
 
 from airflow_provider_brev.cli.jobs.follower import (
     MAX_BACKOFF,
@@ -25,8 +26,8 @@ from airflow_provider_brev.cli.jobs.follower import (
     JobOutcome,
     KillJob,
     PollJob,
+    Synced,
     SyncOutputs,
-    Wait,
     outcome_error,
 )
 from airflow_provider_brev.cli.jobs.remote import (
@@ -38,6 +39,7 @@ from airflow_provider_brev.cli.jobs.remote import (
     PollResult,
     RemoteJob,
 )
+from airflow_provider_brev.cli.protocol.machine import Failed, Sleep
 from airflow_provider_brev.exceptions import (
     BrevAuthError,
     BrevConnectionLostError,
@@ -301,16 +303,17 @@ def test_the_machine_refuses_answers_out_of_turn():
     with pytest.raises(RuntimeError, match="still waiting"):
         machine.next_action(START)
     with pytest.raises(RuntimeError, match="KillJob"):
-        machine.receive_kill("killed")
+        machine.receive("killed", START)
 
 
 def test_a_failed_kill_is_retried_within_the_budget():
     machine = JobFollower(FollowPolicy(deadline=START, poll_interval=1), instance_name=NAME, job_id=JOB.job_id)
-    assert machine.next_action(START) == KillJob()
-    machine.receive_error(BrevConnectionLostError("drop"))
-    assert machine.next_action(START).seconds == 0.0  # the deadline already passed: no back-off wait
-    assert machine.next_action(START) == KillJob()
-    assert [message.split(" of job")[0].split(":")[0] for _, message in machine.take_notes()] == [
+    notes: list[tuple[int, str]] = []
+    assert step(machine, START, notes) == KillJob()
+    machine.receive(Failed(BrevConnectionLostError("drop")), START)
+    assert step(machine, START, notes) == Sleep(0.0)  # the deadline already passed: no back-off wait
+    assert step(machine, START, notes) == KillJob()
+    assert [message.split(" of job")[0].split(":")[0] for _, message in notes] == [
         "Deadline passed",
         "Kill 1",
         "Deadline passed",
@@ -321,9 +324,9 @@ def test_backoff_is_capped():
     machine = JobFollower(FollowPolicy(poll_interval=50, max_poll_failures=5), instance_name=NAME, job_id="j")
     waits = []
     for _ in range(3):
-        machine.next_action(START)
-        machine.receive_error(BrevConnectionLostError("drop"))
-        waits.append(machine.next_action(START).seconds)
+        step(machine, START)
+        machine.receive(Failed(BrevConnectionLostError("drop")), START)
+        waits.append(step(machine, START).seconds)
     assert waits == [50.0, MAX_BACKOFF, MAX_BACKOFF]
 
 
@@ -429,9 +432,11 @@ def test_a_sync_is_answered_and_schedules_the_next():
     machine = JobFollower(FollowPolicy(sync_interval=10.0), instance_name=NAME, job_id="j", next_sync_at=START)
     assert machine.next_action(START) == SyncOutputs()
     with pytest.raises(RuntimeError, match="SyncOutputs"):
-        machine.receive_kill("killed")
-    machine.receive_synced(START + 3)
+        machine.receive("killed", START + 3)
+    machine = JobFollower(FollowPolicy(sync_interval=10.0), instance_name=NAME, job_id="j", next_sync_at=START)
+    assert machine.next_action(START) == SyncOutputs()
+    machine.receive(Synced(), START + 3)
     assert machine.next_sync_at == START + 13
     assert isinstance(machine.next_action(START + 3), PollJob)
-    machine.receive_poll(PollResult(state=RUNNING, exit_code=None, log_size=0, pid=1))
-    assert machine.next_action(START + 4) == Wait(5.0)  # the poll interval, not cut: the sync is 9 s away
+    machine.receive(PollResult(state=RUNNING, exit_code=None, log_size=0, pid=1), START + 3)
+    assert machine.next_action(START + 4) == Sleep(5.0)  # the poll interval, not cut: the sync is 9 s away

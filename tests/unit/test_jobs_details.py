@@ -10,6 +10,7 @@ import logging
 import re
 
 import pytest
+from machine_steps import step
 
 from airflow_provider_brev.cli.instances import readiness, recovery
 from airflow_provider_brev.cli.jobs.attempts import COLLECT, IGNORE, REATTACH, RELAUNCH, earlier_job_verdict
@@ -18,14 +19,12 @@ from airflow_provider_brev.cli.jobs.follower import (
     SYNC_DUE,
     TIMED_OUT,
     FollowPolicy,
-    GiveUp,
-    JobDone,
     JobFollower,
     JobOutcome,
     KillJob,
     PollJob,
+    Synced,
     SyncOutputs,
-    Wait,
     outcome_error,
 )
 from airflow_provider_brev.cli.jobs.handle import (
@@ -49,14 +48,15 @@ from airflow_provider_brev.cli.jobs.scripts import (
     build_poll_command,
     build_secret_env_file,
 )
-from airflow_provider_brev.cli.protocol import argv, classify, config, invocation, names, output
+from airflow_provider_brev.cli.protocol import argv, classify, config, invocation, machine, names, output
+from airflow_provider_brev.cli.protocol.machine import Done, Fail, Failed, Sleep
 from airflow_provider_brev.cli.tao import report as tao
 from airflow_provider_brev.cli.transfer import manifest
 from airflow_provider_brev.cli.transfer import paths as transfer_paths
 from airflow_provider_brev.cli.transfer import reports as transfer_reports
 from airflow_provider_brev.cli.transfer import scripts as transfer_scripts
 from airflow_provider_brev.cli.transfer import types as transfer_types
-from airflow_provider_brev.exceptions import BrevJobLostError, BrevTimeoutError, BrevTransientError
+from airflow_provider_brev.exceptions import BrevAuthError, BrevJobLostError, BrevTimeoutError, BrevTransientError
 
 JOB = RemoteJob("job-1")
 
@@ -274,30 +274,44 @@ def _poll(state="running", size=0, chunk=b"", offset=0, rc=None):
 def test_progress_lines_report_each_new_percentage():
     follower = JobFollower(FollowPolicy(progress_regex=r"(\d+)/(\d+)"), instance_name="w-1", job_id="j")
     follower.next_action(0.0)
-    follower.receive_poll(_poll(size=40, chunk=b"1/4\n1/4\n2/4\n9/0\nx/4\n4/3\n"))
-    progress = [m for _, m in follower.take_notes() if "progress" in m]
+    follower.receive(_poll(size=40, chunk=b"1/4\n1/4\n2/4\n9/0\nx/4\n4/3\n"), 0.0)
+    notes: list[tuple[int, str]] = []
+    step(follower, 0.0, notes)
+    progress = [m for _, m in notes if "progress" in m]
     assert progress == ["Job j progress: 25% (1/4)", "Job j progress: 50% (2/4)", "Job j progress: 100% (4/3)"]
     single = JobFollower(FollowPolicy(progress_regex=r"(\d+)"), instance_name="w-1", job_id="j")
     single.next_action(0.0)
-    single.receive_poll(_poll(size=3, chunk=b"12\n"))
-    assert not [m for _, m in single.take_notes() if "progress" in m]  # one group: no (done, total)
+    single.receive(_poll(size=3, chunk=b"12\n"), 0.0)
+    notes.clear()
+    step(single, 0.0, notes)
+    assert notes == [(logging.INFO, "[w-1] 12")]  # one group: no (done, total)
 
 
 def test_the_wait_is_capped_by_the_deadline_and_the_next_sync():
     policy = FollowPolicy(poll_interval=10.0, deadline=104.0, sync_interval=30.0)
     follower = JobFollower(policy, instance_name="w-1", job_id="j", next_sync_at=107.0)
     assert isinstance(follower.next_action(100.0), PollJob)
-    follower.receive_poll(_poll())
-    assert follower.next_action(101.0) == Wait(3.0)  # the deadline comes first
+    follower.receive(_poll(), 100.0)
+    assert follower.next_action(101.0) == Sleep(3.0)  # the deadline comes first
     follower = JobFollower(
         FollowPolicy(poll_interval=10.0, sync_interval=30.0), instance_name="w", job_id="j", next_sync_at=105.0
     )
     follower.next_action(100.0)
-    follower.receive_poll(_poll())
-    assert follower.next_action(101.0) == Wait(4.0)  # then the sync
+    follower.receive(_poll(), 100.0)
+    assert follower.next_action(101.0) == Sleep(4.0)  # then the sync
     assert isinstance(follower.next_action(105.0), SyncOutputs)
-    follower.receive_synced(106.0)
+    follower.receive(Synced(), 106.0)
     assert follower.next_sync_at == 136.0 and not follower.checkpoint_seen
+
+
+def test_a_sync_the_driver_cannot_do_ends_following_where_it_can_resume():
+    follower = JobFollower(
+        FollowPolicy(sync_interval=5.0), instance_name="w", job_id="j", offset=7, last_line="l", next_sync_at=10.0
+    )
+    assert isinstance(follower.next_action(10.0), SyncOutputs)
+    follower.receive(Synced(deferred=True), 10.5)
+    assert follower.next_action(10.5) == Done(JobOutcome(SYNC_DUE, None, "l", 7))
+    assert follower.next_sync_at == 10.0  # the worker syncs, then a new trigger starts from here
 
 
 def test_a_sync_is_never_due_once_the_deadline_passed_or_without_an_interval():
@@ -316,52 +330,86 @@ def test_checkpoint_lines_make_a_sync_due_only_while_the_job_runs():
     policy = FollowPolicy(sync_interval=600.0, checkpoint_regex="saved ckpt")
     follower = JobFollower(policy, instance_name="w", job_id="j")
     follower.next_action(0.0)
-    follower.receive_poll(_poll(state="finished", size=11, chunk=b"saved ckpt\n", rc=0))
+    follower.receive(_poll(state="finished", size=11, chunk=b"saved ckpt\n", rc=0), 0.0)
     assert not follower.checkpoint_seen  # the final sync follows anyway
     follower = JobFollower(policy, instance_name="w", job_id="j")
     follower.next_action(0.0)
-    follower.receive_poll(_poll(size=11, chunk=b"saved ckpt\n"))
+    follower.receive(_poll(size=11, chunk=b"saved ckpt\n"), 0.0)
     assert follower.checkpoint_seen and follower.sync_due(1.0)
 
 
 def test_failed_calls_back_off_linearly_up_to_a_minute_and_then_give_up():
     follower = JobFollower(FollowPolicy(poll_interval=25.0, max_poll_failures=3), instance_name="w", job_id="j")
     waits = []
+    notes: list[tuple[int, str]] = []
     for _ in range(3):
-        follower.next_action(0.0)
-        follower.receive_error(BrevTransientError("502"))
-        action = follower.next_action(0.0)
-        assert isinstance(action, Wait)
+        step(follower, 0.0, notes)
+        follower.receive(Failed(BrevTransientError("502")), 0.0)
+        action = step(follower, 0.0, notes)
+        assert isinstance(action, Sleep)
         waits.append(action.seconds)
     assert waits == [25.0, 50.0, 60.0]
-    notes = [m for level, m in follower.take_notes() if level == logging.WARNING]
-    assert notes[0] == "Poll 1 of job j failed (502); the job keeps running, retrying."
+    warnings = [m for level, m in notes if level == logging.WARNING]
+    assert warnings[0] == "Poll 1 of job j failed (502); the job keeps running, retrying."
     follower.next_action(0.0)
-    follower.receive_error(BrevTransientError("502"))
-    assert isinstance(follower.next_action(0.0), GiveUp)
+    last = Failed(BrevTransientError("502"))
+    follower.receive(last, 0.0)
+    assert follower.next_action(0.0) == Fail(last.error)
 
 
 def test_a_failed_kill_is_tried_again():
     follower = JobFollower(FollowPolicy(deadline=10.0, poll_interval=1.0), instance_name="w", job_id="j")
-    assert isinstance(follower.next_action(10.0), KillJob)
-    follower.receive_error(BrevTransientError("drop"))
-    assert [m for _, m in follower.take_notes()][-1].startswith("Kill 1 of job j failed")
-    follower.next_action(10.0)  # the back-off wait
-    assert isinstance(follower.next_action(11.0), KillJob)
-    follower.receive_kill("terminated")
-    assert follower.take_notes()[-1] == (logging.INFO, "Job j: terminated.")
-    assert isinstance(follower.next_action(11.0), PollJob)
+    notes: list[tuple[int, str]] = []
+    assert isinstance(step(follower, 10.0, notes), KillJob)
+    follower.receive(Failed(BrevTransientError("drop")), 10.0)
+    step(follower, 10.0, notes)  # the back-off wait
+    assert notes[-1][1].startswith("Kill 1 of job j failed")
+    assert isinstance(step(follower, 11.0, notes), KillJob)
+    follower.receive("terminated", 11.0)
+    assert isinstance(step(follower, 11.0, notes), PollJob)
+    assert notes[-1] == (logging.INFO, "Job j: terminated.")
 
 
 def test_a_finished_poll_ends_with_the_outcome_and_a_drained_log():
     follower = JobFollower(FollowPolicy(), instance_name="w", job_id="j", offset=2, last_line="before")
     follower.next_action(0.0)
-    follower.receive_poll(PollResult("finished", 3, 4, 1, b"x\n", 2))
-    assert follower.next_action(0.0) == JobDone(JobOutcome("finished", 3, "x", 4))
+    follower.receive(PollResult("finished", 3, 4, 1, b"x\n", 2), 0.0)
+    assert step(follower, 0.0) == Done(JobOutcome("finished", 3, "x", 4))
     lost = JobFollower(FollowPolicy(), instance_name="w", job_id="j")
     lost.next_action(0.0)
-    lost.receive_poll(PollResult("lost", 3, 0, None, b"", 0))
-    assert lost.next_action(0.0) == JobDone(JobOutcome("lost", None, "", 0))
+    lost.receive(PollResult("lost", 3, 0, None, b"", 0), 0.0)
+    assert lost.next_action(0.0) == Done(JobOutcome("lost", None, "", 0))
+
+
+def test_an_error_that_is_not_transient_ends_following_at_once():
+    follower = JobFollower(FollowPolicy(), instance_name="w", job_id="j")
+    follower.next_action(0.0)
+    error = BrevAuthError("logged out")
+    follower.receive(Failed(error), 0.0)
+    assert follower.next_action(0.0) == Fail(error)  # no retry warning before it
+    assert follower.failures == 0
+
+
+def test_a_good_kill_resets_the_failure_budget():
+    follower = JobFollower(
+        FollowPolicy(deadline=10.0, poll_interval=1.0, max_poll_failures=1), instance_name="w", job_id="j"
+    )
+    assert isinstance(step(follower, 0.0), PollJob)
+    follower.receive(Failed(BrevTransientError("drop")), 0.0)
+    assert step(follower, 0.0) == Sleep(1.0)
+    assert isinstance(step(follower, 10.0), KillJob)
+    follower.receive("terminated", 10.0)
+    assert follower.failures == 0
+    assert isinstance(step(follower, 10.0), PollJob)
+    follower.receive(Failed(BrevTransientError("drop")), 10.0)
+    assert isinstance(step(follower, 10.0), Sleep)  # one failure again, within the budget
+
+
+def test_an_answer_of_an_unknown_kind_is_refused():
+    follower = JobFollower(FollowPolicy(), instance_name="w", job_id="j")
+    follower.next_action(0.0)
+    with pytest.raises(RuntimeError, match="answer to int while waiting for PollJob"):
+        follower.receive(42, 0.0)
 
 
 @pytest.mark.parametrize(
@@ -388,12 +436,16 @@ FROZEN = [
     config.BrevCapabilities(None, "v"),
     invocation.EnsureLogin(),
     invocation.RunCli(),
+    machine.Call(),
+    machine.Sleep(1.0),
+    machine.Emit(20, "m"),
+    machine.Done(1),
+    machine.Fail(ValueError("x")),
+    machine.Failed(ValueError("x")),
     PollJob(0, 1),
     KillJob(),
-    Wait(1.0),
     SyncOutputs(),
-    JobDone(JobOutcome("finished", 0, "", 0)),
-    GiveUp(ValueError("x")),
+    Synced(),
     FollowPolicy(),
     JOB,
     manifest.StagingPair("s3://b/", "b", "", "d"),
@@ -406,6 +458,7 @@ FROZEN = [
     readiness.Readiness("ssh", "m"),
     readiness.ListInstance(),
     readiness.RunProbe("c"),
+    readiness.CheckReadiness(1.0, 1.0),
     readiness.WaitStep("check"),
     recovery.RecoveryDecision("recover", "m"),
     tao.TaoVerdict("verified"),

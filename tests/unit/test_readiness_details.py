@@ -3,11 +3,14 @@ back-off boundary and the wait's remaining-time arithmetic."""
 
 from __future__ import annotations
 
+import logging
 import re
 
 import pytest
+from machine_steps import probe, step
 
 from airflow_provider_brev.cli.instances.readiness import (
+    CHECK_OUTLIVED,
     FAST_POLL_SECONDS,
     MAX_CHECK_FAILURES,
     MAX_POLL_INTERVAL,
@@ -20,8 +23,10 @@ from airflow_provider_brev.cli.instances.readiness import (
     STAGE_READY,
     STAGE_SSH,
     STAGE_STOPPED,
+    CheckReadiness,
     ListInstance,
     Readiness,
+    ReadinessCheck,
     ReadinessWait,
     RunProbe,
     WaitStep,
@@ -29,9 +34,9 @@ from airflow_provider_brev.cli.instances.readiness import (
     new_nonce,
     next_poll_interval,
     probe_readiness,
-    readiness_check,
     readiness_from_status,
 )
+from airflow_provider_brev.cli.protocol.machine import Done, Fail, Failed, Sleep
 from airflow_provider_brev.cli.protocol.output import BrevInstance
 from airflow_provider_brev.exceptions import BrevTransientError
 
@@ -111,27 +116,30 @@ def test_probe_verdicts_and_their_messages():
 
 
 def _drive(require_docker, answer):
-    protocol = readiness_check("w-1", require_docker=require_docker)
-    assert isinstance(next(protocol), ListInstance)
-    step = protocol.send(inst())
-    assert isinstance(step, RunProbe)
-    nonce = step.command.split()[1].rstrip(";")
-    assert ("docker info" in step.command) is require_docker
-    with pytest.raises(StopIteration) as stop:
-        protocol.send(answer(nonce))
-    return stop.value.value
+    machine = ReadinessCheck("w-1", require_docker=require_docker)
+    assert isinstance(machine.next_action(0.0), ListInstance)
+    machine.receive(inst(), 0.0)
+    action = machine.next_action(0.0)
+    assert isinstance(action, RunProbe)
+    nonce = action.command.split()[1].rstrip(";")
+    assert ("docker info" in action.command) is require_docker
+    machine.receive(answer(nonce), 0.0)
+    done = machine.next_action(0.0)
+    assert isinstance(done, Done)
+    assert machine.next_action(1.0) is done  # the end is kept
+    return done.result
 
 
 def test_the_docker_stage_is_reached_when_ssh_works_but_docker_does_not():
-    assert _drive(True, lambda n: ([n], "")).stage == STAGE_DOCKER
-    assert _drive(True, lambda n: ([n, f"{n}:docker"], "")).stage == STAGE_READY
-    assert _drive(False, lambda n: ([n], "")).stage == STAGE_READY
-    timed_out = _drive(True, lambda n: None)
+    assert _drive(True, lambda n: probe([n])).stage == STAGE_DOCKER
+    assert _drive(True, lambda n: probe([n, f"{n}:docker"])).stage == STAGE_READY
+    assert _drive(False, lambda n: probe([n])).stage == STAGE_READY
+    timed_out = _drive(True, lambda n: probe(None))
     assert (timed_out.stage, timed_out.message) == (
         STAGE_SSH,
         "Instance 'w-1' is RUNNING but not reachable over SSH yet: probe timed out",
     )
-    tail = _drive(False, lambda n: (["other"], "e" * 400 + "END"))
+    tail = _drive(False, lambda n: probe(["other"], "e" * 400 + "END"))
     assert tail.message.endswith(": " + ("e" * 400 + "END")[-300:])
 
 
@@ -148,51 +156,90 @@ def test_the_back_off_starts_at_one_minute_in_a_stage_and_caps_at_two_seconds(ba
     assert next_poll_interval(base, in_stage) == expected
 
 
+def _checked(wait, answer, started, answered, emitted=None):
+    """A check asked at ``started`` and answered at ``answered``; the action that follows."""
+    assert isinstance(step(wait, started), CheckReadiness)
+    wait.receive(answer, answered)
+    return step(wait, answered, emitted)
+
+
 def test_the_wait_sleeps_what_is_left_of_the_interval_and_never_past_the_deadline():
     wait = ReadinessWait("w-1", deadline=50.0, poll_interval=1.0, now=10.0)
     assert wait.remaining(20.0) == 30.0
     assert wait.ready_after(25.4) == "Instance w-1 is ready after 15 s."
     building = readiness_from_status("w-1", inst(build="BUILDING", shell="NOT READY"))
     assert building is not None
-    assert wait.before_check(10.0) is None
-    assert wait.on_readiness(building, 10.4).sleep == pytest.approx(0.6)
-    assert wait.before_check(49.8) is None
-    assert wait.on_readiness(building, 49.9).sleep == pytest.approx(0.1)  # capped by the deadline
+    assert _checked(wait, building, 10.0, 10.4) == Sleep(pytest.approx(0.6))
+    assert _checked(wait, building, 49.8, 49.9) == Sleep(pytest.approx(0.1))  # capped by the deadline
     late = ReadinessWait("w-1", deadline=50.0, poll_interval=1.0, now=10.0)
-    late.before_check(9.0)
-    assert late.on_readiness(building, 71.0).sleep == 0.0  # past the deadline: no sleep at all
+    assert _checked(late, building, 9.0, 71.0) == Sleep(0.0)  # past the deadline: no sleep at all
     slow = ReadinessWait("w-1", deadline=500.0, poll_interval=1.0, now=0.0)
-    slow.before_check(0.0)
-    slow.on_readiness(building, 0.0)
-    slow.before_check(70.0)
-    assert slow.on_readiness(building, 70.5).sleep == pytest.approx(1.5)  # in the stage since 0: 2 s - 0.5 s
+    _checked(slow, building, 0.0, 0.0)
+    assert _checked(slow, building, 70.0, 70.5) == Sleep(pytest.approx(1.5))  # in the stage since 0: 2 s - 0.5 s
+
+
+def test_the_check_gets_the_probe_budget_and_what_is_left_of_the_wait():
+    assert step(ReadinessWait("w-1", deadline=500.0, poll_interval=1.0, now=0.0), 0.0) == CheckReadiness(120.0, 500.0)
+    end = ReadinessWait("w-1", deadline=50.0, poll_interval=1.0, now=0.0)
+    assert step(end, 49.5) == CheckReadiness(probe_timeout=1.0, limit=1.0)  # at least a second
+    middle = ReadinessWait("w-1", deadline=50.0, poll_interval=1.0, now=0.0)
+    assert step(middle, 20.0) == CheckReadiness(probe_timeout=30.0, limit=30.0)
 
 
 def test_the_wait_ends_ready_or_failed_and_says_why_it_timed_out():
-    wait = ReadinessWait("w-1", deadline=30.0, poll_interval=1.0, now=0.0)
-    timeout = wait.before_check(30.0)
-    assert timeout == WaitStep("timeout", "Instance 'w-1' was not ready after 30 s.", readiness=None)
+    timeout = step(ReadinessWait("w-1", deadline=30.0, poll_interval=1.0, now=0.0), 30.0)
+    assert timeout == Done(WaitStep("timeout", "Instance 'w-1' was not ready after 30 s.", readiness=None))
+    assert (timeout.result.log_stage, timeout.result.sleep, timeout.result.took) == (False, 0.0, "")
+    resumed = step(ReadinessWait("w-1", deadline=50.0, poll_interval=1.0, now=10.0), 50.0)  # the budget, not the clock
+    assert isinstance(resumed, Done) and resumed.result.message == "Instance 'w-1' was not ready after 40 s."
     ready = probe_readiness("w-1", inst(), True, STAGE_READY)
-    assert wait.on_readiness(ready, 1.0) == WaitStep("ready", ready.message, log_stage=True, readiness=ready)
-    again = wait.on_readiness(ready, 2.0)
-    assert again.action == "ready" and not again.log_stage
+    emitted: list[tuple[int, str]] = []
+    wait = ReadinessWait("w-1", deadline=30.0, poll_interval=1.0, now=0.0)
+    done = _checked(wait, ready, 0.5, 1.0, emitted)
+    took = "Instance w-1 is ready after 1 s."
+    assert done == Done(WaitStep("ready", ready.message, log_stage=True, readiness=ready, took=took))
+    assert emitted == [(logging.INFO, f"Readiness of w-1: {ready.message}")]
+    assert wait.next_action(5.0) is done  # the end is kept
     deleting = readiness_from_status("w-1", inst("DELETING"))
     assert deleting is not None
-    failed = wait.on_readiness(deleting, 3.0)
-    assert (failed.action, failed.log_stage, failed.sleep) == ("failed", True, 0.0)
-    last = wait.before_check(31.0)
-    assert (
-        last is not None
-        and last.message == "Instance 'w-1' was not ready after 30 s (last state: Instance 'w-1' is being deleted.)"
-    )
+    emitted.clear()
+    building = readiness_from_status("w-1", inst(build="BUILDING", shell="NOT READY"))
+    assert building is not None
+    wait = ReadinessWait("w-1", deadline=30.0, poll_interval=1.0, now=0.0)
+    _checked(wait, building, 2.0, 2.0)
+    failed = _checked(wait, deleting, 3.0, 3.0, emitted)  # a new stage after another one is logged too
+    assert failed == Done(WaitStep("failed", deleting.message, log_stage=True, readiness=deleting))
+    assert (failed.result.sleep, failed.result.took) == (0.0, "")
+    assert emitted == [(logging.INFO, "Readiness of w-1: Instance 'w-1' is being deleted.")]
+    wait = ReadinessWait("w-1", deadline=30.0, poll_interval=1.0, now=0.0)
+    _checked(wait, building, 1.0, 1.0)
+    last = step(wait, 31.0)
+    assert isinstance(last, Done)
+    assert last.result.message == f"Instance 'w-1' was not ready after 30 s (last state: {building.message})"
 
 
 def test_failed_checks_reset_after_a_good_one():
     wait = ReadinessWait("w-1", deadline=100.0, poll_interval=1.0, now=0.0, max_failures=2)
-    step = wait.on_error(BrevTransientError("502"), 1.0)
-    assert step.action == "check" and step.log_stage and step.sleep == 0.0
-    assert step.message == "Readiness check 1/2 of w-1 failed (502); waiting on."
-    wait.on_readiness(readiness_from_status("w-1", inst("DEPLOYING", "", "")), 2.0)
+    emitted: list[tuple[int, str]] = []
+    assert _checked(wait, Failed(BrevTransientError("502")), 0.0, 1.0, emitted) == Sleep(0.0)
+    assert emitted == [(logging.INFO, "Readiness of w-1: Readiness check 1/2 of w-1 failed (502); waiting on.")]
+    _checked(wait, readiness_from_status("w-1", inst("DEPLOYING", "", "")), 2.0, 2.0)
     assert wait.failures == 0
-    assert wait.on_error(BrevTransientError("502"), 3.0).action == "check"
-    assert wait.on_error(BrevTransientError("502"), 4.0) == WaitStep("error", "502", readiness=wait.last)
+    assert isinstance(_checked(wait, Failed(BrevTransientError("502")), 3.0, 3.0), Sleep)
+    last = Failed(BrevTransientError("502"))
+    assert _checked(wait, last, 4.0, 4.0) == Fail(last.error)  # the check's own error is raised
+
+
+def test_a_check_cancelled_at_the_deadline_ends_the_wait_as_a_timeout():
+    wait = ReadinessWait("w-1", deadline=30.0, poll_interval=1.0, now=0.0)
+    timeout = _checked(wait, CHECK_OUTLIVED, 0.0, 30.0)
+    assert timeout == Done(WaitStep("timeout", "Instance 'w-1' was not ready after 30 s.", readiness=None))
+    early = ReadinessWait("w-1", deadline=30.0, poll_interval=1.0, now=0.0)  # before the deadline: a failed check
+    emitted: list[tuple[int, str]] = []
+    assert _checked(early, CHECK_OUTLIVED, 0.0, 29.5, emitted) == Sleep(0.5)
+    assert emitted == [
+        (
+            logging.INFO,
+            "Readiness of w-1: Readiness check 1/5 of w-1 failed (a readiness check outlived the deadline); waiting on.",
+        )
+    ]

@@ -1,6 +1,9 @@
-"""The sync runner (``run_cli``) and the async runner (``arun_cli``) reach the same outcome for every scenario.
+"""The sync runner (``run_cli``) and the async runner (``arun_cli``) reach the same outcome for every scenario; so do
+the readiness check (``check_readiness`` / ``acheck_readiness``) and the readiness wait (``wait_until_ready`` /
+``await_readiness``, the trigger's).
 
-Both drive one pure protocol (``cli/protocol/invocation.py``); this test proves the drivers add no decision of their own.
+Each pair runs one machine of the pure core (``cli/protocol/invocation.py``, ``cli/instances/readiness.py``) with the
+generic sync and async drivers (``hooks/driver.py``); this test proves the drivers add no decision of their own.
 Each scenario is a script of answers for a scripted ``brev`` executable (a real subprocess, see ``_FAKE``): the
 same script runs once through each driver, and the outcome (result or error type and message) and the sequence
 of ``brev`` sub-commands invoked must be identical, and as expected.
@@ -57,6 +60,9 @@ reply = script[sub].pop(0)
 with open(path, "w") as handle:
     json.dump(script, handle)
 time.sleep(reply.get("sleep", 0))
+if reply.get("run"):  # an exec probe that works: run its command
+    import subprocess
+    sys.stdout.write(subprocess.run(["bash", "-c", args[-1]], capture_output=True, text=True).stdout)
 sys.stdout.write(reply.get("stdout", ""))
 sys.stderr.write(reply.get("stderr", ""))
 sys.exit(reply.get("exit", 0))
@@ -201,3 +207,91 @@ def test_sync_and_async_runners_agree(scripted_brev, args, timeout, script, expe
         assert sync_outcome[0] == "ok"
     else:
         assert sync_outcome[0] is expected
+
+
+# ------------------------------------------------------------------------------------------------ readiness
+
+
+def _listing(status: str, shell: str = "READY") -> dict:
+    item = {"name": "w-1", "id": "id-1", "status": status, "build_status": "COMPLETED", "shell_status": shell}
+    return {"stdout": json.dumps({"workspaces": [item]}) + "\n"}
+
+
+PROBE_OK = {"run": True}
+
+# (id, script, expected stage, expected sub-commands)
+CHECKS = [
+    ("ready", {"ls": [_listing("RUNNING")], "exec": [PROBE_OK]}, "ready", ["ls", "exec"]),
+    ("deploying-no-probe", {"ls": [_listing("DEPLOYING")]}, "provisioning", ["ls"]),
+    ("missing", {"ls": [OK_LS]}, "missing", ["ls"]),
+    ("probe-times-out", {"ls": [_listing("RUNNING")], "exec": [{"sleep": 30}]}, "ssh", ["ls", "exec"]),
+    ("probe-no-nonce", {"ls": [_listing("RUNNING")], "exec": [{"stdout": "hello\n"}]}, "ssh", ["ls", "exec"]),
+]
+
+
+def _hook(root: Path, script: dict) -> BrevHook:
+    (root / "script.json").write_text(json.dumps(script))
+    _reset_process_caches()
+    hook = BrevHook(brev_conn_id="parity", retry_limit=3, retry_delay=0.01, log_cli_output=False)
+    hook._ensure_logged_in()
+    (root / "calls.jsonl").write_text("")
+    return hook
+
+
+def _subcommands(root: Path) -> list[str]:
+    return [json.loads(line) for line in (root / "calls.jsonl").read_text().splitlines()]
+
+
+@pytest.mark.parametrize(("script", "stage", "expected_calls"), [c[1:] for c in CHECKS], ids=[c[0] for c in CHECKS])
+def test_sync_and_async_readiness_checks_agree(scripted_brev, script, stage, expected_calls):
+    outcomes = []
+    for driver in ("sync", "async"):
+        hook = _hook(scripted_brev, json.loads(json.dumps(script)))
+        if driver == "sync":
+            readiness = hook.check_readiness("w-1", probe_timeout=1)
+        else:
+            readiness = asyncio.run(hook.acheck_readiness("w-1", probe_timeout=1))
+        outcomes.append(((readiness.stage, readiness.terminal), _subcommands(scripted_brev)))
+    assert outcomes[0] == outcomes[1] == ((stage, stage == "missing"), expected_calls)
+
+
+# (id, script, expected end of the wait, expected sub-commands)
+WAITS = [
+    (
+        "boots-then-ready",
+        {"ls": [_listing("DEPLOYING"), _listing("RUNNING", "NOT READY"), _listing("RUNNING")], "exec": [PROBE_OK]},
+        "ready",
+        ["ls", "ls", "ls", "exec"],
+    ),
+    (
+        "a-transient-listing-failure-is-waited-out",
+        {
+            "ls": [{"exit": 1, "stderr": "https://x/api/workspaces 502 Bad Gateway\n"}] * 3 + [_listing("RUNNING")],
+            "exec": [PROBE_OK],
+        },
+        "ready",
+        ["ls", "ls", "ls", "ls", "exec"],
+    ),
+    ("failure-ends-it", {"ls": [_listing("DEPLOYING"), _listing("FAILURE")]}, "failed", ["ls", "ls"]),
+    ("deleted-ends-it", {"ls": [OK_LS]}, "failed", ["ls"]),
+]
+
+
+@pytest.mark.parametrize(("script", "end", "expected_calls"), [w[1:] for w in WAITS], ids=[w[0] for w in WAITS])
+def test_sync_and_async_readiness_waits_agree(scripted_brev, script, end, expected_calls):
+    import time
+
+    outcomes = []
+    for driver in ("sync", "async"):
+        hook = _hook(scripted_brev, json.loads(json.dumps(script)))
+        if driver == "sync":
+            try:
+                hook.wait_until_ready("w-1", timeout=60, poll_interval=0.05)
+                verdict = "ready"
+            except BrevError as err:
+                verdict = "failed" if type(err).__name__ == "BrevInstanceFailedError" else type(err).__name__
+        else:
+            step = asyncio.run(hook.await_readiness("w-1", deadline=time.time() + 60, poll_interval=0.05, log=hook.log))
+            verdict = step.action
+        outcomes.append((verdict, _subcommands(scripted_brev)))
+    assert outcomes[0] == outcomes[1] == (end, expected_calls)

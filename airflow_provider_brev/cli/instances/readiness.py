@@ -8,17 +8,21 @@
 4. optionally ``docker info`` succeeds (container work).
 
 :func:`readiness_from_status` decides from the listing alone whether a probe is worth running;
-:func:`build_probe_command` / :func:`probe_passed` build and judge the probe.
+:func:`build_probe_command` / :func:`probe_passed` build and judge the probe. :class:`ReadinessCheck` (one check)
+and :class:`ReadinessWait` (a wait: cadence, deadline, failure budget) are state machines of the one shape of
+:mod:`airflow_provider_brev.cli.protocol.machine`.
 """
 
 from __future__ import annotations
 
+import logging
 import secrets
 import shlex
-from collections.abc import Generator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from airflow_provider_brev.cli.protocol.lines import ProcessResult
+from airflow_provider_brev.cli.protocol.machine import Call, Done, Fail, Failed, Sleep, StepMachine
 from airflow_provider_brev.cli.protocol.output import (
     STATUS_DELETING,
     STATUS_FAILURE,
@@ -150,18 +154,19 @@ def probe_readiness(name: str, instance: BrevInstance, passed: bool, stage: str,
     return Readiness(STAGE_SSH, f"Instance {name!r} is RUNNING but not reachable over SSH yet{suffix}", instance=data)
 
 
-# --- one readiness check as a sans-I/O protocol ---------------------------------------------------------------
+# --- one readiness check as a sans-I/O state machine -----------------------------------------------------------
 
 
 @dataclass(frozen=True)
-class ListInstance:
-    """Step: look the instance up in a ``brev ls`` listing; the answer is a ``BrevInstance`` or ``None``."""
+class ListInstance(Call):
+    """Call: look the instance up in a ``brev ls`` listing; the answer is a ``BrevInstance`` or ``None``."""
 
 
 @dataclass(frozen=True)
-class RunProbe:
-    """Step: run ``command`` on the instance (``brev exec``); the answer is its stdout lines and stderr tail,
-    or ``None`` when the probe timed out.
+class RunProbe(Call):
+    """Call: run ``command`` on the instance (``brev exec``); the answer is its
+    :class:`~airflow_provider_brev.cli.protocol.lines.ProcessResult` (a timed-out probe answers ``Failed`` with a
+    :class:`~airflow_provider_brev.exceptions.BrevTimeoutError`).
 
     :param command: the probe command.
     """
@@ -169,26 +174,51 @@ class RunProbe:
     command: str
 
 
-ReadinessStep = ListInstance | RunProbe
-ReadinessCheck = Generator[ReadinessStep, Any, Readiness]
+class ReadinessCheck(StepMachine[Readiness]):
+    """The machine of one layered check: cheap status first, the exec probe only when the status is good.
 
+    The hook's ``check_readiness`` / ``acheck_readiness`` run it with the generic drivers
+    (:mod:`airflow_provider_brev.hooks.driver`) and perform its calls.
 
-def readiness_check(name: str, *, require_docker: bool = False) -> ReadinessCheck:
-    """The protocol of one layered check: cheap status first, the exec probe only when the status is good.
-
-    The hook's sync and async drivers (``check_readiness`` / ``acheck_readiness``) perform the steps.
+    :param name: the instance.
+    :param require_docker: also require ``docker info`` to succeed.
     """
-    instance = yield ListInstance()
-    decided = readiness_from_status(name, instance)
-    if decided is not None:
-        return decided
-    nonce = new_nonce()
-    answer = yield RunProbe(build_probe_command(nonce, require_docker=require_docker))
-    if answer is None:
-        return probe_readiness(name, instance, False, STAGE_SSH, "probe timed out")
-    stdout_lines, stderr = answer
-    passed, stage = probe_passed(stdout_lines, nonce, require_docker=require_docker)
-    return probe_readiness(name, instance, passed, stage, "" if passed else stderr[-300:])
+
+    def __init__(self, name: str, *, require_docker: bool = False) -> None:
+        super().__init__()
+        self.name = name
+        self.require_docker = require_docker
+        self._next: ListInstance | RunProbe = ListInstance()
+        self._instance: BrevInstance | None = None
+        self._nonce = new_nonce()
+
+    def _decide(self, now: float) -> Call | Sleep | Done[Readiness] | Fail:
+        return self._next
+
+    def _receive(self, call: Call, outcome: object, now: float) -> None:
+        if isinstance(call, ListInstance):
+            if isinstance(outcome, Failed):
+                self._finish(Fail(outcome.error))
+                return
+            instance = outcome if isinstance(outcome, BrevInstance) else None
+            decided = readiness_from_status(self.name, instance)
+            if decided is not None:
+                self._finish(Done(decided))
+                return
+            assert instance is not None
+            self._instance = instance
+            self._next = RunProbe(build_probe_command(self._nonce, require_docker=self.require_docker))
+            return
+        assert self._instance is not None
+        if isinstance(outcome, Failed):
+            if isinstance(outcome.error, BrevTimeoutError):
+                self._finish(Done(probe_readiness(self.name, self._instance, False, STAGE_SSH, "probe timed out")))
+            else:
+                self._finish(Fail(outcome.error))
+            return
+        assert isinstance(outcome, ProcessResult)
+        passed, stage = probe_passed(outcome.stdout_lines, self._nonce, require_docker=self.require_docker)
+        self._finish(Done(probe_readiness(self.name, self._instance, passed, stage, outcome.stderr[-300:])))
 
 
 #: Poll at the base interval for this long after the last change of stage, then back off.
@@ -218,16 +248,22 @@ def next_poll_interval(base: float, seconds_in_stage: float) -> float:
 MAX_CHECK_FAILURES = 5
 
 
+#: Budget of one readiness probe (a first exec refreshes and waits for sshd: allow the cold path).
+DEFAULT_PROBE_TIMEOUT = 120.0
+
+
 @dataclass(frozen=True)
 class WaitStep:
-    """What a readiness wait does next.
+    """A readiness wait's verdict after a check (or before one, at the deadline).
 
     :param action: ``check`` (sleep ``sleep`` seconds, then check again), ``ready``, ``failed`` (terminal state),
-        ``timeout`` (deadline passed) or ``error`` (checks kept failing).
+        ``timeout`` (deadline passed) or ``error`` (checks kept failing); the wait's result is its last verdict
+        (``ready``, ``failed`` or ``timeout``: an ``error`` raises the check's error).
     :param message: what to tell the user.
     :param sleep: seconds to sleep before the next check (``check`` only).
     :param log_stage: the check reached a new stage: log ``message``.
     :param readiness: the last readiness seen, if any.
+    :param took: with ``ready``: how long the wait took (:meth:`ReadinessWait.ready_after`).
     """
 
     action: Literal["check", "ready", "failed", "timeout", "error"]
@@ -235,18 +271,39 @@ class WaitStep:
     sleep: float = 0.0
     log_stage: bool = False
     readiness: Readiness | None = None
+    took: str = ""
 
 
-class ReadinessWait:
-    """The pure state of one wait until an instance is ready (sans-I/O; clock values come from the driver).
+@dataclass(frozen=True)
+class CheckReadiness(Call):
+    """Call: run one layered check (:class:`ReadinessCheck`); the answer is its :class:`Readiness`, ``Failed``, or
+    :data:`CHECK_OUTLIVED`.
 
-    The driver asks :meth:`before_check` (deadline), runs one layered check, then feeds :meth:`on_readiness` or
-    :meth:`on_error` and sleeps as told. Transient errors and timeouts of single checks (a slow or failing
-    ``brev ls``) do not end the wait until :data:`MAX_CHECK_FAILURES` in a row; anything else ends it at once.
-    Cadence is fixed-rate from each check's start, backing off in long stages (:func:`next_poll_interval`).
+    :param probe_timeout: the exec probe's budget (the default, cut to what is left of the wait).
+    :param limit: seconds the whole check may take (at least what is left of the wait); an async driver that can
+        cancel it answers :data:`CHECK_OUTLIVED` past it.
+    """
+
+    probe_timeout: float
+    limit: float
+
+
+#: The answer to :class:`CheckReadiness` when the check was cancelled at its ``limit``.
+CHECK_OUTLIVED = "check-outlived"
+
+
+class ReadinessWait(StepMachine[WaitStep]):
+    """The machine of one wait until an instance is ready (clock values come from the driver).
+
+    It checks (:class:`CheckReadiness`), logs a stage the instance reached, sleeps as long as the cadence says,
+    and ends with its last :class:`WaitStep` (``ready``, ``failed`` or ``timeout``) or fails with the check's
+    error. Transient errors and timeouts of single checks (a slow or failing ``brev ls``) do not end the wait until
+    :data:`MAX_CHECK_FAILURES` in a row; anything else ends it at once. Cadence is fixed-rate from each check's
+    start, backing off in long stages (:func:`next_poll_interval`). The hook's ``wait_until_ready`` (sync) and
+    the readiness trigger (async) run it with the generic drivers.
 
     :param name: the instance.
-    :param deadline: when to give up, in the driver's clock.
+    :param deadline: when to give up, in the driver's clock (absolute: a resumed trigger keeps it).
     :param poll_interval: the base seconds between checks.
     :param now: the driver's clock at the start of the wait.
     :param max_failures: failed checks in a row tolerated.
@@ -255,6 +312,7 @@ class ReadinessWait:
     def __init__(
         self, name: str, *, deadline: float, poll_interval: float, now: float, max_failures: int = MAX_CHECK_FAILURES
     ) -> None:
+        super().__init__()
         self.name = name
         self.deadline = deadline
         self.poll_interval = poll_interval
@@ -264,6 +322,7 @@ class ReadinessWait:
         self.check_started = now
         self.failures = 0
         self.last: Readiness | None = None
+        self._sleep: float | None = None
 
     def ready_after(self, now: float) -> str:
         """How long the wait took, for both drivers' "ready" line (``now`` in the driver's clock)."""
@@ -273,7 +332,42 @@ class ReadinessWait:
         """Seconds left before the deadline."""
         return self.deadline - now
 
-    def before_check(self, now: float) -> WaitStep | None:
+    # -- the machine ---------------------------------------------------------------------------------
+    def _decide(self, now: float) -> Call | Sleep | Done[WaitStep] | Fail:
+        if self._sleep is not None:
+            seconds, self._sleep = self._sleep, None
+            return Sleep(seconds)
+        timeout = self._before_check(now)
+        if timeout is not None:
+            return Done(timeout)
+        remaining = self.remaining(now)
+        return CheckReadiness(probe_timeout=min(DEFAULT_PROBE_TIMEOUT, max(remaining, 1.0)), limit=max(1.0, remaining))
+
+    def _receive(self, call: Call, outcome: object, now: float) -> None:
+        error: BaseException | None = None
+        if outcome == CHECK_OUTLIVED:
+            error = BrevTimeoutError("a readiness check outlived the deadline")
+            step = self._before_check(now) or self._on_error(error, now)
+        elif isinstance(outcome, Failed):
+            error = outcome.error
+            step = self._on_error(error, now)
+        else:
+            assert isinstance(outcome, Readiness)
+            step = self._on_readiness(outcome, now)
+        if step.log_stage:
+            self._emit(logging.INFO, f"Readiness of {self.name}: {step.message}")
+        if step.action == "check":
+            self._sleep = step.sleep
+        elif step.action == "error":
+            assert error is not None  # only a failed check ends in "error"
+            self._finish(Fail(error))
+        elif step.action == "ready":
+            self._finish(Done(replace(step, took=self.ready_after(now))))
+        else:
+            self._finish(Done(step))
+
+    # -- the verdicts ----------------------------------------------------------------------------------
+    def _before_check(self, now: float) -> WaitStep | None:
         """``timeout`` when the deadline has passed, else ``None`` (go on and check)."""
         self.check_started = now
         if now < self.deadline:
@@ -287,7 +381,7 @@ class ReadinessWait:
         pause = next_poll_interval(self.poll_interval, now - self.stage_since) - (now - self.check_started)
         return max(0.0, min(pause, self.deadline - now))
 
-    def on_readiness(self, readiness: Readiness, now: float) -> WaitStep:
+    def _on_readiness(self, readiness: Readiness, now: float) -> WaitStep:
         """The verdict after a successful check."""
         self.failures = 0
         changed = self.last is None or readiness.stage != self.last.stage
@@ -300,7 +394,7 @@ class ReadinessWait:
             return WaitStep("failed", readiness.message, log_stage=changed, readiness=readiness)
         return WaitStep("check", readiness.message, sleep=self._next(now), log_stage=changed, readiness=readiness)
 
-    def on_error(self, error: BaseException, now: float) -> WaitStep:
+    def _on_error(self, error: BaseException, now: float) -> WaitStep:
         """The verdict after a check raised ``error``: keep waiting on transient trouble, within the budget."""
         transient = retry_policy(error) == "hook" or isinstance(error, BrevTimeoutError)
         self.failures += 1

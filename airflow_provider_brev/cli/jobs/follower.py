@@ -1,10 +1,11 @@
 """Following a detached remote job: one sans-I/O state machine for the worker and the triggerer.
 
-Every decision of following a job is made here, once, without any I/O (the style of ``h11``): the caller asks
-:meth:`JobFollower.next_action` what to do at time ``now`` -- :class:`PollJob`, :class:`KillJob`, :class:`Wait`,
-or stop with :class:`JobDone` / :class:`GiveUp` -- performs it, and feeds the answer back
-(:meth:`JobFollower.receive_poll`, :meth:`JobFollower.receive_kill`, :meth:`JobFollower.receive_error`). The
-machine decides:
+Every decision of following a job is made here, once, without any I/O, in the one machine shape of
+:mod:`airflow_provider_brev.cli.protocol.machine` (the style of ``h11``): a driver asks
+:meth:`JobFollower.next_action` what to do at time ``now`` -- the calls :class:`PollJob`, :class:`KillJob`,
+:class:`SyncOutputs`, or ``Sleep``, ``Emit`` (a log line), ``Done`` (a :class:`JobOutcome`) or ``Fail`` -- performs
+it, and answers a call with :meth:`JobFollower.receive` (a :class:`PollResult`, the kill's result word,
+:class:`Synced`, or ``Failed``). The machine decides:
 
 * which log lines are new and when the whole log has been drained (a poll reports the state *before* reading
   the log, so ``finished`` plus a drained offset means nothing was dropped);
@@ -17,8 +18,8 @@ machine decides:
 
 Which job a try follows (its own, or an earlier try's) is :mod:`airflow_provider_brev.cli.jobs.attempts`.
 
-The drivers, sync for the worker and async for the triggerer, live in
-:mod:`airflow_provider_brev.utils.job_runner`; they only do I/O.
+:mod:`airflow_provider_brev.utils.job_runner` runs it with the generic sync (worker) and async (triggerer) drivers
+of :mod:`airflow_provider_brev.hooks.driver`; they only do I/O.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from airflow_provider_brev.cli.jobs.remote import (
     LogLineAssembler,
     PollResult,
 )
+from airflow_provider_brev.cli.protocol.machine import Call, Done, Fail, Failed, Sleep, StepMachine
 from airflow_provider_brev.exceptions import BrevError, BrevJobLostError, BrevTimeoutError, retry_policy
 
 #: Outcome states beyond the job's own (``finished``/``lost``/``missing``).
@@ -42,9 +44,6 @@ TIMED_OUT = "timeout"
 SYNC_DUE = "sync_due"
 #: Longest back-off between failed polls, in seconds.
 MAX_BACKOFF = 60.0
-
-#: A log record for the caller to emit: ``(logging level, message)``.
-Note = tuple[int, str]
 
 
 @dataclass
@@ -94,46 +93,35 @@ def outcome_error(outcome: JobOutcome, instance_name: str, job_id: str) -> BrevE
 
 
 @dataclass(frozen=True)
-class PollJob:
-    """Poll the job: its state and the log from ``offset`` (at most ``max_bytes``)."""
+class PollJob(Call):
+    """Call: poll the job, its state and the log from ``offset`` (at most ``max_bytes``); the answer is a
+    :class:`PollResult`."""
 
     offset: int
     max_bytes: int
 
 
 @dataclass(frozen=True)
-class KillJob:
-    """Kill the job (its deadline passed); then keep following it until it has ended."""
+class KillJob(Call):
+    """Call: kill the job (its deadline passed), then keep following it until it has ended; the answer is what
+    the kill command reported (a word)."""
 
 
 @dataclass(frozen=True)
-class Wait:
-    """Sleep ``seconds`` before asking again."""
-
-    seconds: float
-
-
-@dataclass(frozen=True)
-class SyncOutputs:
-    """Sync the step's outputs now (the interval passed or a new checkpoint appeared); then answer with
-    :meth:`JobFollower.receive_synced`."""
+class SyncOutputs(Call):
+    """Call: sync the step's outputs now (the interval passed or a new checkpoint appeared); the answer is
+    :class:`Synced`."""
 
 
 @dataclass(frozen=True)
-class JobDone:
-    """The job ended and its whole log was read."""
+class Synced:
+    """The answer to :class:`SyncOutputs`.
 
-    outcome: JobOutcome
+    :param deferred: the driver cannot sync here (the triggerer holds no AWS credentials): following ends with a
+        :data:`SYNC_DUE` outcome, the place to resume from once the worker has synced.
+    """
 
-
-@dataclass(frozen=True)
-class GiveUp:
-    """Stop following: raise ``error`` (the failure budget is spent, or the error is not transient)."""
-
-    error: BaseException
-
-
-Action = PollJob | KillJob | SyncOutputs | Wait | JobDone | GiveUp
+    deferred: bool = False
 
 
 @dataclass(frozen=True)
@@ -164,7 +152,7 @@ class FollowPolicy:
 # -------------------------------------------------------------------------------------------------- machine
 
 
-class JobFollower:
+class JobFollower(StepMachine[JobOutcome]):
     """The state machine of following one job (see the module docstring for the protocol).
 
     :param policy: intervals, budget, deadline.
@@ -186,6 +174,7 @@ class JobFollower:
         last_line: str = "",
         next_sync_at: float | None = None,
     ) -> None:
+        super().__init__()
         self.policy = policy
         self.instance_name = instance_name
         self.job_id = job_id
@@ -199,38 +188,27 @@ class JobFollower:
         self._checkpoint_re = re.compile(policy.checkpoint_regex) if policy.checkpoint_regex else None
         self._last_percent: int | None = None
         self._assembler = LogLineAssembler()
-        self._notes: list[Note] = []
         self._wait: float | None = None
-        self._in_flight: PollJob | KillJob | SyncOutputs | None = None
-        self._final: JobDone | GiveUp | None = None
 
     # -- asking ------------------------------------------------------------------------------------
-    def next_action(self, now: float) -> Action:
-        """What to do at time ``now`` (epoch seconds)."""
-        if self._final is not None:
-            return self._final
-        if self._in_flight is not None:
-            raise RuntimeError(f"{self._in_flight!r} is still waiting for its answer")
+    def _decide(self, now: float) -> Call | Sleep | Done[JobOutcome] | Fail:
         deadline = self.policy.deadline
         if self.policy.sync_interval is not None and self.next_sync_at is None:
             self.next_sync_at = now + float(self.policy.sync_interval)
         if self.sync_due(now):
             self._wait = None  # syncing takes the place of the wait
-            self._in_flight = SyncOutputs()
-            return self._in_flight
+            return SyncOutputs()
         if self._wait is not None:
             seconds, self._wait = self._wait, None
             for limit in (None if self.timed_out else deadline, self.next_sync_at):
                 if limit is not None:
                     seconds = min(seconds, max(0.0, limit - now))
-            return Wait(seconds)
+            return Sleep(seconds)
         if deadline is not None and not self.timed_out and now >= deadline:
             self.timed_out = True
-            self._note(logging.WARNING, f"Deadline passed: killing job {self.job_id} on {self.instance_name}.")
-            self._in_flight = KillJob()
-        else:
-            self._in_flight = PollJob(self.offset, self.policy.max_bytes)
-        return self._in_flight
+            self._emit(logging.WARNING, f"Deadline passed: killing job {self.job_id} on {self.instance_name}.")
+            return KillJob()
+        return PollJob(self.offset, self.policy.max_bytes)
 
     def sync_due(self, now: float) -> bool:
         """Whether the step's outputs should be synced at ``now``: periodic sync on, the job not being killed,
@@ -240,77 +218,72 @@ class JobFollower:
             return False
         return self.checkpoint_seen or (self.next_sync_at is not None and now >= self.next_sync_at)
 
-    def take_notes(self) -> list[Note]:
-        """The log records decided since the last call, in order."""
-        notes, self._notes = self._notes, []
-        return notes
-
     # -- answering ---------------------------------------------------------------------------------
-    def receive_poll(self, poll: PollResult) -> None:
-        """The answer to :class:`PollJob`."""
-        self._answered(PollJob)
+    def _receive(self, call: Call, outcome: object, now: float) -> None:
+        if isinstance(outcome, Failed):
+            self._failed(call, outcome.error)
+            return
+        expected = {PollResult: PollJob, str: KillJob, Synced: SyncOutputs}.get(type(outcome))
+        if expected is None or not isinstance(call, expected):
+            kind = expected.__name__ if expected is not None else type(outcome).__name__
+            raise RuntimeError(f"Got the answer to {kind} while waiting for {call!r}")
+        if isinstance(outcome, PollResult):
+            self._polled(outcome)
+        elif isinstance(outcome, Synced):
+            self._synced(outcome, now)
+        else:
+            self.failures = 0
+            self._emit(logging.INFO, f"Job {self.job_id}: {outcome}.")
+
+    def _polled(self, poll: PollResult) -> None:
         self.failures = 0
         lines = self._assembler.feed(poll.chunk)
         self.offset = poll.next_offset
         if poll.complete:
             lines += self._assembler.flush()
         for line in lines:
-            self._note(logging.INFO, f"[{self.instance_name}] {line}")
+            self._emit(logging.INFO, f"[{self.instance_name}] {line}")
             if line.strip():
                 self.last_line = line
             if progress := self._progress(line):
-                self._note(logging.INFO, f"Job {self.job_id} {progress}")
+                self._emit(logging.INFO, f"Job {self.job_id} {progress}")
             if self._checkpoint_re is not None and self._checkpoint_re.search(line) and not poll.complete:
                 self.checkpoint_seen = True
         if poll.complete:
             state = TIMED_OUT if self.timed_out else poll.state
             exit_code = poll.exit_code if poll.state == FINISHED else None
-            self._final = JobDone(JobOutcome(state, exit_code, self.last_line, self.offset))
+            self._finish(Done(JobOutcome(state, exit_code, self.last_line, self.offset)))
         elif self.offset >= poll.log_size:  # nothing more waiting: poll again after the interval
             self._wait = float(self.policy.poll_interval)
 
-    def receive_synced(self, now: float) -> None:
-        """The answer to :class:`SyncOutputs` (whatever the sync achieved: its failures are the caller's to log);
-        the next periodic sync is due ``sync_interval`` after ``now``."""
-        self._answered(SyncOutputs)
+    def _synced(self, synced: Synced, now: float) -> None:
+        """Whatever the sync achieved (its failures are the caller's to log), the next periodic sync is due
+        ``sync_interval`` after ``now``; a deferred sync ends following with :data:`SYNC_DUE`."""
+        if synced.deferred:
+            self._finish(Done(JobOutcome(SYNC_DUE, None, self.last_line, self.offset)))
+            return
         self.checkpoint_seen = False
         self.next_sync_at = now + float(self.policy.sync_interval or 0.0)
 
-    def receive_kill(self, result: str) -> None:
-        """The answer to :class:`KillJob` (what the kill command reported)."""
-        self._answered(KillJob)
-        self.failures = 0
-        self._note(logging.INFO, f"Job {self.job_id}: {result}.")
-
-    def receive_error(self, error: BaseException) -> None:
+    def _failed(self, failed: Call, error: BaseException) -> None:
         """The call for the last action failed with ``error``."""
-        failed = self._in_flight
-        self._in_flight = None
         if isinstance(failed, KillJob):
             self.timed_out = False  # the kill is tried again at the next step
         if retry_policy(error) != "hook":
-            self._final = GiveUp(error)
+            self._finish(Fail(error))
             return
         self.failures += 1
         if self.failures > int(self.policy.max_poll_failures):
-            self._final = GiveUp(error)
+            self._finish(Fail(error))
             return
         what = "Kill" if isinstance(failed, KillJob) else "Poll"
-        self._note(
+        self._emit(
             logging.WARNING,
             f"{what} {self.failures} of job {self.job_id} failed ({error}); the job keeps running, retrying.",
         )
         self._wait = min(float(self.policy.poll_interval) * self.failures, MAX_BACKOFF)
 
     # -- internals ---------------------------------------------------------------------------------
-    def _answered(self, kind: type[PollJob] | type[KillJob] | type[SyncOutputs]) -> None:
-        if not isinstance(self._in_flight, kind):
-            raise RuntimeError(f"Got the answer to {kind.__name__} while waiting for {self._in_flight!r}")
-        self._in_flight = None
-
-    def _note(self, level: int, message: str) -> None:
-        self._notes.append((level, message))
-
     def _progress(self, line: str) -> str | None:
         """A "progress: N% (a/b)" message when ``line`` advances the progress regex's ``(done, total)``."""
         if self._progress_re is None:
