@@ -27,18 +27,20 @@ def run_cost(ti_or_context: Any, *, task_ids: list[str] | None = None, log: Any 
 
     :param ti_or_context: the calling task's ``ti`` (or its context).
     :param task_ids: the tasks to include (default: every task of the DAG).
-    :param log: where the table is logged (default: this module's logger).
+    :param log: where the table is logged (default: the calling task's logger, i.e. its task log).
     :return: the report of :func:`~airflow_provider_brev.cli.instances.cost.run_cost` (``tasks``, ``seconds`` per
         phase, ``total_seconds``, ``total_dollars``, ``unpriced``, ``lifetimes``) plus ``table``, the text table.
         JSON-serialisable: return it from the task to keep it in XCom.
     """
     context = ti_or_context if isinstance(ti_or_context, dict) or hasattr(ti_or_context, "keys") else None
     ti = context["ti"] if context is not None else ti_or_context
+    task = getattr(ti, "task", None)
+    log = log or getattr(task, "log", None) or logging.getLogger(__name__)
     memory = TaskMemory({"ti": ti}, log)
     if task_ids is None:
-        dag = ti.task.dag if getattr(ti, "task", None) is not None else None
+        dag = getattr(task, "dag", None)
         task_ids = [t for t in (dag.task_ids if dag is not None else []) if t != ti.task_id]
     report = price_run(memory.costs_of(task_ids), memory.lifetime_costs_of(task_ids))
     report["table"] = cost_table(report)
-    (log or logging.getLogger(__name__)).info("What this DAG run cost (brev_cost of every task):\n%s", report["table"])
+    log.info("What this DAG run cost (brev_cost of every task):\n%s", report["table"])
     return report
