@@ -159,7 +159,19 @@ def check_flagship_cost(dag_run: Any) -> None:
     assert report["total_seconds"] == pytest.approx(sum(c["total_seconds"] for c in costs.values()), abs=0.01)
     assert report["unpriced"] == []
     table = report["table"].splitlines()
-    assert table[0].split() == ["task", "type", "$/h", "boot", "pull", "stage", "work", "upload", "idle", "seconds", "$"]
+    assert table[0].split() == [
+        "task",
+        "type",
+        "$/h",
+        "boot",
+        "pull",
+        "stage",
+        "work",
+        "upload",
+        "idle",
+        "seconds",
+        "$",
+    ]
     assert [line.split()[0] for line in table[2 : 2 + len(tasks)]] == tasks
     assert table[2 + len(tasks) + 1].split()[0] == "total"
     assert table[2 + len(tasks) + 1].split()[-1] == f"${report['total_dollars']:.4f}"
