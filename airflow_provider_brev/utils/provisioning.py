@@ -149,7 +149,8 @@ class InstanceRequest:
             "cloud_cred_id": self.cloud_cred_id or None,
             "workspace_group_id": self.workspace_group_id or None,
             "require_docker": bool(self.require_docker),
-            "max_price_per_hour": self.max_price_per_hour,
+            # a re-creation keeps the cap (only when there is one: a record without it reads as before)
+            **({"max_price_per_hour": self.max_price_per_hour} if self.max_price_per_hour is not None else {}),
         }
 
 

@@ -140,3 +140,15 @@ def test_max_run_cost_within_the_estimate_runs_the_step(run_dag, brev_sim, task_
     cost = _cost(dag_run, "run")
     _adds_up(cost)
     assert (cost["instance_name"], cost["instance_type"], cost["price_per_hour"]) == ("priced-box", "g6e.xlarge", 2.24)
+
+
+def test_a_capped_gpu_request_creates_only_an_admitted_type_on_either_cli(run_dag, brev_sim_both, task_logs):
+    """A CLI that takes ``--gpu`` would let Brev choose any L40S type: under a cap the provider passes the admitted
+    types with ``--type`` instead, on the released CLI and the documented one alike."""
+    dag_run = run_dag("brev_cost_cap_create", conf={"cap": "3"})
+    assert run_state(dag_run) == "success", task_states(dag_run)
+    [create] = [call["argv"] for call in cli_calls(brev_sim_both, "create")]
+    assert "--gpu" not in create and create[create.index("--type") + 1] == "g6e.xlarge"
+    cost = _cost(dag_run, "create")
+    _adds_up(cost)
+    assert (cost["instance_type"], cost["price_per_hour"]) == ("g6e.xlarge", 2.24) and cost["seconds"]["boot"] > 0
