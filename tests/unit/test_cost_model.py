@@ -3,6 +3,7 @@ the cost clock that measures the phases across deferrals (airflow_provider_brev/
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from typing import Any
 
@@ -73,6 +74,18 @@ def test_money(value, text):
     assert money(value) == text
 
 
+def test_the_currency_and_the_phases():
+    assert CURRENCY == "USD"
+    assert PHASES == ("boot", "pull", "stage", "work", "upload", "idle")
+
+
+def test_limits_and_caps_are_frozen():
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        CostLimits(1.0).max_price_per_hour = 2.0  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        PriceCap(1.0).per_hour = 2.0  # type: ignore[misc]
+
+
 def test_rate():
     assert rate(2.24) == "$2.24/h"
     assert rate(98.32) == "$98.32/h"
@@ -121,6 +134,14 @@ def test_admit_keeps_the_types_within_the_cap_in_their_order():
     assert cap.admit(["g6e.xlarge", "g5.xlarge", "p5.48xlarge"], PRICES) == ["g6e.xlarge", "g5.xlarge"]
     assert cap.admit(["g6e.xlarge"], PRICES) == ["g6e.xlarge"]  # exactly the cap is within it
     assert PriceCap(1.5).admit(["g5.xlarge", "unknown.type"], PRICES) == ["g5.xlarge"]  # no price: not admitted
+    # $2.24 for 3600 s is exactly $2.24/h, whatever float noise the division leaves
+    assert CostLimits(None, 2.24).price_cap(3600.0).admit(["g6e.xlarge"], PRICES) == ["g6e.xlarge"]
+    assert CostLimits(None, 0.56).price_cap(900.0).admit(["g6e.xlarge"], PRICES) == ["g6e.xlarge"]
+    with pytest.raises(BrevPriceCapError):
+        PriceCap(2.239999).admit(["g6e.xlarge"], PRICES)
+    # prices and caps compare to the millionth of a dollar
+    assert PriceCap(2.24).admit(["noisy"], {"noisy": 2.2400004}) == ["noisy"]
+    assert PriceCap(2.2399996).admit(["g6e.xlarge"], PRICES) == ["g6e.xlarge"]
 
 
 def test_admit_refuses_with_the_cap_that_binds():
@@ -143,11 +164,17 @@ def test_admit_refuses_with_the_cap_that_binds():
         "created."
     )
     assert retry_policy(cost.value) == "never"
+    with pytest.raises(BrevCostCapError, match="the step may bill up to 0.00 h"):  # no estimate given
+        PriceCap(1.0, max_run_cost=0.5).admit(["g6e.xlarge"], PRICES)
 
 
 def test_check_run_cost_on_an_existing_instance():
     check_run_cost(None, price_per_hour=None, estimate_seconds=3600, instance_name="b", instance_type="t")
     check_run_cost(2.24, price_per_hour=2.24, estimate_seconds=3600, instance_name="b", instance_type="t")  # equal
+    check_run_cost(2.2400000001, price_per_hour=2.24, estimate_seconds=3600, instance_name="b", instance_type="t")
+    check_run_cost(2.2399996, price_per_hour=2.24, estimate_seconds=3600, instance_name="b", instance_type="t")
+    with pytest.raises(BrevCostCapError):
+        check_run_cost(2.239999, price_per_hour=2.24, estimate_seconds=3600, instance_name="b", instance_type="t")
     check_run_cost(5.0, price_per_hour=2.24, estimate_seconds=7200, instance_name="b", instance_type="t")
     with pytest.raises(BrevCostCapError) as over:
         check_run_cost(2.0, price_per_hour=2.24, estimate_seconds=3600, instance_name="box", instance_type="g6e")
@@ -214,6 +241,16 @@ def test_step_cost_idle_adds_the_unmeasured_rest_never_a_negative_one():
     assert both["seconds"]["idle"] == 5.0 and both["total_seconds"] == 15.0
     unbilled = step_cost(instance_name="b", instance_type="t", price_per_hour=1.0, phases={"idle": 2})
     assert unbilled["seconds"]["idle"] == 2.0 and unbilled["total_seconds"] == 2.0
+    fine = step_cost(
+        instance_name="b", instance_type="t", price_per_hour=1.0, phases={"work": 1.23456}, billed_seconds=2.0
+    )
+    assert (fine["seconds"]["work"], fine["seconds"]["idle"], fine["total_seconds"]) == (1.235, 0.765, 2.0)
+    rest = step_cost(
+        instance_name="b", instance_type="t", price_per_hour=1.0, phases={"work": 1.235}, billed_seconds=2.0004
+    )
+    assert rest["seconds"]["idle"] == 0.765  # milliseconds
+    rounded = step_cost(instance_name="b", instance_type="t", price_per_hour=1.0, phases={"work": 1.23456})
+    assert rounded["total_seconds"] == 1.235  # milliseconds
 
 
 def test_step_cost_without_a_price_has_no_dollars_and_refuses_unknown_phases():
@@ -237,6 +274,8 @@ def test_lifetime_cost():
     }
     backwards = lifetime_cost(instance_name="b", instance_type="t", price_per_hour=1, created_at=5.0, ended_at=1.0)
     assert backwards["total_seconds"] == 0.0
+    fine = lifetime_cost(instance_name="b", instance_type="t", price_per_hour=1, created_at=0.0, ended_at=1.23456)
+    assert fine["total_seconds"] == 1.235
 
 
 def test_the_cost_line_names_total_rate_and_the_phases_that_took_time():
@@ -246,6 +285,7 @@ def test_the_cost_line_names_total_rate_and_the_phases_that_took_time():
     assert cost_line(cost) == "Cost: $0.0392 for 63.0 s on g6e.xlarge at $2.24/h (pull 3.0 s, work 60.0 s)."
     empty = step_cost(instance_name="b", instance_type="", price_per_hour=None, phases={})
     assert cost_line(empty) == "Cost: $? for 0.0 s on ? at $?/h (no billed time)."
+    assert cost_line({}) == "Cost: $? for 0.0 s on ? at $?/h (no billed time)."
 
 
 def test_costs_in_an_xcom_value():
@@ -290,6 +330,20 @@ def test_run_cost_adds_the_tasks_up_in_their_order():
     }
 
 
+def test_run_cost_of_costs_it_did_not_make():
+    """Costs read back from XCom may be hand-made or older: missing phases count 0, sums are rounded (s to ms, $ to
+    millionths), and an unpriced task on a priced instance adds nothing to what the tasks account for."""
+    made = {"seconds": {"work": 1.23456}, "total_seconds": 1.23456, "total_dollars": 0.0000004, "instance_name": "i"}
+    unpriced = {"seconds": {"work": 1.0}, "total_seconds": 1.0, "total_dollars": None, "instance_name": "i"}
+    life = {"instance_name": "i", "total_seconds": 9.0, "total_dollars": 0.0000024}
+    report = run_cost([("a", made), ("b", made), ("c", unpriced)], [("d", life)])
+    assert report["seconds"]["work"] == 3.469 and report["seconds"]["boot"] == 0.0
+    assert report["total_seconds"] == 3.469
+    assert report["total_dollars"] == 0.000001
+    assert report["lifetimes"][0]["tasks_dollars"] == 0.000001
+    assert report["unpriced"] == ["c"]
+
+
 def test_the_cost_table():
     assert cost_table(_run_report()).splitlines() == [
         "task    type         $/h   boot  pull  stage   work  upload  idle  seconds        $",
@@ -303,6 +357,9 @@ def test_the_cost_table():
         "instance gpu: 400.0 s from brev create to brev delete (delete), $0.4000; the tasks above account for "
         "$0.3100, the rest is the time between them.",
     ]
+    bare = step_cost(instance_name="b", instance_type="", price_per_hour=1.0, phases={})
+    assert cost_table(run_cost([("t", bare)])).splitlines()[2].split()[:3] == ["t", "?", "1.00"]
+    assert cost_table({}).splitlines()[-1].split() == ["total", "0.0", "0.0", "0.0", "0.0", "0.0", "0.0", "0.0", "$?"]
     empty = cost_table(run_cost([])).splitlines()
     assert empty[0].split() == ["task", "type", "$/h", *PHASES, "seconds", "$"]
     assert empty[-1].split() == ["total", "0.0", "0.0", "0.0", "0.0", "0.0", "0.0", "0.0", "$0.0000"]

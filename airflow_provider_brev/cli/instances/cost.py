@@ -138,12 +138,13 @@ class PriceCap:
         :param types: the candidate instance types.
         :param prices: price per hour by type (``brev search``).
         """
-        kept = [t for t in types if t in prices and prices[t] <= self.per_hour + 1e-9]
+        cap = round(self.per_hour, 6)  # a cap derived from max_run_cost carries float noise
+        kept = [t for t in types if t in prices and round(prices[t], 6) <= cap]
         if kept:
             return kept
         offered = ", ".join(f"{t} at {rate(prices.get(t))}" for t in types) or "none"
         if self.from_cost:
-            hours = (self.estimate_seconds or 0.0) / _HOUR
+            hours = self.estimate_seconds / _HOUR if self.estimate_seconds else 0.0
             raise BrevCostCapError(
                 f"No instance type fits max_run_cost={money(self.max_run_cost)}: the step may bill up to "
                 f"{hours:.2f} h (ready_timeout + timeout), so it may create an instance at {rate(self.per_hour)} at "
@@ -182,7 +183,7 @@ def check_run_cost(
             "(`brev search` does not list it). Drop max_run_cost for this step or run it on a listed type. "
             "Nothing was launched."
         )
-    if estimate > max_run_cost + 1e-9:
+    if estimate > round(max_run_cost, 6):
         raise BrevCostCapError(
             f"The step may cost {money(estimate)} ({estimate_seconds / _HOUR:.2f} h at {rate(price_per_hour)} on "
             f"{where})), more than max_run_cost={money(max_run_cost)}. Raise max_run_cost or shorten timeout. "
@@ -204,7 +205,7 @@ def choice_note(instance_type: str, candidates: Sequence[str], prices: Mapping[s
     known = [prices[t] for t in candidates if t in prices]
     if len(candidates) <= 1 or not known:
         return note
-    if price <= min(known) + 1e-9:
+    if price <= min(known):
         return f"{note}, cheapest of {len(candidates)}"
     return f"{note}, of {len(candidates)} candidates from {rate(min(known))} (cheaper ones were not available)"
 
