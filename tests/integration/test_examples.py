@@ -94,6 +94,8 @@ def check_costs(dag_run: Any, task_ids: list[str]) -> dict[str, dict[str, Any]]:
 
 def check_ephemeral_exec(dag_run: Any, sim: Any, written: list[str]) -> None:
     assert len(cli_calls(sim, "create")) == 1
+    cost = check_costs(dag_run, ["gpu_smoke_test"])["gpu_smoke_test"]  # the ephemeral step bills its boot too
+    assert cost["seconds"]["boot"] > 0 and cost["seconds"]["work"] > 0
 
 
 def check_lifecycle(dag_run: Any, sim: Any, written: list[str]) -> None:
@@ -101,6 +103,7 @@ def check_lifecycle(dag_run: Any, sim: Any, written: list[str]) -> None:
     assert len(cli_calls(sim, "create")) == 1
     assert len(cli_calls(sim, "delete")) == 1
     assert ti_of(dag_run, "nvidia_smi").xcom_pull(task_ids="nvidia_smi") == "NVIDIA L40S"
+    assert check_costs(dag_run, ["create_instance"])["create_instance"]["seconds"]["boot"] > 0  # without the wait
 
 
 def check_mixed_stages(dag_run: Any, sim: Any, written: list[str]) -> None:
@@ -109,6 +112,13 @@ def check_mixed_stages(dag_run: Any, sim: Any, written: list[str]) -> None:
     assert len(types) == 2 and "m6i.2xlarge" in types  # a CPU type and a GPU type
     assert ti_of(dag_run, "train").xcom_pull(task_ids="train")["last_line"].strip() == "100"
     assert f"mixed/{run_slug(dag_run.run_id)}/prepared/samples.txt" in written
+    costs = check_costs(dag_run, ["create_cpu", "prepare_data", "create_gpu", "train"])
+    assert {task: (c["instance_type"], c["price_per_hour"]) for task, c in costs.items()} == {
+        "create_cpu": ("m6i.2xlarge", 0.46),
+        "prepare_data": ("m6i.2xlarge", 0.46),
+        "create_gpu": ("g6e.xlarge", 2.24),
+        "train": ("g6e.xlarge", 2.24),
+    }
 
 
 def check_flagship(dag_run: Any, sim: Any, written: list[str]) -> None:
