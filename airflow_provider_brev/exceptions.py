@@ -36,6 +36,7 @@ __all__ = [
     "BrevCommandError",
     "BrevConfigurationError",
     "BrevConnectionLostError",
+    "BrevCostCapError",
     "BrevDuplicateNameError",
     "BrevError",
     "BrevInstanceFailedError",
@@ -50,6 +51,7 @@ __all__ = [
     "BrevNoMatchingTypeError",
     "BrevPlacementRequiredError",
     "BrevPreflightError",
+    "BrevPriceCapError",
     "BrevS3LocationError",
     "BrevSweepFailedError",
     "BrevTaskKilledError",
@@ -147,6 +149,17 @@ class BrevInstanceReplacedError(BrevError, AirflowFailException):
 
 class BrevNoMatchingTypeError(BrevError, AirflowFailException):
     """No instance type matches the requested GPU / filters at all (retrying does not help, so no retry)."""
+
+
+class BrevPriceCapError(BrevNoMatchingTypeError):
+    """No candidate instance type costs at most ``max_price_per_hour``: found before ``brev create``, nothing was
+    created (no retry is spent: raise the cap or ask for a cheaper GPU)."""
+
+
+class BrevCostCapError(BrevError, AirflowFailException):
+    """A step's estimated cost (price per hour x its longest billed time: ``ready_timeout`` for an instance it
+    creates, plus ``timeout``) exceeds ``max_run_cost``: found before any ``brev create`` and any launch, nothing
+    was created or launched (no retry is spent)."""
 
 
 # --- instances ---------------------------------------------------------------------------------------------------

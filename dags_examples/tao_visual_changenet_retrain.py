@@ -5,7 +5,7 @@ pipeline between a setup and a teardown:
 
     preflight → create (setup) → gap analysis → train → evaluate → metrics gate (explicit direction)
                                                                   → "model promoted" asset event
-                               ↘ delete (teardown: runs even when a step fails)
+                               ↘ delete (teardown: runs even when a step fails) → the run's cost table
 
 Every TAO step owns its data: its ``inputs`` (the dataset, and for ``evaluate`` the trained checkpoints) are
 synced from S3 before it launches -- incrementally, so the later steps download nothing already there -- and its
@@ -13,6 +13,9 @@ synced from S3 before it launches -- incrementally, so the later steps download 
 evaluate}/``, while it runs (``train``: at every checkpoint) and when it ends, success or failure. A lost
 instance is re-created from the create task's record and the step runs again on it; ``train`` resumes from its
 newest checkpoint in S3.
+
+Every Brev task reports what it cost (XCom ``brev_cost``: the type's price per hour and the billed seconds and
+dollars of boot, image pulls, staging, work, upload and idle time); the last task logs the run's cost table.
 
 Nothing is paid for before the pre-launch checks pass (S3 inputs readable, NGC key for nvcr.io images). TAO
 success is verified beyond the exit code (status.json SUCCESS, a new checkpoint). Program faults (out of
@@ -45,6 +48,7 @@ from airflow_provider_brev.operators.tao import (
     VisualChangeNetGapAnalysisOperator,
     VisualChangeNetTrainOperator,
 )
+from airflow_provider_brev.utils.cost import run_cost
 from airflow_provider_brev.utils.templates import run_slug
 
 BUCKET = os.environ.get("TAO_VCN_BUCKET", "tao-vcn-demo")
@@ -217,7 +221,13 @@ with DAG(
 
     delete = BrevDeleteInstanceOperator(task_id="delete_instance", instance_name=create.output)
 
+    @task(trigger_rule="all_done")
+    def cost_report(ti=None) -> dict:
+        """What the run cost: every task's ``brev_cost`` (type, $/h, seconds per phase, $) in one table."""
+        return run_cost(ti)
+
     preflight >> create >> gap_analysis >> train >> evaluate
     promote(evaluate.output, gap_analysis.output, train.output)
     [gap_analysis, train, evaluate] >> delete.as_teardown(setups=create)
+    delete >> cost_report()
     # [END howto_tao_retrain]

@@ -143,6 +143,21 @@ def _decision(state: str | None, decision: dict[str, Any]) -> str:
     return f"Not promoted: the promote task is {state}."
 
 
+def _cost_table(dag_run: Any, report: dict[str, Any] | None) -> str:
+    """The run's cost table: the one its last task logged (the flagship's ``cost_report``), else built here from
+    every task's ``brev_cost``."""
+    if report and report.get("table"):
+        return str(report["table"])
+    from airflow_provider_brev.cli.instances.cost import cost_table, costs_in, run_cost
+
+    costs = [
+        (ti.task_id, cost)
+        for ti in sorted(dag_run.get_task_instances(), key=lambda ti: ti.start_date or ti.end_date or 0)
+        for cost in costs_in(ti.xcom_pull(task_ids=ti.task_id, key="brev_cost"))
+    ]
+    return cost_table(run_cost(costs)) if costs else ""
+
+
 def _summary(dag_run: Any, sim: Any, *, flagship: bool) -> int:
     tis = {ti.task_id: ti for ti in dag_run.get_task_instances()}
     state = getattr(dag_run.state, "value", dag_run.state)
@@ -182,6 +197,11 @@ def _summary(dag_run: Any, sim: Any, *, flagship: bool) -> int:
         print(f"KPIs (evaluate): {evaluation.get('kpis')}")
         print(f"Gap analysis: threshold {gap.get('kpis', {}).get('threshold')}, f1 {gap.get('kpis', {}).get('f1')}")
         print(_decision(task_state("promote"), xcom("promote") or {}))
+    table = _cost_table(dag_run, xcom("cost_report") if flagship else None)
+    if table:
+        print()
+        print("What it cost (brev_cost of every task; with the simulator: its timings and its catalog prices):")
+        print(table)
     left = -1
     if sim is not None:
         deadline = time.monotonic() + 30

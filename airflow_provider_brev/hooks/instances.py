@@ -12,6 +12,7 @@ import asyncio
 import time
 from typing import TYPE_CHECKING, Any
 
+from airflow_provider_brev.cli.instances.cost import PriceCap, choice_note
 from airflow_provider_brev.cli.instances.readiness import (
     CHECK_OUTLIVED,
     DEFAULT_PROBE_TIMEOUT,
@@ -104,7 +105,14 @@ class BrevInstancesHook(BrevBaseHook):
         """Instance types from ``brev search --json`` (no login needed), cheapest first."""
         args = search_args(gpu_name=gpu_name, min_vram=min_vram, include_cpu=include_cpu)
         offers = parse_search(self.run_cli(args, capture=True, authenticated=False).stdout)
+        self.known_prices.update({offer.type: offer.price_per_hour for offer in offers})
         return sorted(offers, key=lambda o: (o.price_per_hour, o.type))
+
+    @property
+    def known_prices(self) -> dict[str, float]:
+        """Price per hour by instance type, from every ``brev search`` this hook ran (for the cost report)."""
+        prices: dict[str, float] = self.__dict__.setdefault("_known_prices", {})
+        return prices
 
     def resolve_instance_types(
         self,
@@ -153,6 +161,7 @@ class BrevInstancesHook(BrevBaseHook):
         workspace_group_id: str | None = None,
         wait: bool = False,
         timeout: float = DEFAULT_CREATE_TIMEOUT,
+        price_cap: PriceCap | None = None,
     ) -> BrevInstance:
         """Create instance ``name`` and return it as listed right after ``brev create`` returns.
 
@@ -167,10 +176,15 @@ class BrevInstancesHook(BrevBaseHook):
         :param cloud_cred_id: placement id, passed only where the CLI accepts it (default: connection extra).
         :param workspace_group_id: placement id, likewise.
         :param wait: let the CLI wait for RUNNING (``--timeout``) instead of ``--detached``.
+        :param price_cap: only types within it (:class:`~airflow_provider_brev.cli.instances.cost.PriceCap`); none
+            raises before ``brev create``, and ``--type`` then lists the admitted types even where ``--gpu`` exists.
         """
         validate_instance_name(name)
         caps = self.capabilities
         types = self.resolve_instance_types(gpu=gpu, instance_types=instance_types, min_vram=min_vram)
+        if price_cap is not None:
+            types = price_cap.admit(types, self.known_prices)
+            gpu, min_vram = None, (None if gpu else min_vram)  # the admitted types already satisfy the request
         plan = create_args(
             name,
             caps=caps,
@@ -207,7 +221,8 @@ class BrevInstancesHook(BrevBaseHook):
         if failure:
             self.log.warning("brev create reported: %s (status now %s)", failure, instance.status)
         self.log.info(
-            "Created Brev instance %s (id %s, type %s): %s", name, instance.id, instance.instance_type, instance.status
+            "Created Brev instance %s (id %s, %s): %s",
+            *(name, instance.id, choice_note(instance.instance_type, types, self.known_prices), instance.status),
         )
         return instance
 

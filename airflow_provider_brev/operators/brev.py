@@ -5,10 +5,12 @@ keeps working."""
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_brev._compat import conf, default_deferrable, deferral_settle_seconds
+from airflow_provider_brev.cli.instances.cost import lifetime_cost, money
 from airflow_provider_brev.cli.validation import instance_name
 from airflow_provider_brev.cli.values import bool_value, conn_id, duration_seconds, optional
 from airflow_provider_brev.exceptions import BrevInstanceFailedError, BrevTimeoutError
@@ -19,9 +21,15 @@ from airflow_provider_brev.operators.exec import (  # re-exported: the exec oper
     BrevExecOperator,
 )
 from airflow_provider_brev.sensors.brev import DEFAULT_READY_TIMEOUT
+from airflow_provider_brev.steps.metering import CostMeter
 from airflow_provider_brev.utils.events import EVENT_SUCCESS, EVENT_TIMEOUT, raise_for_error_event, validate_event
 from airflow_provider_brev.utils.mixins import brev_template_fields
-from airflow_provider_brev.utils.provisioning import DEFAULT_MAX_LIFETIME, InstanceProvisioner, InstanceRequest
+from airflow_provider_brev.utils.provisioning import (
+    DEFAULT_MAX_LIFETIME,
+    InstanceProvisioner,
+    InstanceRequest,
+    ProvisionedInstance,
+)
 from airflow_provider_brev.utils.release import delete_named, release_on_kill, release_recorded
 from airflow_provider_brev.utils.task_memory import XCOM_INSTANCE, XCOM_INSTANCE_RECORD, TaskMemory
 
@@ -58,7 +66,13 @@ class BrevCreateInstanceOperator(BrevBaseOperator):
     The instance name goes to XCom (key ``instance_name``, and the return value) the moment the instance exists,
     before any wait, with its :class:`~airflow_provider_brev.utils.provisioning.InstanceRecord` (key
     ``brev_instance``: name, id, ``owned``, ``adopted`` and the ``spec`` to re-create it; read it with
-    :func:`~airflow_provider_brev.utils.provisioning.read_instance_record`).
+    :func:`~airflow_provider_brev.utils.provisioning.read_instance_record`), which also carries the type's
+    ``price_per_hour`` and when the instance was created and ready: later steps price their own time with it.
+
+    **What it costs.** The create log names the chosen type and its price ("type g6e.xlarge at $2.24/h, cheapest
+    of 2"); the task pushes XCom ``brev_cost`` (its ``boot``: ``brev create`` until ready, in seconds and dollars).
+    ``max_price_per_hour`` drops candidate types above it; none left fails with
+    :class:`~airflow_provider_brev.exceptions.BrevPriceCapError` before ``brev create``.
 
     **Bad input costs nothing.** Every parameter is templated and checked at the start of ``execute``, before any
     ``brev`` call: numbers and booleans may be rendered text (``"{{ params.ready_timeout }}"``, ``"true"``); a bad
@@ -81,10 +95,12 @@ class BrevCreateInstanceOperator(BrevBaseOperator):
     :param delete_on_failure: delete the instance when this task fails after it exists (default on).
     :param max_lifetime: how long after the run the janitor may consider the instance expired.
     :param name_prefix: owner prefix of derived names (default: connection extra ``name_prefix`` or ``afbrev``).
+    :param max_price_per_hour: the highest price (dollars per hour, ``brev search``) of the instance to create.
     :param brev_conn_id: the Airflow connection id of type ``brev``.
     """
 
     template_fields = brev_template_fields(
+        "max_price_per_hour",
         "instance_name",
         "gpu",
         "instance_types",
@@ -120,11 +136,13 @@ class BrevCreateInstanceOperator(BrevBaseOperator):
         max_lifetime: timedelta | float = DEFAULT_MAX_LIFETIME,
         name_prefix: str | None = None,
         adopt_existing: bool = False,
+        max_price_per_hour: float | str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self.instance_name = instance_name
         self.adopt_existing = adopt_existing
+        self.max_price_per_hour = max_price_per_hour
         self.gpu = gpu
         self.instance_types = instance_types
         self.min_vram = min_vram
@@ -155,9 +173,11 @@ class BrevCreateInstanceOperator(BrevBaseOperator):
             name_prefix=self.name_prefix,
             require_docker=self.require_docker,
             adopt_existing=self.adopt_existing,
+            max_price_per_hour=self.max_price_per_hour,
         )
         request.validate()
         self.require_docker, self.adopt_existing = request.require_docker, request.adopt_existing
+        self.max_price_per_hour = request.max_price_per_hour
         self.ready_timeout = duration_seconds("ready_timeout", self.ready_timeout)
         self.poll_interval = duration_seconds("poll_interval", self.poll_interval)
         self.wait_for_ready = bool_value("wait_for_ready", self.wait_for_ready, default=True)
@@ -184,11 +204,42 @@ class BrevCreateInstanceOperator(BrevBaseOperator):
         name = provisioned.name
         memory.tell_instance(name, provisioned.instance.to_dict())
         memory.tell(XCOM_INSTANCE_RECORD, provisioner.record(provisioned).to_dict())
+        meter = self._boot_meter(memory, provisioned)
+        try:
+            return self._wait(memory, provisioner, provisioned, meter)
+        finally:
+            if not meter.reported and not self._deferring:
+                meter.report()
+
+    #: the try defers (its cost is reported when it resumes)
+    _deferring = False
+
+    def _boot_meter(self, memory: TaskMemory, provisioned: ProvisionedInstance) -> CostMeter:
+        """The create task's cost clock: ``boot`` from ``brev create`` (or from now, for an adopted instance)."""
+        meter = CostMeter(memory, self.log)
+        meter.begin(at=provisioned.created_at)
+        meter.start("boot", at=meter.started_at)
+        meter.bill_on(provisioned.name, provisioned.instance.instance_type, provisioned.price_per_hour)
+        return meter
+
+    def _ready(self, memory: TaskMemory, meter: CostMeter) -> None:
+        """The instance is ready: its record says when (a later step prices its own time from then on)."""
+        record = memory.own_record()
+        if record is not None:
+            memory.update_record(replace(record, ready_at=time.time()))
+        meter.report()
+
+    def _wait(
+        self, memory: TaskMemory, provisioner: InstanceProvisioner, provisioned: ProvisionedInstance, meter: CostMeter
+    ) -> str:
+        name, timeout = provisioned.name, self.ready_timeout
         if not self.wait_for_ready:
             return name
         if self.deferrable:
             from airflow_provider_brev.triggers.brev import BrevInstanceReadyTrigger  # triggerer-side code: lazy
 
+            self._deferring = True
+            meter.save()
             self.defer(
                 trigger=BrevInstanceReadyTrigger(
                     instance_name=name,
@@ -207,21 +258,26 @@ class BrevCreateInstanceOperator(BrevBaseOperator):
         provisioner.wait_ready(
             provisioned, timeout=timeout, require_docker=self.require_docker, delete_on_failure=self.delete_on_failure
         )
+        self._ready(memory, meter)
         return name
 
     def execute_complete(self, context: Context, event: dict[str, Any] | None = None) -> str:
         try:
-            return self._complete(event)
+            return self._complete(context, event)
         finally:
             self.wait_for_kill_cleanup()
 
-    def _complete(self, event: dict[str, Any] | None) -> str:
+    def _complete(self, context: Context, event: dict[str, Any] | None) -> str:
         request = self._validate()  # a resumed task is rendered anew: the same checks and normalisation
         event = validate_event(event, "instance_name")
         name = event["instance_name"]
+        memory = TaskMemory(context, self.log)
+        meter = CostMeter(memory, self.log)
         if event["status"] == EVENT_SUCCESS:
             self.log.info("%s", event["message"])
+            self._ready(memory, meter)
             return name
+        meter.report()  # the instance billed its failed boot too
         if self.delete_on_failure:
             self.provisioner(request).cleanup_after_failure(
                 name,
@@ -319,6 +375,7 @@ class BrevDeleteInstanceOperator(BrevBaseOperator):
             released = release_recorded(
                 self.hook, self.log, name, records, wait=self.wait_for_deletion, timeout=self.deletion_timeout
             )
+            self._report_lifetime(memory, records, released.instance_id if released.deleted else None)
             if released.left:
                 self.log.info("Leaving instance %s: %s.", name, released.left)
             return {"instance_name": name, "deleted": released.deleted}
@@ -329,6 +386,25 @@ class BrevDeleteInstanceOperator(BrevBaseOperator):
             return {"instance_name": name, "deleted": False}
         deleted = delete_named(self.hook, self.log, name, wait=self.wait_for_deletion, timeout=self.deletion_timeout)
         return {"instance_name": name, "deleted": deleted}
+
+    def _report_lifetime(self, memory: TaskMemory, records: list[Any], instance_id: str | None) -> None:
+        """The deleted instance's whole life, ``brev create`` to now, priced (XCom ``brev_lifetime_cost``), when its
+        record says when it was created and at what price (no ``brev`` call)."""
+        record = next((r for r in reversed(records) if r.id == instance_id and r.created_at is not None), None)
+        if record is None or instance_id is None:
+            return
+        cost = lifetime_cost(
+            instance_name=record.name,
+            instance_type=str(record.spec.get("instance_type") or ""),
+            price_per_hour=record.price_per_hour,
+            created_at=float(record.created_at),
+            ended_at=time.time(),
+        )
+        memory.tell_lifetime_cost(cost)
+        self.log.info(
+            "Instance %s lived %.1f s (brev create to brev delete): %s.",
+            *(record.name, cost["total_seconds"], money(cost["total_dollars"])),
+        )
 
     def _upstream_brev_task_ids(self) -> list[str]:
         """Every upstream task that may have recorded (re-)creating an instance (create tasks, steps)."""

@@ -57,6 +57,8 @@ STEP_PARAMETERS = (
     "output_sync_interval",
     "max_instance_recoveries",
     "create_task_id",
+    "max_price_per_hour",
+    "max_run_cost",
 )
 
 
@@ -76,6 +78,12 @@ class BrevStepOperator(BrevBaseOperator):
     ``output_sync_interval`` while the command runs (and at a log line matching ``checkpoint_regex``) and when it
     ends, success or failure. **A lost instance is recovered**: re-created from its create task's record (or the
     ephemeral request), inputs re-synced, the command run again, within ``max_instance_recoveries``.
+
+    **What it costs.** Every step pushes XCom ``brev_cost`` (instance type, ``price_per_hour``, seconds and dollars
+    per phase -- boot, pull, stage, work, upload, idle -- and the total) and logs one line with it; an ephemeral
+    step bills its boot, a step on a create task's instance its own time. ``max_price_per_hour`` (ephemeral) drops
+    instance types above it; ``max_run_cost`` refuses a step whose estimate -- price x (``ready_timeout`` for an
+    instance it creates + ``timeout``) -- exceeds it, before any ``brev create`` and any launch.
 
     Every parameter is checked at the start of ``execute``, before any ``brev`` call
     (:mod:`airflow_provider_brev.steps.spec`); the flow is :class:`~airflow_provider_brev.steps.service.StepService`.
@@ -102,10 +110,24 @@ class BrevStepOperator(BrevBaseOperator):
     :param output_sync_interval: seconds (or timedelta) between output syncs while the command runs.
     :param max_instance_recoveries: how often this task instance may re-create its lost instance (all tries).
     :param create_task_id: the task that created the instance (default: the upstream record naming it).
+    :param max_price_per_hour: ephemeral mode: the highest price (dollars per hour, ``brev search``) of the instance
+        it may create (templated); no candidate type within it fails with
+        :class:`~airflow_provider_brev.exceptions.BrevPriceCapError` before ``brev create``.
+    :param max_run_cost: the highest estimated cost of the step in dollars (templated; needs ``timeout``): price x
+        (``ready_timeout`` for an ephemeral instance + ``timeout``). Exceeding it fails with
+        :class:`~airflow_provider_brev.exceptions.BrevCostCapError` before any ``brev create`` and any launch.
     """
 
     template_fields = brev_template_fields(
-        "instance_name", "gpu", "instance_types", "min_vram", "inputs", "outputs", "aws_conn_id"
+        "instance_name",
+        "gpu",
+        "instance_types",
+        "min_vram",
+        "inputs",
+        "outputs",
+        "aws_conn_id",
+        "max_price_per_hour",
+        "max_run_cost",
     )
 
     def __init__(
@@ -132,6 +154,8 @@ class BrevStepOperator(BrevBaseOperator):
         output_sync_interval: float | timedelta = DEFAULT_OUTPUT_SYNC_INTERVAL,
         max_instance_recoveries: int = DEFAULT_MAX_INSTANCE_RECOVERIES,
         create_task_id: str | None = None,
+        max_price_per_hour: float | str | None = None,
+        max_run_cost: float | str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -156,6 +180,8 @@ class BrevStepOperator(BrevBaseOperator):
         self.output_sync_interval = output_sync_interval
         self.max_instance_recoveries = max_instance_recoveries
         self.create_task_id = create_task_id
+        self.max_price_per_hour = max_price_per_hour
+        self.max_run_cost = max_run_cost
         self._service: StepService | None = None
 
     #: Parameters of the subclass that its workload reads (besides :data:`STEP_PARAMETERS`).

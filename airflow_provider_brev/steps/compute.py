@@ -32,6 +32,7 @@ from airflow_provider_brev.exceptions import (
     BrevInstanceReplacedError,
 )
 from airflow_provider_brev.utils.instance_records import InstanceRecord, recorded_ids
+from airflow_provider_brev.utils.pricing import price_of
 from airflow_provider_brev.utils.provisioning import InstanceProvisioner
 from airflow_provider_brev.utils.recovery import InstanceRecovery
 from airflow_provider_brev.utils.release import delete_created, release_on_kill
@@ -99,6 +100,7 @@ class BrevInstanceCompute:
         self.created: list[InstanceRef] = []
         self._provisioner: InstanceProvisioner | None = None
         self._known: set[str] = set()
+        self._types: dict[str, str] = {}  # instance id -> type, as listed
 
     @property
     def ephemeral(self) -> bool:
@@ -139,6 +141,8 @@ class BrevInstanceCompute:
             message = replaced_message(name, live, self._known, refused="used")
             raise BrevInstanceReplacedError(f"{message} Nothing was run.")
         if readiness.ready:
+            if live is not None:
+                self._types[live.id] = live.instance_type
             return InstanceRef(name, live.id if live is not None else "")
         if readiness.stage == STAGE_MISSING:
             raise BrevInstanceNotFoundError(
@@ -157,8 +161,19 @@ class BrevInstanceCompute:
         ref = self.current = InstanceRef(provisioned.name, provisioned.instance.id)
         self.created.append(ref)
         self._known.add(ref.id)
+        self._types[ref.id] = provisioned.instance.instance_type
         memory.tell_instance(ref.name)
-        memory.record_instance(InstanceRecord(ref.name, ref.id, owned=True, adopted=False))
+        memory.record_instance(
+            InstanceRecord(
+                ref.name,
+                ref.id,
+                owned=True,
+                adopted=False,
+                spec={"instance_type": provisioned.instance.instance_type or None},
+                price_per_hour=provisioned.price_per_hour,
+                created_at=provisioned.created_at,
+            )
+        )
         provisioner.wait_ready(
             provisioned,
             timeout=self.spec.ready_timeout,
@@ -166,6 +181,17 @@ class BrevInstanceCompute:
             delete_on_failure=False,  # release() deletes it
         )
         return ref
+
+    def billing(self, memory: TaskMemory, ref: InstanceRef) -> tuple[str, float | None]:
+        """The type and price per hour ``ref`` bills at: from the DAG run's record of it (the create task's, a
+        re-creation's, this step's own; without an id: the newest record of the name), else the type ``brev ls``
+        listed priced by ``brev search``."""
+        for record in reversed(memory.records_for(ref.name, self.upstream)):
+            if (record.id == ref.id or not ref.id) and record.price_per_hour is not None:
+                instance_type = str(record.spec.get("instance_type") or self._types.get(ref.id) or "")
+                return instance_type, record.price_per_hour
+        instance_type = self._types.get(ref.id, "")
+        return instance_type, price_of(self.hook, instance_type)
 
     # -- recover ---------------------------------------------------------------------------------
     def recover(

@@ -33,6 +33,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_brev._compat import deferral_settle_seconds
+from airflow_provider_brev.cli.instances.cost import check_run_cost
 from airflow_provider_brev.cli.instances.identity import InstanceRef
 from airflow_provider_brev.cli.instances.recovery import EVENT_INSTANCE_LOST
 from airflow_provider_brev.cli.jobs.attempts import EarlierJob, earlier_jobs, generation_start
@@ -41,6 +42,7 @@ from airflow_provider_brev.cli.jobs.handle import generate_job_id
 from airflow_provider_brev.cli.jobs.remote import RemoteJob
 from airflow_provider_brev.exceptions import BrevError, BrevTaskKilledError, error_from_event
 from airflow_provider_brev.steps.compute import BrevInstanceCompute
+from airflow_provider_brev.steps.metering import CostMeter
 from airflow_provider_brev.steps.workload import StepRun
 from airflow_provider_brev.utils.events import raise_for_error_event, validate_event
 from airflow_provider_brev.utils.job_runner import JobRunner, attach_or_launch, cleanup_job
@@ -100,6 +102,7 @@ class StepService:
         )
         self.run = StepRun(hook, log, memory, data, killed)
         self.compute = BrevInstanceCompute(hook, log, spec.compute, upstream=upstream, killed=killed)
+        self.meter = CostMeter(memory, log)
         self.deferring = False
         self._handle: dict[str, Any] | None = None
         self._launching: tuple[str, RemoteJob] | None = None  # this try's job while its launch call runs
@@ -121,12 +124,16 @@ class StepService:
         self.run.data.check_locations()  # every S3 location reachable, before anything is created
         timeout = self.spec.follow.timeout
         deadline = None if timeout is None else time.time() + timeout
+        if not self.compute.ephemeral:  # the instance bills already: the step owns its time from now on
+            self.meter.begin()
+            if self.spec.compute.limits.max_run_cost is not None:  # from the DAG run's record: no `brev` call
+                recorded = InstanceRef(str(self.spec.compute.instance_name))
+                self._check_run_cost(self.compute.billing(self.run.memory, recorded))
         try:
             ref = self.acquire()
             return self._with_recovery(ref, deadline, lambda current: self._from_prepare(current, deadline))
         finally:
-            if not self.deferring:
-                self.release()
+            self._end()
 
     def execute_complete(self, event: dict[str, Any] | None) -> Any:
         """Resume after a deferral with the trigger's ``event`` (``execute_complete``)."""
@@ -137,8 +144,7 @@ class StepService:
             deadline = event.get("deadline")
             return self._with_recovery(ref, deadline, lambda current: self._from_event(current, event))
         finally:
-            if not self.deferring:
-                self.release()
+            self._end()
 
     def on_kill(self) -> None:
         """Undo what killing the task leaves behind (fast: Airflow allows about 5 s); runs in a thread."""
@@ -172,17 +178,30 @@ class StepService:
 
     # -- phases ------------------------------------------------------------------------------------
     def acquire(self) -> InstanceRef:
-        """The instance to run on (recovered when it is lost before the launch)."""
-        return self.compute.acquire(self.run.memory)
+        """The instance to run on (recovered when it is lost before the launch); an ephemeral one bills its boot,
+        and a step on an existing one refuses to start when its estimate exceeds ``max_run_cost``."""
+        if self.compute.ephemeral:
+            self.meter.begin()
+            with self.meter.phase("boot"):
+                ref = self.compute.acquire(self.run.memory)
+        else:
+            ref = self.compute.acquire(self.run.memory)
+        billing = self._bill(ref)
+        if not self.compute.ephemeral:  # an ephemeral instance was created within the cap
+            self._check_run_cost(billing, ref)
+        return ref
 
     def prepare(self, ref: InstanceRef) -> None:
-        """The workload's preparation on the ready instance."""
-        self.workload.prepare(self.run, ref)
+        """The workload's preparation on the ready instance (billed as ``pull``)."""
+        with self.meter.phase("pull"):
+            self.workload.prepare(self.run, ref)
 
     def launch(self, ref: InstanceRef) -> JobLaunch:
-        """Right before a launch: sync the inputs, ask the workload what to launch; nothing after a kill."""
-        self.run.data.sync_inputs(ref.name)
-        launch = self.workload.launch(self.run, ref)
+        """Right before a launch: sync the inputs, ask the workload what to launch (billed as ``stage``); nothing
+        after a kill."""
+        with self.meter.phase("stage"):
+            self.run.data.sync_inputs(ref.name)
+            launch = self.workload.launch(self.run, ref)
         if self.run.killed():  # on_kill found no job to kill then: nothing may be launched after it
             raise BrevTaskKilledError("The task was killed before its job was launched: not launching it.")
         return launch
@@ -199,7 +218,8 @@ class StepService:
         """Upload the outputs (success or failure: a failed upload never masks the command's error), then the
         workload's verdict; the result gains ``outputs`` and ``sync`` when the step declares data."""
         data = self.run.data
-        data.final_sync(ref.name, command_failed=exit_code != 0)
+        with self.meter.phase("upload"):
+            data.final_sync(ref.name, command_failed=exit_code != 0)
         result = self.workload.result(self.run, ref, job, exit_code, last_line)
         if data.inputs or data.outputs:
             result.update(outputs=data.output_map(), sync=data.recorded())
@@ -209,6 +229,39 @@ class StepService:
         """The step ended: an ephemeral instance is deleted."""
         self.compute.release()
 
+    # -- cost --------------------------------------------------------------------------------------
+    def _bill(self, ref: InstanceRef) -> tuple[str, float | None]:
+        """Bill the step's time on ``ref`` from now on; returns its type and price."""
+        instance_type, price = self.compute.billing(self.run.memory, ref)
+        self.meter.bill_on(ref.name, instance_type, price)
+        return instance_type, price
+
+    def _check_run_cost(self, billing: tuple[str, float | None], ref: InstanceRef | None = None) -> None:
+        """``max_run_cost`` on an existing instance: ``price x timeout`` within it, checked before any launch --
+        first from the DAG run's record (no ``brev`` call), then once the instance is known (``ref``)."""
+        limits, estimate = self.spec.compute.limits, self.spec.compute.estimate_seconds
+        instance_type, price = billing
+        if limits.max_run_cost is None or estimate is None or (ref is None and price is None):
+            return
+        name = ref.name if ref is not None else str(self.spec.compute.instance_name)
+        check_run_cost(
+            limits.max_run_cost,
+            price_per_hour=price,
+            estimate_seconds=estimate,
+            instance_name=name,
+            instance_type=instance_type,
+        )
+
+    def _end(self) -> None:
+        """The try ends (not deferred): release an ephemeral instance, report what the step cost."""
+        if self.deferring:
+            self.meter.save()
+            return
+        try:
+            self.release()
+        finally:
+            self.meter.report()
+
     # -- the flow ----------------------------------------------------------------------------------
     def _with_recovery(self, ref: InstanceRef, deadline: float | None, step: Callable[[InstanceRef], Any]) -> Any:
         """Run ``step`` on the instance; when it fails because the instance is lost, re-create the instance and
@@ -217,7 +270,10 @@ class StepService:
             try:
                 return step(ref)
             except BrevError as err:
-                ref = self.compute.recover(self.run.memory, ref, err)
+                self.meter.stop_all()
+                with self.meter.phase("boot"):
+                    ref = self.compute.recover(self.run.memory, ref, err)
+                self._bill(ref)
                 self.workload.check()
                 self.workload.mask()
                 step = lambda current: self._from_prepare(current, deadline)  # noqa: E731
@@ -228,16 +284,18 @@ class StepService:
         if not self.spec.follow.detach:
             launch = self.launch(ref)
             remaining = None if deadline is None else max(deadline - time.time(), 1.0)
-            result = self.hook.run_command(
-                ref.name,
-                launch.command,
-                timeout=remaining,
-                env=launch.env,
-                cwd=launch.cwd,
-                secret_env=launch.secret_env,
-            )
+            with self.meter.phase("work"):
+                result = self.hook.run_command(
+                    ref.name,
+                    launch.command,
+                    timeout=remaining,
+                    env=launch.env,
+                    cwd=launch.cwd,
+                    secret_env=launch.secret_env,
+                )
             return self.collect(ref, None, result.exit_code, result.last_line)
         job = self._attach_or_launch(ref)
+        self.meter.start("work")  # launched, or attached to an earlier try's job
         self._handle = {
             "instance_name": ref.name,
             "instance_id": ref.id,
@@ -269,11 +327,13 @@ class StepService:
 
     def _complete(self, ref: InstanceRef, job: RemoteJob, outcome: JobOutcome) -> Any:
         """Turn a finished job into the task's result; forget the handle once collected."""
+        self.meter.stop("work")
         try:
             error = outcome_error(outcome, ref.name, job.job_id)
             if error is not None:
                 if outcome.state == TIMED_OUT:  # killed at its deadline: what it wrote is evidence
-                    self.run.data.final_sync(ref.name, command_failed=True)
+                    with self.meter.phase("upload"):
+                        self.run.data.final_sync(ref.name, command_failed=True)
                 raise error
             return self.collect(ref, job, int(outcome.exit_code), outcome.last_line)  # type: ignore[arg-type]
         finally:

@@ -15,9 +15,10 @@ A spec has three parts, one per collaborator of the step service (:mod:`airflow_
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from airflow_provider_brev.cli.instances.cost import CostLimits, cost_limits
 from airflow_provider_brev.cli.jobs.follower import FollowPolicy
 from airflow_provider_brev.cli.transfer.manifest import validate_inputs, validate_outputs
 from airflow_provider_brev.cli.validation import instance_name
@@ -54,6 +55,8 @@ class ComputeSpec:
     :param require_docker: readiness also requires ``docker info``.
     :param max_recoveries: ``max_instance_recoveries``.
     :param create_task_id: the task that created the instance (default: the nearest upstream record).
+    :param limits: ``max_price_per_hour`` (ephemeral only) and ``max_run_cost``.
+    :param timeout: the step's ``timeout`` in seconds (``None``: no limit), for the cost estimate.
     """
 
     brev_conn_id: str
@@ -63,10 +66,19 @@ class ComputeSpec:
     require_docker: bool
     max_recoveries: int
     create_task_id: str | None
+    limits: CostLimits = field(default_factory=CostLimits)
+    timeout: float | None = None
 
     @property
     def ephemeral(self) -> bool:
         return self.instance_name is None
+
+    @property
+    def estimate_seconds(self) -> float | None:
+        """The step's longest billed time: ``ready_timeout`` (an instance it creates boots) plus ``timeout``."""
+        if self.timeout is None:
+            return None
+        return self.timeout + (self.ready_timeout if self.ephemeral else 0.0)
 
 
 @dataclass(frozen=True)
@@ -157,6 +169,15 @@ def compute_spec(params: Mapping[str, Any]) -> ComputeSpec:
             "instance created and deleted by this task."
         )
     require_docker = bool_value("require_docker", params.get("require_docker"), default=False)
+    timeout = step_timeout(params)
+    limits = cost_limits(params.get("max_price_per_hour"), params.get("max_run_cost"), timeout=timeout)
+    if name and limits.max_price_per_hour is not None:
+        raise BrevInvalidInputError(
+            "max_price_per_hour caps the price of an instance the step creates (gpu/instance_types), and this step "
+            f"runs on {name!r}: set max_price_per_hour on the task that creates it (BrevCreateInstanceOperator), "
+            "or use max_run_cost to cap this step's cost."
+        )
+    ready_timeout = duration_seconds("ready_timeout", params["ready_timeout"])
     request = None
     if not name:
         request = InstanceRequest(
@@ -165,17 +186,27 @@ def compute_spec(params: Mapping[str, Any]) -> ComputeSpec:
             min_vram=params.get("min_vram"),
             max_lifetime=params["max_lifetime"],
             require_docker=require_docker,
+            max_price_per_hour=limits.max_price_per_hour,
+            max_run_cost=limits.max_run_cost,
+            estimate_seconds=None if timeout is None else ready_timeout + timeout,
         )
         request.validate()
     return ComputeSpec(
         brev_conn_id=conn_id("brev_conn_id", params["brev_conn_id"]),
         instance_name=name,
         request=request,
-        ready_timeout=duration_seconds("ready_timeout", params["ready_timeout"]),
+        ready_timeout=ready_timeout,
         require_docker=require_docker,
         max_recoveries=integer("max_instance_recoveries", params["max_instance_recoveries"], minimum=0),
         create_task_id=optional(safe_text, "create_task_id", params.get("create_task_id")),
+        limits=limits,
+        timeout=timeout,
     )
+
+
+def step_timeout(params: Mapping[str, Any]) -> float | None:
+    """The step's ``timeout`` in seconds (``None``: no limit)."""
+    return optional(duration_seconds, "timeout", params.get("timeout"))
 
 
 def follow_spec(params: Mapping[str, Any], *, deferrable_default: bool) -> FollowSpec:
@@ -183,7 +214,7 @@ def follow_spec(params: Mapping[str, Any], *, deferrable_default: bool) -> Follo
     return FollowSpec(
         detach=bool_value("detach", params.get("detach", True), default=True),
         deferrable=bool_value("deferrable", params.get("deferrable"), default=deferrable_default),
-        timeout=optional(duration_seconds, "timeout", params.get("timeout")),
+        timeout=step_timeout(params),
         poll_interval=duration_seconds("poll_interval", params["poll_interval"]),
         log_chunk_bytes=positive_int("log_chunk_bytes", params["log_chunk_bytes"]),
         # consecutive failed polls tolerated: 0 gives up at the first one

@@ -31,8 +31,12 @@ class InstanceRecord:
     :param owned: the provider created it for this DAG run: its teardown and failure cleanup may delete it.
     :param adopted: the task used an instance it did not create (``adopt_existing=True``); never deleted.
     :param spec: what re-creates the same instance: ``gpu``, ``instance_types``, ``min_vram``, ``cloud_cred_id``,
-        ``workspace_group_id``, ``require_docker``, ``brev_conn_id`` and ``instance_type`` (the type Brev placed it
-        on).
+        ``workspace_group_id``, ``require_docker``, ``max_price_per_hour``, ``brev_conn_id`` and ``instance_type``
+        (the type Brev placed it on).
+    :param price_per_hour: the price of that type (``brev search``), when known: a later step on the instance
+        prices its own time with it (:mod:`airflow_provider_brev.cli.instances.cost`).
+    :param created_at: when ``brev create`` was called for it (epoch seconds), when known.
+    :param ready_at: when it was ready (epoch seconds), when known.
     """
 
     name: str
@@ -40,9 +44,22 @@ class InstanceRecord:
     owned: bool
     adopted: bool
     spec: dict[str, Any] = field(default_factory=dict)
+    price_per_hour: float | None = None
+    created_at: float | None = None
+    ready_at: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "id": self.id, "owned": self.owned, "adopted": self.adopted, "spec": dict(self.spec)}
+        value = {
+            "name": self.name,
+            "id": self.id,
+            "owned": self.owned,
+            "adopted": self.adopted,
+            "spec": dict(self.spec),
+        }
+        for key in _BILLING_KEYS:
+            if getattr(self, key) is not None:
+                value[key] = getattr(self, key)
+        return value
 
     @classmethod
     def from_dict(cls, value: Any) -> InstanceRecord | None:
@@ -56,7 +73,16 @@ class InstanceRecord:
             owned=value.get("owned") is True,
             adopted=value.get("adopted") is True,
             spec=dict(spec) if isinstance(spec, dict) else {},
+            **{key: _number(value.get(key)) for key in _BILLING_KEYS},
         )
+
+
+#: The optional billing fields of a record (absent from older records).
+_BILLING_KEYS = ("price_per_hour", "created_at", "ready_at")
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
 def records_in(value: Any) -> list[InstanceRecord]:

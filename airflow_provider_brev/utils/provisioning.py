@@ -23,10 +23,12 @@ later task (both live in :mod:`airflow_provider_brev.utils.instance_records` and
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from airflow_provider_brev.cli.instances.cost import CostLimits, PriceCap
 from airflow_provider_brev.cli.protocol.names import managed_instance_name, parse_managed_name, validate_instance_name
 from airflow_provider_brev.cli.protocol.output import STATUS_DELETING, STATUS_FAILURE, BrevInstance
 from airflow_provider_brev.cli.validation import instance_name, instance_request, owner_prefix, placement_id
@@ -34,6 +36,7 @@ from airflow_provider_brev.cli.values import bool_value, duration_seconds, optio
 from airflow_provider_brev.exceptions import (
     BrevAuthError,
     BrevCLINotFoundError,
+    BrevCostCapError,
     BrevDuplicateNameError,
     BrevError,
     BrevInstanceFailedError,
@@ -44,6 +47,7 @@ from airflow_provider_brev.exceptions import (
     BrevTaskKilledError,
 )
 from airflow_provider_brev.utils.instance_records import InstanceRecord
+from airflow_provider_brev.utils.pricing import price_of
 from airflow_provider_brev.utils.release import delete_after_failure, replace_failed
 from airflow_provider_brev.utils.task_memory import (  # re-exported: the records' public home was here
     STATE_STORE_INSTANCE_KEY,
@@ -69,6 +73,7 @@ _NOTHING_CREATED = (
     BrevNoCapacityError,
     BrevAuthError,
     BrevCLINotFoundError,
+    BrevCostCapError,
 )
 
 
@@ -99,6 +104,16 @@ class InstanceRequest:
     name_prefix: str | None = None
     require_docker: bool = False
     adopt_existing: bool = False
+    max_price_per_hour: float | str | None = None
+    #: ephemeral steps: their ``max_run_cost`` and longest billed time (``ready_timeout + timeout``), which cap the
+    #: price of the instance they create (:meth:`price_cap`)
+    max_run_cost: float | None = None
+    estimate_seconds: float | None = None
+
+    def price_cap(self) -> PriceCap | None:
+        """The highest price per hour this request may create an instance at (``None``: no cap)."""
+        limits = CostLimits(self.max_price_per_hour, self.max_run_cost)  # type: ignore[arg-type]  # validated
+        return limits.price_cap(self.estimate_seconds)
 
     def validate(self) -> None:
         """Reject bad input before anything is created or paid for, and normalise the rendered values in place
@@ -111,6 +126,9 @@ class InstanceRequest:
             )
         self.gpu, self.instance_types = gpu, types
         self.min_vram = optional(positive_number, "min_vram", self.min_vram, unit="GB")
+        self.max_price_per_hour = optional(
+            positive_number, "max_price_per_hour", self.max_price_per_hour, unit="dollars per hour"
+        )
         self.max_lifetime = timedelta(seconds=duration_seconds("max_lifetime", self.max_lifetime))
         self.instance_name = optional(instance_name, "instance_name", self.instance_name)
         self.name_prefix = optional(owner_prefix, "name_prefix", self.name_prefix)
@@ -131,6 +149,8 @@ class InstanceRequest:
             "cloud_cred_id": self.cloud_cred_id or None,
             "workspace_group_id": self.workspace_group_id or None,
             "require_docker": bool(self.require_docker),
+            # a re-creation keeps the cap (only when there is one: a record without it reads as before)
+            **({"max_price_per_hour": self.max_price_per_hour} if self.max_price_per_hour is not None else {}),
         }
 
 
@@ -144,6 +164,10 @@ class ProvisionedInstance:
     managed: bool
     #: an earlier try of this task recorded creating it (explicit names)
     recorded: bool = False
+    #: the price per hour of its type (``brev search``), when known
+    price_per_hour: float | None = None
+    #: when ``brev create`` was called for it (epoch seconds), when known
+    created_at: float | None = None
 
     @property
     def owned(self) -> bool:
@@ -226,7 +250,28 @@ class InstanceProvisioner:
             "instance_type": provisioned.instance.instance_type or None,
         }
         owned = provisioned.owned
-        return InstanceRecord(provisioned.name, provisioned.instance.id, owned=owned, adopted=not owned, spec=spec)
+        return InstanceRecord(
+            provisioned.name,
+            provisioned.instance.id,
+            owned=owned,
+            adopted=not owned,
+            spec=spec,
+            price_per_hour=provisioned.price_per_hour,
+            created_at=provisioned.created_at,
+        )
+
+    def priced(self, memory: TaskMemory, provisioned: ProvisionedInstance) -> ProvisionedInstance:
+        """``provisioned`` with its price and creation time: this try's, else an earlier try's record of the same
+        instance, else the price ``brev search`` lists for its type (the creation time then stays unknown)."""
+        stored = memory.stored_record()
+        earlier = stored if stored is not None and stored.id == provisioned.instance.id else None
+        price = provisioned.price_per_hour
+        if price is None and earlier is not None:
+            price = earlier.price_per_hour
+        if price is None:
+            price = price_of(self.hook, provisioned.instance.instance_type)
+        created_at = provisioned.created_at or (earlier.created_at if earlier is not None else None)
+        return replace(provisioned, price_per_hour=price, created_at=created_at)
 
     def recorded_creation(self, memory: TaskMemory, instance: BrevInstance) -> bool:
         """Whether an earlier try of this task recorded creating exactly this instance (same Brev id)."""
@@ -306,8 +351,18 @@ class InstanceProvisioner:
                     existing.name,
                     existing.status,
                 )
-            return ProvisionedInstance(existing.name, existing, created=False, managed=managed, recorded=recorded)
-        provisioned = ProvisionedInstance(name, self._create(memory, name, managed), created=True, managed=managed)
+            adopted = ProvisionedInstance(existing.name, existing, created=False, managed=managed, recorded=recorded)
+            return self.priced(memory, adopted)
+        created_at = time.time()
+        instance = self._create(memory, name, managed)
+        provisioned = ProvisionedInstance(
+            name,
+            instance,
+            created=True,
+            managed=managed,
+            price_per_hour=self.hook.known_prices.get(instance.instance_type),
+            created_at=created_at,
+        )
         if not managed:
             self.remember_creation(memory, provisioned)
         return provisioned
@@ -324,6 +379,7 @@ class InstanceProvisioner:
                 min_vram=request.min_vram_gb(),
                 cloud_cred_id=request.cloud_cred_id or None,
                 workspace_group_id=request.workspace_group_id or None,
+                price_cap=request.price_cap(),
             )
         except BrevDuplicateNameError as err:
             if managed:

@@ -28,6 +28,7 @@ The step then re-syncs its inputs, restores what it needs from its outputs and l
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -42,7 +43,6 @@ from airflow_provider_brev.cli.instances.recovery import (
 )
 from airflow_provider_brev.cli.protocol.names import parse_managed_name
 from airflow_provider_brev.exceptions import BrevError, BrevInstanceLostError, BrevInstanceReplacedError
-from airflow_provider_brev.utils.instance_records import InstanceRecord
 from airflow_provider_brev.utils.provisioning import InstanceProvisioner, InstanceRequest
 from airflow_provider_brev.utils.release import clear_for_recreation
 
@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Collection, Sequence
 
     from airflow_provider_brev.hooks.brev import BrevHook
+    from airflow_provider_brev.utils.instance_records import InstanceRecord
     from airflow_provider_brev.utils.task_memory import TaskMemory
 
 
@@ -206,10 +207,11 @@ class InstanceRecovery:
             cloud_cred_id=spec.get("cloud_cred_id"),
             workspace_group_id=spec.get("workspace_group_id"),
             require_docker=bool(spec.get("require_docker")),
+            max_price_per_hour=spec.get("max_price_per_hour"),
         )
         provisioner = InstanceProvisioner(self.hook, self.log, request, poll_interval=1.0, cancelled=self.cancelled)
         provisioned = provisioner.ensure(memory, wait_timeout=self.ready_timeout)
-        new = InstanceRecord(provisioned.name, provisioned.instance.id, owned=True, adopted=False, spec=dict(spec))
+        new = replace(provisioner.record(provisioned), owned=True, adopted=False, spec=dict(spec))
         memory.record_instance(new)  # the teardown and later steps now know the new id
         self.known_ids.add(new.id)
         provisioner.wait_ready(

@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
+from airflow_provider_brev.cli.instances.cost import costs_in
 from airflow_provider_brev.cli.instances.recovery import recoveries_used
 from airflow_provider_brev.utils.instance_records import InstanceRecord, records_in
 
@@ -44,6 +45,12 @@ XCOM_RESUMED_FROM = "tao_resumed_from"
 XCOM_PULL_SECONDS = "tao_pull_seconds"
 #: XCom key of the janitor's report.
 XCOM_REPORT = "report"
+#: XCom key of what a step or create task cost (:func:`~airflow_provider_brev.cli.instances.cost.step_cost`).
+XCOM_COST = "brev_cost"
+#: XCom key of a step's cost clock while it runs (its phases so far, wall-clock starts: it survives deferrals).
+XCOM_COST_CLOCK = "brev_cost_clock"
+#: XCom key of an instance's lifetime cost, reported by the delete task.
+XCOM_LIFETIME_COST = "brev_lifetime_cost"
 
 STATE_STORE_INSTANCE_KEY = XCOM_INSTANCE_RECORD
 STATE_STORE_JOB_KEY = XCOM_JOB
@@ -214,6 +221,44 @@ class TaskMemory:
 
     def tell_report(self, report: dict[str, Any]) -> None:
         self.tell(XCOM_REPORT, report)
+
+    # -- cost ------------------------------------------------------------------------------------
+    def update_record(self, record: InstanceRecord) -> None:
+        """Tell later tasks a changed version of this task's only record (a create task: its ready time)."""
+        self.tell(XCOM_INSTANCE_RECORD, record.to_dict())
+
+    def own_record(self) -> InstanceRecord | None:
+        """The record this task told later tasks (a create task's), or ``None``."""
+        records = self.records_of(self.ti.task_id)
+        return records[0] if len(records) == 1 else None
+
+    def cost_clock(self) -> dict[str, Any] | None:
+        """This try's cost clock (kept in XCom across its deferrals), or ``None`` before it started."""
+        value = self.read(XCOM_COST_CLOCK)
+        return value if isinstance(value, dict) else None
+
+    def tell_cost_clock(self, clock: dict[str, Any]) -> None:
+        self.tell(XCOM_COST_CLOCK, clock)
+
+    def tell_cost(self, cost: dict[str, Any]) -> None:
+        self.tell(XCOM_COST, cost)
+
+    def tell_lifetime_cost(self, cost: dict[str, Any]) -> None:
+        self.tell(XCOM_LIFETIME_COST, cost)
+
+    def costs_of(self, task_ids: Iterable[str]) -> list[tuple[str, dict[str, Any]]]:
+        """``(task id, cost)`` of every task in ``task_ids`` that reported one in this DAG run (one per map index)."""
+        return [(task_id, cost) for task_id in task_ids for cost in costs_in(self.read(XCOM_COST, task_id))]
+
+    def lifetime_costs_of(self, task_ids: Iterable[str]) -> list[tuple[str, dict[str, Any]]]:
+        """``(task id, lifetime)`` of every delete task in ``task_ids`` that reported an instance's lifetime."""
+        found = []
+        for task_id in task_ids:
+            value = self.read(XCOM_LIFETIME_COST, task_id)
+            for item in value if isinstance(value, list) else [value]:
+                if isinstance(item, dict) and "total_seconds" in item:
+                    found.append((task_id, item))
+        return found
 
 
 def read_instance_records(context: Any, create_task_id: str) -> list[InstanceRecord]:

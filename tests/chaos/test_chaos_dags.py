@@ -118,6 +118,12 @@ def test_capacity_error_on_first_type_falls_back_to_the_next(run_dag, brev_sim, 
     assert create["argv"][create["argv"].index("--type") + 1] == "g6e.xlarge,l40s-1x-alt"  # cheapest first
     create_ti = next(ti for ti in dag_run.get_task_instances() if ti.task_id == "create")
     assert create_ti.xcom_pull(task_ids="create", key="instance")["instance_type"] == "l40s-1x-alt"
+    # the create log names the price it fell back to, and the record and the cost carry it
+    assert "type l40s-1x-alt at $2.50/h, of 2 candidates from $2.24/h (cheaper ones were not available)" in (
+        task_logs.text
+    )
+    assert create_ti.xcom_pull(task_ids="create", key="brev_instance")["price_per_hour"] == 2.5
+    assert create_ti.xcom_pull(task_ids="create", key="brev_cost")["price_per_hour"] == 2.5
     assert_chaos_invariants(brev_sim, task_logs, secrets=[secret], counters=["try-1"], dag_run=dag_run)
 
 

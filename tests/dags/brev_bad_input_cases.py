@@ -44,6 +44,7 @@ CREATE_PARAMS = {
     "max_lifetime": 3600,
     "name_prefix": "",
     "adopt_existing": "false",
+    "max_price_per_hour": "",
 }
 with DAG(dag_id="brev_bad_input_create", schedule=None, start_date=START, params=CREATE_PARAMS):
     BrevCreateInstanceOperator(task_id="create", **COMMON, **templated(*CREATE_PARAMS.keys() - {"brev_conn_id"}))
@@ -150,6 +151,8 @@ EXEC_PARAMS = {
     "min_vram": None,
     "inputs": None,
     "outputs": None,
+    "max_price_per_hour": None,
+    "max_run_cost": None,
 }
 with DAG(
     dag_id="brev_bad_input_exec",

@@ -47,6 +47,8 @@ CASES = [
     ("create", {"name_prefix": "Bad_Prefix"}, "name_prefix: Invalid owner prefix"),
     ("create", {"adopt_existing": BOOL}, "adopt_existing must be a boolean"),
     ("create", {"brev_conn_id": CONN}, "brev_conn_id must be a connection id"),
+    ("create", {"max_price_per_hour": "cheap"}, "max_price_per_hour must be a positive number of dollars per hour"),
+    ("create", {"max_price_per_hour": "0"}, "max_price_per_hour must be a positive number of dollars per hour"),
     # --- BrevDeleteInstanceOperator -----------------------------------------------------------------------
     ("delete", {"instance_name": NAME}, "instance_name: Invalid instance name"),
     ("delete", {"instance_name": ""}, "The instance name is empty: pass instance_name"),
@@ -144,6 +146,10 @@ EXEC_CASES = [
     ("exec", {"outputs": {"/home/ubuntu": "s3://bucket/out/"}}, "'/home/ubuntu' is, or holds, a home directory"),
     ("exec", {"outputs": {"/": "s3://bucket/out/"}}, "outputs: The directory '/' is the root directory"),
     ("exec", {"brev_conn_id": CONN}, "brev_conn_id must be a connection id"),
+    ("exec", {"max_price_per_hour": "-1"}, "max_price_per_hour must be a positive number of dollars per hour"),
+    ("exec", {"max_run_cost": "free"}, "max_run_cost must be a positive number of dollars, got 'free'"),
+    ("exec", {"max_run_cost": 5}, "max_run_cost=5 needs timeout"),  # without one a step's cost has no bound
+    ("exec", {"instance_name": EXISTING, "gpu": None, "max_price_per_hour": 1}, "set max_price_per_hour on the task"),
     ("exec_max_lifetime", {}, "max_lifetime " + SECONDS),
     ("exec_require_docker", {}, "require_docker must be a boolean"),
     # --- BrevExecOperator on an existing instance (measured: launched the job, then failed, job left running) --

@@ -70,8 +70,32 @@ def ti_of(dag_run: Any, task_id: str) -> Any:
     return next(ti for ti in dag_run.get_task_instances() if ti.task_id == task_id)
 
 
+def check_costs(dag_run: Any, task_ids: list[str]) -> dict[str, dict[str, Any]]:
+    """Every task in ``task_ids`` pushed ``brev_cost``: its phases add up to its total, its dollars are price x
+    seconds; returns the costs by task id."""
+    phases = ["boot", "pull", "stage", "work", "upload", "idle"]
+    costs = {}
+    for task_id in task_ids:
+        cost = ti_of(dag_run, task_id).xcom_pull(task_ids=task_id, key="brev_cost")
+        assert cost is not None, task_id
+        json.dumps(cost)  # JSON-serialisable
+        assert list(cost["seconds"]) == phases and list(cost["dollars"]) == phases, cost
+        price = cost["price_per_hour"]
+        assert price > 0 and cost["instance_type"], cost
+        assert sum(cost["seconds"].values()) == pytest.approx(cost["total_seconds"], abs=0.01), cost
+        assert cost["total_seconds"] > 0, cost
+        assert cost["total_dollars"] == pytest.approx(price * cost["total_seconds"] / 3600, abs=1e-6), cost
+        for phase in phases:
+            assert cost["dollars"][phase] == pytest.approx(price * cost["seconds"][phase] / 3600, abs=1e-6), cost
+        assert sum(cost["dollars"].values()) == pytest.approx(cost["total_dollars"], abs=1e-5), cost
+        costs[task_id] = cost
+    return costs
+
+
 def check_ephemeral_exec(dag_run: Any, sim: Any, written: list[str]) -> None:
     assert len(cli_calls(sim, "create")) == 1
+    cost = check_costs(dag_run, ["gpu_smoke_test"])["gpu_smoke_test"]  # the ephemeral step bills its boot too
+    assert cost["seconds"]["boot"] > 0 and cost["seconds"]["work"] > 0
 
 
 def check_lifecycle(dag_run: Any, sim: Any, written: list[str]) -> None:
@@ -79,6 +103,7 @@ def check_lifecycle(dag_run: Any, sim: Any, written: list[str]) -> None:
     assert len(cli_calls(sim, "create")) == 1
     assert len(cli_calls(sim, "delete")) == 1
     assert ti_of(dag_run, "nvidia_smi").xcom_pull(task_ids="nvidia_smi") == "NVIDIA L40S"
+    assert check_costs(dag_run, ["create_instance"])["create_instance"]["seconds"]["boot"] > 0  # without the wait
 
 
 def check_mixed_stages(dag_run: Any, sim: Any, written: list[str]) -> None:
@@ -87,6 +112,13 @@ def check_mixed_stages(dag_run: Any, sim: Any, written: list[str]) -> None:
     assert len(types) == 2 and "m6i.2xlarge" in types  # a CPU type and a GPU type
     assert ti_of(dag_run, "train").xcom_pull(task_ids="train")["last_line"].strip() == "100"
     assert f"mixed/{run_slug(dag_run.run_id)}/prepared/samples.txt" in written
+    costs = check_costs(dag_run, ["create_cpu", "prepare_data", "create_gpu", "train"])
+    assert {task: (c["instance_type"], c["price_per_hour"]) for task, c in costs.items()} == {
+        "create_cpu": ("m6i.2xlarge", 0.46),
+        "prepare_data": ("m6i.2xlarge", 0.46),
+        "create_gpu": ("g6e.xlarge", 2.24),
+        "train": ("g6e.xlarge", 2.24),
+    }
 
 
 def check_flagship(dag_run: Any, sim: Any, written: list[str]) -> None:
@@ -117,11 +149,53 @@ def check_flagship(dag_run: Any, sim: Any, written: list[str]) -> None:
     assert decision["promoted"] is True and decision["direction"] == "higher"
     assert decision["model"] == f"{run_uri}train/{checkpoint}"
     assert decision["results"] == {step: f"{run_uri}{step}/" for step in step_dirs}
+    check_flagship_cost(dag_run)
+
+
+def check_flagship_cost(dag_run: Any) -> None:
+    """Every Brev task reported its cost on the run's one L40S instance (the cheapest, g6e.xlarge at $2.24/h): the
+    create task its boot, each TAO step its pull, staging, work and upload; the last task's table adds them up."""
+    tasks = ["create_instance", *FLAGSHIP_STEPS]
+    costs = check_costs(dag_run, tasks)
+    assert {(c["instance_type"], c["price_per_hour"]) for c in costs.values()} == {("g6e.xlarge", 2.24)}
+    assert costs["create_instance"]["seconds"]["boot"] > 0
+    for step in FLAGSHIP_STEPS:
+        seconds = costs[step]["seconds"]
+        assert seconds["boot"] == 0 and seconds["work"] > 0 and seconds["pull"] > 0, (step, seconds)
+        assert seconds["stage"] > 0 and seconds["upload"] > 0, (step, seconds)
+    report = ti_of(dag_run, "cost_report").xcom_pull(task_ids="cost_report")
+    assert [row["task_id"] for row in report["tasks"]] == tasks
+    assert report["total_dollars"] == pytest.approx(sum(c["total_dollars"] for c in costs.values()), abs=1e-5)
+    assert report["total_seconds"] == pytest.approx(sum(c["total_seconds"] for c in costs.values()), abs=0.01)
+    assert report["unpriced"] == []
+    table = report["table"].splitlines()
+    assert table[0].split() == [
+        "task",
+        "type",
+        "$/h",
+        "boot",
+        "pull",
+        "stage",
+        "work",
+        "upload",
+        "idle",
+        "seconds",
+        "$",
+    ]
+    assert [line.split()[0] for line in table[2 : 2 + len(tasks)]] == tasks
+    assert table[2 + len(tasks) + 1].split()[0] == "total"
+    assert table[2 + len(tasks) + 1].split()[-1] == f"${report['total_dollars']:.4f}"
+    [life] = report["lifetimes"]  # the delete task priced the instance's whole life, which covers every task
+    assert life["task_id"] == "delete_instance" and life["price_per_hour"] == 2.24
+    assert life["total_dollars"] >= life["tasks_dollars"] == pytest.approx(report["total_dollars"], abs=1e-5)
 
 
 def check_janitor(dag_run: Any, sim: Any, written: list[str]) -> None:
     assert cli_calls(sim, "delete") == []  # nothing expired to delete
 
+
+#: The flagship's GPU steps, in pipeline order.
+FLAGSHIP_STEPS = ["gap_analysis", "train", "evaluate"]
 
 #: What each example must have done besides succeeding; an example missing here fails the test (add its checks).
 CHECKS: dict[str, Callable[[Any, Any, list[str]], None]] = {
