@@ -151,7 +151,9 @@ def format_marker(kind: str, *fields: str, text: str | None = None) -> str:
     spec = KINDS.get(kind)
     if spec is None:
         raise ValueError(f"Unknown marker kind {kind!r}")
-    if not len(spec.fields) <= len(fields) <= len(spec.fields) + len(spec.optional) or any(not f or any(c in f for c in _BLANKS + "\n") for f in fields):
+    if not len(spec.fields) <= len(fields) <= len(spec.fields) + len(spec.optional) or any(
+        not f or any(c in f for c in _BLANKS + "\n") for f in fields
+    ):
         raise ValueError(f"{kind} takes the fields {spec.fields + spec.optional}, got {fields!r}")
     if text is not None and (spec.text is None or "\n" in text or "\r" in text):
         raise ValueError(f"{kind} takes no text with a newline{'' if spec.text else ' (and no text at all)'}")
