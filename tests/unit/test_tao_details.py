@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from airflow_provider_brev.cli.protocol.remote_scripts import load_script
+from airflow_provider_brev.cli.protocol.remote_scripts import load_script, script_body
 from airflow_provider_brev.cli.tao.checkpoints import (
     CHECKPOINT_LOG_REGEX,
     checkpoint_order,
@@ -174,7 +174,7 @@ def test_the_report_command_reads_every_result_file_and_the_log():
     assert f"__T_MAX={MAX_REPORT_FILE_BYTES}\n" in command
     assert MAX_REPORT_FILE_BYTES == 256 * 1024
     assert '__T_LOG="$HOME"/jobs/j/log\n' in command
-    assert command.endswith(load_script("tao_report"))
+    assert command.endswith(script_body("tao_report"))
     assert load_script("tao_report").endswith("__brev_mark TAO_END\nexit 0\n")
     assert "__T_LOG=''\n" in build_report_command(results_dir="r", action="a")
 

@@ -126,11 +126,11 @@ def _awk_string(text: str) -> str:
     return '"' + text.translate(_AWK_ESCAPES) + '"'
 
 
-#: The awk program of :func:`redact_filter`. Its BEGIN block applies :func:`secret_fragments` to each value (read
+#: The awk program of :func:`redact_filter` (and of ``remote/job_run.sh``). Its BEGIN block applies :func:`secret_fragments` to each value (read
 #: from awk's environment, so no value is on a command line) and sorts the fragments longest first (a fragment
 #: inside a longer one must not leave the rest of the longer one visible); then every occurrence of each is
 #: replaced, literally (``index``, not a regex). POSIX awk only (mawk, Ubuntu's default awk, and gawk alike).
-_REDACT_AWK = (
+REDACT_AWK = (
     'function trim(s){while(s!=""&&index(W,substr(s,1,1)))s=substr(s,2);'
     'while(s!=""&&index(W,substr(s,length(s),1)))s=substr(s,1,length(s)-1);return s}'
     "function content(s,  q){for(q=1;q<=length(s);q++)if(!index(P,substr(s,q,1)))return 1;return 0}"
@@ -145,6 +145,14 @@ _REDACT_AWK = (
 )
 
 
+def redact_names(names: Iterable[str]) -> str:
+    """The names of the secret variables, sorted and space-separated, as :data:`REDACT_AWK` reads them (``N``).
+
+    :param names: names of the secret environment variables (not secret themselves).
+    """
+    return " ".join(sorted(validate_env(dict.fromkeys(names, ""))))
+
+
 def redact_filter(names: Iterable[str]) -> str:
     """A filter (``| <this>``) that replaces the values of the environment variables ``names`` with ``***``
     (each line of a multi-line value: :func:`secret_fragments`).
@@ -155,8 +163,7 @@ def redact_filter(names: Iterable[str]) -> str:
 
     :param names: names of the secret environment variables (not secret themselves).
     """
-    listed = sorted(validate_env(dict.fromkeys(names, "")))
-    return f"LC_ALL=C awk -v N={shlex.quote(' '.join(listed))} {shlex.quote(_REDACT_AWK)}"
+    return f"LC_ALL=C awk -v N={shlex.quote(redact_names(names))} {shlex.quote(REDACT_AWK)}"
 
 
 def _detached_stdio(command: str, secret_names: Iterable[str] = (), pid_file: str | None = None) -> str:

@@ -3,8 +3,9 @@
 The scripts live as files in ``airflow_provider_brev/remote/*.sh`` (shellchecked by ``make lint``), one per thing
 they do. :func:`render_script` turns one of them into the command string of one ``brev exec``: a header of
 ``NAME=<value>`` assignments, then the shared helpers of ``remote/lib.sh`` (the marker printer of
-:mod:`airflow_provider_brev.cli.protocol.markers`), then the script's body. Every value is ``shlex.quote``-d in
-the header; nothing is ever formatted into a body, so a body is exactly the file that shellcheck saw. A path
+:mod:`airflow_provider_brev.cli.protocol.markers`), then the script's body (:func:`script_body`: the file less its
+comment lines). Every value is ``shlex.quote``-d in the header; nothing is ever formatted into a body, so a body
+is the file that shellcheck saw. A path
 below the remote home is a :class:`HomePath`: its header line is ``NAME="$HOME"/'<rest>'``, the one expansion a
 header makes.
 
@@ -21,7 +22,7 @@ from importlib import resources
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Mapping, Sequence
 
 #: The package that holds the scripts' directory, and the directory.
 SCRIPTS_PACKAGE = "airflow_provider_brev"
@@ -58,6 +59,15 @@ def load_script(name: str) -> str:
     return resources.files(SCRIPTS_PACKAGE).joinpath(SCRIPTS_DIR, f"{name}.sh").read_text(encoding="utf-8")
 
 
+@cache
+def script_body(name: str) -> str:
+    """``remote/<name>.sh`` as it travels: without its comment lines (a line whose first non-blank character is
+    ``#``), which are for readers and shellcheck only; every command string counts against
+    ``MAX_COMMAND_LENGTH``. A script therefore holds no heredoc and no string that spans lines
+    (``tests/unit/test_remote_scripts.py`` checks both)."""
+    return "".join(line for line in load_script(name).splitlines(keepends=True) if not line.lstrip().startswith("#"))
+
+
 def shell_value(value: Value) -> str:
     """The right-hand side of one header assignment: always a quoted shell word.
 
@@ -89,16 +99,25 @@ def render_header(values: Mapping[str, Value]) -> str:
     return "".join(lines)
 
 
-def render_script(name: str, values: Mapping[str, Value] | None = None, *, helpers: bool = True) -> str:
-    """The command string of ``remote/<name>.sh``: header, the shared helpers (unless ``helpers`` is false), body.
+def render_script(
+    name: str,
+    values: Mapping[str, Value] | None = None,
+    *,
+    helpers: bool = True,
+    include: Sequence[str] = (),
+) -> str:
+    """The command string of ``remote/<name>.sh``: header, the shared helpers (unless ``helpers`` is false), the
+    ``include`` libraries, body.
 
     :param name: the script (see ``airflow_provider_brev/remote/``).
     :param values: the variables the script reads, set by the header.
     :param helpers: prepend ``remote/lib.sh`` (a script that prints no marker, such as a job's own script, can
         leave it out).
+    :param include: more scripts of functions the body uses, in order (``job_lib`` for the job scripts).
     """
     parts = [render_header(values or {})]
     if helpers:
-        parts.append(load_script(LIBRARY))
-    parts.append(load_script(name))
+        parts.append(script_body(LIBRARY))
+    parts.extend(script_body(lib) for lib in include)
+    parts.append(script_body(name))
     return "".join(parts)
