@@ -11,5 +11,5 @@ if [ -n "$__bj_dir" ] && [ -d "$__bj_dir" ]; then
   elif rm -rf -- "$__bj_dir"; then __bj_result=removed
   else __bj_result=failed; fi
 fi
-__brev_mark JOB_CLEANED "$__BJ_ID" "$__bj_result"
+__brev_mark BREV_JOB_CLEANED "$__BJ_ID" "$__bj_result"
 exit 0

@@ -32,5 +32,5 @@ if [ -d "$__bj_dir" ]; then
     fi
   fi
 fi
-__brev_mark JOB_KILLED "$__BJ_ID" "$__bj_result"
+__brev_mark BREV_JOB_KILLED "$__BJ_ID" "$__bj_result"
 exit 0

@@ -9,7 +9,7 @@
 set +m
 __brev_sweep_secrets "$__BJ_STALE_SECRETS" "$__BJ_STALE_MINUTES"
 trap '' HUP  # an ssh drop half-way must not leave a guard without a job
-__bj_failed() { [ -z "$__BJ_SECRET" ] || rm -f -- "$__BJ_SECRET"; __brev_mark JOB_LAUNCH_FAILED "$__BJ_ID" "$1"; }
+__bj_failed() { [ -z "$__BJ_SECRET" ] || rm -f -- "$__BJ_SECRET"; __brev_mark BREV_JOB_LAUNCH_FAILED "$__BJ_ID" "$1"; }
 # Remove the directories of jobs that finished more than __BJ_STALE_DAYS days ago (exit_code is written when a job
 # ends; a running job has none).
 __bj_sweep() {
@@ -28,7 +28,7 @@ elif __bj_sweep; mkdir -m 700 -- "$__bj_dir" 2>/dev/null; then
     printf '%s\n' "$__bj_pid" > "$__bj_dir/pid.tmp" && mv -f -- "$__bj_dir/pid.tmp" "$__bj_dir/pid"
     __bj_boot=$(cat /proc/sys/kernel/random/boot_id 2>/dev/null) || __bj_boot=-
     printf '%s %s\n' "${__bj_boot:--}" "$(date +%s)" > "$__bj_dir/launched"
-    __brev_mark JOB_LAUNCHED "$__BJ_ID" "$__bj_pid"
+    __brev_mark BREV_JOB_LAUNCHED "$__BJ_ID" "$__bj_pid"
   else
     rm -rf -- "$__bj_dir"
     __bj_failed write-script
@@ -37,7 +37,7 @@ elif [ ! -d "$__bj_dir" ]; then
   __bj_failed job-dir
 else
   [ -z "$__BJ_SECRET" ] || rm -f -- "$__BJ_SECRET"
-  __brev_mark JOB_EXISTS "$__BJ_ID"
+  __brev_mark BREV_JOB_EXISTS "$__BJ_ID"
   __bj_status 0 0
 fi
 exit 0

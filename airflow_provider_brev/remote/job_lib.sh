@@ -67,12 +67,12 @@ __bj_status() {
     __bj_size=$(stat -c %s -- "$__bj_dir/log" 2>/dev/null) || __bj_size=0
     case "$__bj_size" in ''|*[!0-9]*) __bj_size=0 ;; esac
   fi
-  __brev_mark JOB_STATUS "$__BJ_ID" "$__bj_state" "$__bj_rc" "$__bj_size" "$__bj_pid"
-  __brev_mark JOB_LOG_BEGIN
+  __brev_mark BREV_JOB_STATUS "$__BJ_ID" "$__bj_state" "$__bj_rc" "$__bj_size" "$__bj_pid"
+  __brev_mark BREV_JOB_LOG_BEGIN
   __bj_n=$((__bj_size - $1)); [ "$__bj_n" -gt "$2" ] && __bj_n=$2
   if [ "$__bj_n" -gt 0 ]; then
     tail -c +$(($1 + 1)) -- "$__bj_dir/log" | head -c "$__bj_n" | base64 -w 0
   fi
   printf '\n'
-  __brev_mark JOB_LOG_END
+  __brev_mark BREV_JOB_LOG_END
 }

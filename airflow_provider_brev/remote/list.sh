@@ -6,7 +6,7 @@
 # shellcheck disable=SC2154,SC2153  # the header (cli/protocol/remote_scripts.py) sets the __L_* inputs
 exec 2>/dev/null
 export LC_ALL=C  # patterns match bytes: a name that is not UTF-8 can never break the listing
-if [ ! -d "$__L_D" ]; then [ -n "$__L_C" ] && rm -f -- "$__L_C" "$__L_C".*; __brev_mark XFER_NODIR; exit 0; fi
+if [ ! -d "$__L_D" ]; then [ -n "$__L_C" ] && rm -f -- "$__L_C" "$__L_C".*; __brev_mark BREV_XFER_NODIR; exit 0; fi
 if [ "$__L_MAN" = 1 ] && [ -f "$__L_D/$__L_MN" ]; then sed 's/^/BREV_XFER_MANIFEST /' -- "$__L_D/$__L_MN"; fi
 declare -A __l_cm=()
 __l_cw=; __l_cok=1
@@ -35,7 +35,7 @@ while IFS= read -r -d '' __l_e; do
     if [ -n "$__l_c" ] && [ "${__l_c% *}" = "$__l_st" ]; then
       __l_m=${__l_c##* }
     else
-      if ! __l_m=$(md5sum < "$__L_D/$__l_r"); then __brev_mark XFER_UNREADABLE "$__l_r"; continue; fi
+      if ! __l_m=$(md5sum < "$__L_D/$__l_r"); then __brev_mark BREV_XFER_UNREADABLE "$__l_r"; continue; fi
       __l_m=${__l_m%% *}
     fi
     __l_ct=${__l_st#*/*/}; __l_ct=${__l_ct%%[./]*}
@@ -45,7 +45,7 @@ while IFS= read -r -d '' __l_e; do
   else
     __l_m=-
   fi
-  __brev_mark XFER_FILE "$__l_s" "$__l_m" "$__l_st" "$__l_r"
+  __brev_mark BREV_XFER_FILE "$__l_s" "$__l_m" "$__l_st" "$__l_r"
   __l_n=$((__l_n + 1))
 done < <(find -H "$__L_D" -mindepth 1 \( -name .airflow-brev -o -name '.airflow-brev-*' \) -prune \
   -o -type f -printf "$__L_SF//%P\0")
@@ -53,5 +53,5 @@ if [ -n "$__l_cw" ]; then
   exec 3>&-
   if [ "$__l_cok" = 1 ]; then mv -f -- "$__l_cw" "$__L_C" || rm -f -- "$__l_cw"; else rm -f -- "$__l_cw"; fi
 fi
-__brev_mark XFER_LISTED "$__l_n" "$__l_bad"
+__brev_mark BREV_XFER_LISTED "$__l_n" "$__l_bad"
 exit 0

@@ -4,8 +4,8 @@
 # re-runs it (cli/jobs/shell.py build_once_command; the hook reads the code with parse_once_marker).
 # Header: __B_RUNS, __B_GUARD, __B_MARKER, __B_CMD (the user's command, run with bash -c), __B_CWD (or empty),
 # __B_SECRET (the secret env file to source and delete first, or empty), __B_ENV_NAMES (plain variables, each in
-# __B_ENV_<name>), __B_SECRET_NAMES and __BREV_REDACT_AWK (redaction, cli/jobs/shell.py), __B_STALE_MINUTES,
-# __B_STARTED (the word reported when an earlier attempt started the command).
+# __B_ENV_<name>), __B_SECRET_NAMES and __BREV_REDACT_AWK (redaction, cli/jobs/shell.py), __B_STALE_MINUTES.
+# A re-run reports "started" when an earlier attempt started the command (STARTED_ELSEWHERE of cli/jobs/shell.py).
 # shellcheck disable=SC2154,SC2153  # the header (cli/protocol/remote_scripts.py) sets the __B_* inputs
 
 # Run the command with its output in private files that tail --pid streams until it exits: brev exec (ssh) ends
@@ -49,7 +49,7 @@ if mkdir "$__B_GUARD" 2>/dev/null; then
   fi
   __brev_rc=$?; printf '%s' "$__brev_rc" > "$__B_GUARD"/rc.tmp && mv -f "$__B_GUARD"/rc.tmp "$__B_GUARD"/rc
 else
-  __brev_rc=$(cat "$__B_GUARD"/rc 2>/dev/null || echo "$__B_STARTED")
+  __brev_rc=$(cat "$__B_GUARD"/rc 2>/dev/null || echo started)
   [ -z "$__B_SECRET" ] || rm -f -- "$__B_SECRET"
 fi
 # A newline on stdout guarantees the CLI's trailing instance-name line starts on its own line.

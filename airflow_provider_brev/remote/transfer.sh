@@ -9,7 +9,7 @@ exec 2>/dev/null  # curl messages may quote URLs: nothing reaches the brev CLI's
 set +m
 __X_CURL=(curl --globoff --fail --silent --retry "$__X_RETRIES" --connect-timeout "$__X_CONNECT_TIMEOUT"
           --speed-limit 1024 --speed-time "$__X_STALL")
-__x_fail() { __brev_mark XFER_FAIL "$1" "$2"; }
+__x_fail() { __brev_mark BREV_XFER_FAIL "$1" "$2"; }
 __x_size() { local s; s=$(wc -c < "$1") || return 1; printf '%s' "${s//[!0-9]/}"; }
 __x_etag() {
   local line v=
@@ -41,7 +41,7 @@ __x_get() {
     rm -f -- "$part"; __x_fail "$k" "md5 got $got, expected ${__X_M[$k]}"; return
   fi
   if ! mv -f -- "$part" "$dest"; then rm -f -- "$part"; __x_fail "$k" "move cannot move into place"; return; fi
-  __brev_mark XFER_OK "$k" "$size" "$got" -
+  __brev_mark BREV_XFER_OK "$k" "$size" "$got" -
 }
 __x_changed() {  # key, file: true when the file is no longer what the listing saw (size, times, inode)
   local now
@@ -58,7 +58,7 @@ __x_upload() {  # key, file to send, Content-MD5 (base64 or -), bytes, md5 (or -
   if [ "$rc" -ne 0 ]; then __x_fail "$k" "curl exit $rc (HTTP ${code:-000})"; return; fi
   etag=$(__x_etag "$h")
   if [ -z "$etag" ]; then __x_fail "$k" "etag missing in the response"; return; fi
-  __brev_mark XFER_OK "$k" "$size" "$md5" "$etag"
+  __brev_mark BREV_XFER_OK "$k" "$size" "$md5" "$etag"
 }
 __x_listed() {  # key, file: the file is readable and still what the listing saw (else reports why not)
   local size
@@ -144,7 +144,7 @@ __x_batch() {  # every download through one `curl --parallel`, then one find, on
     if [ -e "${__X_SP[$k]}" ]; then
       rm -f -- "${__X_SP[$k]}"; __x_fail "$k" "move cannot move into place"
     else
-      __brev_mark XFER_OK "$k" "${__X_FS[$k]}" "${md[$k]}" -
+      __brev_mark BREV_XFER_OK "$k" "${__X_FS[$k]}" "${md[$k]}" -
     fi
   done
   rm -rf -- "${!__X_SD[@]}"
@@ -168,9 +168,9 @@ declare -A __X_SP __X_SD
 trap __x_clean EXIT
 trap '__x_clean; exit 0' HUP INT TERM PIPE
 if ! mkdir -p -- "$__X_BASE" || ! mkdir -m 700 -- "$__X_T"; then
-  rm -f -- "$__X_F"; __brev_mark XFER_ERROR 'cannot create a private temp directory'; exit 0
+  rm -f -- "$__X_F"; __brev_mark BREV_XFER_ERROR 'cannot create a private temp directory'; exit 0
 fi
-if [ ! -f "$__X_F" ]; then __brev_mark XFER_ERROR 'the plan file is missing'; exit 0; fi
+if [ ! -f "$__X_F" ]; then __brev_mark BREV_XFER_ERROR 'the plan file is missing'; exit 0; fi
 chmod 600 -- "$__X_F"
 declare -A __X_U __X_OP __X_FS __X_O __X_L __X_M __X_SIG __X_R
 __X_K=(); __X_N=-1
@@ -183,8 +183,8 @@ while IFS=$'\t' read -r tag k op fs off len md sig rp; do
   esac
 done < "$__X_F"
 rm -f -- "$__X_F"
-if [ "$__X_N" != "${#__X_K[@]}" ]; then __brev_mark XFER_ERROR 'the plan file is truncated'; exit 0; fi
-if ! command -v curl >/dev/null; then __brev_mark XFER_ERROR 'curl is not installed on the instance'; exit 0; fi
+if [ "$__X_N" != "${#__X_K[@]}" ]; then __brev_mark BREV_XFER_ERROR 'the plan file is truncated'; exit 0; fi
+if ! command -v curl >/dev/null; then __brev_mark BREV_XFER_ERROR 'curl is not installed on the instance'; exit 0; fi
 if curl --help all 2>/dev/null | grep -q -e --retry-all-errors; then __X_CURL+=(--retry-all-errors); fi
 if [ "${#__X_K[@]}" -gt 0 ] && [ "${__X_OP[${__X_K[0]}]}" = G ]; then __X_GET=1; mkdir -p -- "$__X_D"; fi
 __x_n=0
@@ -195,5 +195,5 @@ for __x_k in "${__X_K[@]}"; do
   __x_n=$((__x_n + 1))
 done
 wait
-__brev_mark XFER_DONE "$__X_N"
+__brev_mark BREV_XFER_DONE "$__X_N"
 exit 0

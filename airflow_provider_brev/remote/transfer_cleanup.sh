@@ -3,5 +3,5 @@
 # shellcheck disable=SC2154  # the header (cli/protocol/remote_scripts.py) sets __X_F and __X_T
 rm -f -- "$__X_F" 2>/dev/null
 rm -rf -- "$__X_T" 2>/dev/null
-__brev_mark XFER_CLEANED
+__brev_mark BREV_XFER_CLEANED
 exit 0

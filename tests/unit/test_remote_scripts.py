@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from airflow_provider_brev.cli.jobs.shell import STARTED_ELSEWHERE
 from airflow_provider_brev.cli.protocol import markers as m
 from airflow_provider_brev.cli.protocol.markers import KINDS, Marker, format_marker, iter_markers, parse_marker
 from airflow_provider_brev.cli.protocol.remote_scripts import (
@@ -75,7 +76,7 @@ def test_one_row_per_kind(line, kind, fields, text):
 
 @pytest.mark.parametrize(("line", "kind", "fields", "text"), ROWS, ids=[r[1] for r in ROWS])
 def test_every_kind_is_printed_by_a_remote_script(line, kind, fields, text):
-    assert any(re.search(rf"__brev_mark {kind}\b|BREV_{kind} ", load_script(name)) for name in SCRIPTS), (
+    assert any(re.search(rf"\bBREV_{kind}\b", load_script(name)) for name in SCRIPTS), (
         f"no script of airflow_provider_brev/remote/ prints {kind}"
     )
 
@@ -135,9 +136,13 @@ def test_format_refuses_what_the_grammar_cannot_carry():
         m.marker_word("NOPE")
 
 
+def test_the_once_wrapper_reports_the_word_its_parser_knows():
+    assert "|| echo started)" in load_script("once") and STARTED_ELSEWHERE == "started"
+
+
 def test_lib_prints_markers_of_the_grammar():
     script = render_script("secret_sweep", {"__B_FILES": "", "__B_STALE_MINUTES": 60})
-    probe = script + "__brev_mark XFER_FAIL 7 curl 'exit 7 (HTTP 000)'\n__brev_mark XFER_CLEANED\n"
+    probe = script + "__brev_mark BREV_XFER_FAIL 7 curl 'exit 7 (HTTP 000)'\n__brev_mark BREV_XFER_CLEANED\n"
     done = subprocess.run(
         ["bash", "-c", probe], capture_output=True, text=True, check=True, env={"HOME": "/nonexistent"}
     )

@@ -186,7 +186,6 @@ def build_once_command(
         "__B_SECRET_NAMES": redact_names(names),
         "__BREV_REDACT_AWK": REDACT_AWK if names else "",
         "__B_STALE_MINUTES": STALE_SECRET_MINUTES,
-        "__B_STARTED": STARTED_ELSEWHERE,
     }
     return render_script("once", values)
 

@@ -1,8 +1,9 @@
 """The one grammar of the marker lines the remote scripts print, and its one parser (pure).
 
 Every script in ``airflow_provider_brev/remote/`` reports on stdout in marker lines (it always exits 0: the
-released CLI re-runs a command whose ssh exits non-zero), printed through ``__brev_mark`` of ``remote/lib.sh``
-(or, for bulk output, ``find -printf``/``sed`` in the same form). The grammar::
+released CLI re-runs a command whose ssh exits non-zero), printed through ``__brev_mark BREV_<KIND> ...`` of
+``remote/lib.sh`` (or, for bulk output, ``find -printf``/``sed`` in the same form; the word is spelt out in full,
+so a script's text names the markers it prints). The grammar::
 
     line   = "BREV_" KIND { " " field } [ " " text ]      at the very start of a line
     KIND   = one of KINDS (upper case, digits, "_")
