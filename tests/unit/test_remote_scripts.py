@@ -182,6 +182,10 @@ def test_render_is_header_then_helpers_then_includes_then_body():
     script = render_script("job_poll", {"__BJ_OFFSET": 0}, include=("job_lib",))
     assert script == "__BJ_OFFSET=0\n" + script_body("lib") + script_body("job_lib") + script_body("job_poll")
     assert render_script("job_run", {}, helpers=False) == script_body("job_run")
+    assert render_script("job_run", {"A": 1}, helpers=False, title="what it is").startswith("# what it is\nA=1\n")
+    for bad in ("two\nlines", "cr\r", "nul\x00"):
+        with pytest.raises(ValueError, match="must be one line"):
+            render_script("job_run", title=bad)
     for bad in ("../lib", "Lib", "lib.sh", ""):
         with pytest.raises(ValueError, match="Invalid remote script name"):
             load_script(bad)

@@ -89,7 +89,8 @@ def _job_script(
         "__BJ_SECRET_NAMES": redact_names(secret_names),
         "__BREV_REDACT_AWK": REDACT_AWK if secret_names else "",
     }
-    return render_script("job_run", values, helpers=False)
+    title = f"Detached job {job.job_id}, written by airflow-provider-brev. Runs once; never re-launched."
+    return render_script("job_run", values, helpers=False, title=title)
 
 
 def build_launch_command(

@@ -105,6 +105,7 @@ def render_script(
     *,
     helpers: bool = True,
     include: Sequence[str] = (),
+    title: str | None = None,
 ) -> str:
     """The command string of ``remote/<name>.sh``: header, the shared helpers (unless ``helpers`` is false), the
     ``include`` libraries, body.
@@ -114,8 +115,13 @@ def render_script(
     :param helpers: prepend ``remote/lib.sh`` (a script that prints no marker, such as a job's own script, can
         leave it out).
     :param include: more scripts of functions the body uses, in order (``job_lib`` for the job scripts).
+    :param title: a first comment line that says what the command is (``ps``, the simulator's records and the
+        tests that pick a transfer round out of them read it); one line.
+    :raises ValueError: a title with a line break.
     """
-    parts = [render_header(values or {})]
+    if title is not None and any(c in title for c in "\n\r\x00"):
+        raise ValueError(f"A remote script title must be one line, got {title!r}")
+    parts = [f"# {title}\n" if title is not None else "", render_header(values or {})]
     if helpers:
         parts.append(script_body(LIBRARY))
     parts.extend(script_body(lib) for lib in include)

@@ -231,7 +231,8 @@ def build_transfer_script(
         "__X_CONNECT_TIMEOUT": connect_timeout,
         "__X_STALL": stall_seconds,
     }
-    return check_script_length(render_script("transfer", values))
+    title = f"airflow-provider-brev transfer round {xfer_id}: presigned URLs come from the plan file only."
+    return check_script_length(render_script("transfer", values, title=title))
 
 
 def build_cleanup_script(xfer_id: str) -> str:
