@@ -175,7 +175,7 @@ def test_the_report_command_reads_every_result_file_and_the_log():
     assert MAX_REPORT_FILE_BYTES == 256 * 1024
     assert '__T_LOG="$HOME"/jobs/j/log\n' in command
     assert command.endswith(script_body("tao_report"))
-    assert load_script("tao_report").endswith("__brev_mark TAO_END\nexit 0\n")
+    assert load_script("tao_report").endswith("__brev_mark BREV_TAO_END\nexit 0\n")
     assert "__T_LOG=''\n" in build_report_command(results_dir="r", action="a")
 
 
