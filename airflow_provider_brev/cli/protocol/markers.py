@@ -11,19 +11,19 @@ so a script's text names the markers it prints). The grammar::
     text   = the rest of the line, verbatim (may hold spaces; may be empty)
 
 * A marker is anchored at the start of its line (blanks before it are tolerated: readers always stripped them);
-  the line's terminator (LF, and one CR before it) is not part of it. A line that merely *contains* ``BREV_`` (a user's log line), an unknown kind, or the wrong number of fields
-  is not a marker.
+  the line's terminator (LF, and one CR before it) is not part of it. A line that merely *contains* ``BREV_`` (a
+  user's log line), an unknown kind, or the wrong number of fields is not a marker.
 * Each kind has a fixed list of fields (:data:`KINDS`; a reader tolerates a kind's ``optional`` trailing fields
-  missing, as older scripts printed them); only a kind that declares a ``text`` takes the rest of the
-  line, and only it may hold spaces (a relative path, a failure detail, a manifest line). Trailing whitespace
+  missing, as readers always did); only a kind that declares a ``text`` takes the rest of the line, and only it
+  may hold spaces (a relative path, a failure detail, a manifest line). Trailing whitespace
   after the last field of a kind without ``text`` is ignored.
 * Escaping is by construction, not by quoting: no value with a newline is ever printed (file names with a tab or
   newline are skipped and counted by the listing); a value that may hold any bytes (a JSON record, a file, a log
   line) travels base64 (``base64 -w 0``); ``-`` stands for "none" in a field.
 
 :func:`parse_marker` is the parser every consumer uses (:mod:`airflow_provider_brev.cli.jobs.remote`,
-:mod:`airflow_provider_brev.cli.transfer.reports`, :mod:`airflow_provider_brev.cli.tao.report`, the foreground
-kill in :mod:`airflow_provider_brev.hooks.brev`). Not a marker of this grammar: the exit-code line of the
+:mod:`airflow_provider_brev.cli.transfer.reports`, :mod:`airflow_provider_brev.cli.tao.report`; the foreground
+kill's ``FG_*`` lines are for its caller's log and tests). Not a marker of this grammar: the exit-code line of the
 exactly-once wrapper (:func:`airflow_provider_brev.cli.jobs.shell.parse_once_marker`), a per-call random token
 on stderr that the command it wraps cannot forge.
 """
@@ -83,7 +83,7 @@ TAO_CKPT = "TAO_CKPT"
 TAO_FILE = "TAO_FILE"
 TAO_FAULT = "TAO_FAULT"
 TAO_END = "TAO_END"
-# The foreground kill (remote/foreground_kill.sh; read by hooks/brev.py).
+# The foreground kill (remote/foreground_kill.sh, run by hooks/brev.py stop_foreground).
 FG_KILLED = "FG_KILLED"
 FG_NONE = "FG_NONE"
 
