@@ -40,6 +40,7 @@ lint: sync
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
+	$(BIN)/shellcheck airflow_provider_brev/remote/*.sh
 
 format: sync
 	$(BIN)/ruff format .

@@ -56,35 +56,17 @@ OPERATORS = (
 )
 
 #: Functions (and module constants) whose string literals are bash script text, per module (:func:`module_key`).
+#: The script builders: their string literals are bash, or the names of the variables the scripts of
+#: ``airflow_provider_brev/remote/`` read from their header (a corrupted name is a broken script, not a decision).
 SHELL_FUNCTIONS: dict[str, frozenset[str]] = {
     "jobs.scripts": frozenset(
-        {
-            "_SAME_BOOT_FN",
-            "_LEADER_ALIVE_FN",
-            "_GROUP_ALIVE_FN",
-            "_READ_PID",
-            "_prelude",
-            "_status_block",
-            "_job_script",
-            "build_launch_command",
-            "build_poll_command",
-            "build_kill_command",
-            "build_cleanup_command",
-            "_sweep_stale_jobs",
-        }
+        {"_render", "_job_script", "build_launch_command", "build_poll_command", "build_kill_command"}
+        | {"build_cleanup_command"}
     ),
-    "transfer.scripts": frozenset({"_TRANSFER_BODY", "build_transfer_script", "build_cleanup_script"}),
-    "transfer.listing": frozenset({"_LIST_BODY", "build_list_script"}),
+    "transfer.scripts": frozenset({"build_transfer_script", "build_cleanup_script"}),
+    "transfer.listing": frozenset({"build_list_script"}),
     "jobs.shell": frozenset(
-        {
-            "_REDACT_AWK",
-            "stale_secret_cleanup",
-            "user_command",
-            "redact_filter",
-            "_detached_stdio",
-            "build_once_command",
-            "build_foreground_kill_command",
-        }
+        {"REDACT_AWK", "stale_secret_cleanup", "redact_filter", "build_once_command", "build_foreground_kill_command"}
     ),
     "tao.command": frozenset({"build_tao_command"}),
     "tao.report": frozenset({"build_report_command"}),

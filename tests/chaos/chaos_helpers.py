@@ -35,7 +35,7 @@ ON_KILL_TIMEOUT = 30.0
 #: Log chunk size of the chaos jobs' polls (``CHUNK_BYTES`` in tests/dags/brev_chaos_cases.py) ...
 POLL_BYTES = 12345
 #: ... so this string only occurs in those polls: not in a launch, kill or cleanup, nor in a re-attach probe.
-POLL_MARKER = f"__bj_n={POLL_BYTES}"
+POLL_MARKER = f"__BJ_MAX={POLL_BYTES}\n"
 
 
 # ------------------------------------------------------------------------------------------------ waiting

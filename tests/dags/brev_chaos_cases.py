@@ -20,7 +20,7 @@ from airflow_provider_brev.operators.brev import (
 from airflow_provider_brev.operators.janitor import BrevSweepInstancesOperator
 
 START = datetime(2026, 1, 1)
-#: Log chunk size of every chaos DAG's job polls: the string ``__bj_n=12345`` only occurs in those polls, so a
+#: Log chunk size of every chaos DAG's job polls: the string ``__BJ_MAX=12345`` only occurs in those polls, so a
 #: test can aim a ``connection_drop`` fault at them (``match=``) without hitting the launch or the kill.
 CHUNK_BYTES = 12345
 JOB = (

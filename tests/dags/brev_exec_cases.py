@@ -134,7 +134,7 @@ with DAG(
     )
 
 
-#: Log chunk size of ``brev_exec_retry_reattach``'s job polls: ``__bj_n=23456`` occurs only in those polls (not in
+#: Log chunk size of ``brev_exec_retry_reattach``'s job polls: ``__BJ_MAX=23456`` occurs only in those polls (not in
 #: the launch, nor in the 1-byte probe with which a retry looks for an earlier try's job), so a test can aim a
 #: ``connection_drop`` fault at them.
 RETRY_REATTACH_CHUNK_BYTES = 23456

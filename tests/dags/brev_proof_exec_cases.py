@@ -22,7 +22,7 @@ from airflow_provider_brev.steps.workload import CommandWorkload, command_spec
 START = datetime(2026, 1, 1)
 #: A job that counts its start, then waits for the test to create ``gate`` (at most ~5 minutes).
 GATED = "echo started >> counter; for i in $(seq 1 6000); do [ -e gate ] && break; sleep 0.05; done; echo finished"
-#: Log chunk size of ``proof_exec_poll_failures``'s polls: ``__bj_n=34567`` occurs only in them (not in the
+#: Log chunk size of ``proof_exec_poll_failures``'s polls: ``__BJ_MAX=34567`` occurs only in them (not in the
 #: launch, nor in a retry's 1-byte probe), so a test can aim a ``connection_drop`` fault at them.
 POLL_FAILURES_CHUNK_BYTES = 34567
 #: The job id the ``seed`` task of ``proof_exec_store_handle`` launches and records in the task state store: no

@@ -86,7 +86,7 @@ def test_failing_command_runs_once_and_reports_its_exit_code(run_dag, brev_sim_b
 
 #: The job polls of the DAGs above ask for at most this many log bytes (the exec operator's default): a string only
 #: their poll scripts contain (a launch's own status block asks for none).
-POLL_MARKER = f"__bj_n={DEFAULT_MAX_BYTES}"
+POLL_MARKER = f"__BJ_MAX={DEFAULT_MAX_BYTES}\n"
 
 
 def test_connection_drop_mid_job_recovers_without_relaunch(run_dag, brev_sim, task_logs):
@@ -266,13 +266,13 @@ def test_remote_job_trigger_serialises_without_secrets():
 RETRY_REATTACH_CHUNK_BYTES = 23456
 #: The 1-byte status poll with which a retry probes an earlier try's job (``attach_or_launch``): the only
 #: ``brev exec`` of ``brev_exec_retry_reattach`` capped at 1 byte (its launch reads 0, its polls 23456).
-EARLIER_JOB_PROBE = re.compile(r"__bj_n=1(?!\d)")
+EARLIER_JOB_PROBE = re.compile(r"__BJ_MAX=1\n")
 
 
 def test_retry_reattaches_to_the_previous_trys_running_job(run_dag, brev_sim, task_logs):
     # Try 1's two polls (max_poll_failures=1), 4 hook attempts each, each run twice by the released CLI's slow path,
     # all lose the connection: try 1 fails while its job waits for a gate. The fault is spent then; it never matches try 2's probe of that job.
-    brev_sim.set_fault("connection_drop", after_seconds=0.0, match=f"__bj_n={RETRY_REATTACH_CHUNK_BYTES}", times=16)
+    brev_sim.set_fault("connection_drop", after_seconds=0.0, match=f"__BJ_MAX={RETRY_REATTACH_CHUNK_BYTES}\n", times=16)
     command = "echo once >> counter; for i in $(seq 1 600); do [ -e gate ] && break; sleep 0.05; done; echo done"
 
     def probed_successfully() -> bool:

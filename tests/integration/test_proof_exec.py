@@ -233,7 +233,7 @@ def test_job_trigger_kills_the_job_at_its_deadline(run_dag, brev_sim, task_logs)
 def test_retry_relaunches_after_the_earlier_trys_job_failed(run_dag, brev_sim, task_logs):
     # Try 1's polls all lose the connection (as in test_exec_dags' re-attach test): it gives up without collecting
     # its job, which exits 3 at once. Try 2 finds that job failed and launches its own; the second run succeeds.
-    brev_sim.set_fault("connection_drop", after_seconds=0.0, match=f"__bj_n={RETRY_REATTACH_CHUNK_BYTES}", times=16)
+    brev_sim.set_fault("connection_drop", after_seconds=0.0, match=f"__BJ_MAX={RETRY_REATTACH_CHUNK_BYTES}\n", times=16)
     command = "echo run >> counter; [ $(wc -l < counter) -ge 2 ] || exit 3; echo second-run"
     dag_run = run_dag("brev_exec_retry_reattach", conf={"command": command})
     assert run_state(dag_run) == "success", task_states(dag_run)
@@ -296,7 +296,9 @@ def test_the_job_handle_is_read_back_from_the_task_state_store(run_dag, brev_sim
 
 # ------------------------------------------------------------------------------------ 6. max_poll_failures
 def test_max_poll_failures_spent_fails_with_the_polls_error(run_dag, brev_sim, task_logs):
-    brev_sim.set_fault("connection_drop", after_seconds=0.0, match=f"__bj_n={POLL_FAILURES_CHUNK_BYTES}", times=None)
+    brev_sim.set_fault(
+        "connection_drop", after_seconds=0.0, match=f"__BJ_MAX={POLL_FAILURES_CHUNK_BYTES}\n", times=None
+    )
     dag_run = run_dag("proof_exec_poll_failures")
     assert task_states(dag_run)["run"] == "failed"
     warnings = log_lines(task_logs, "failed (")

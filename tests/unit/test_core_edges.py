@@ -261,9 +261,9 @@ def test_shell_wrapper_checks_and_words():
             build_once_command("true", run_id=bad, marker="m")
     with pytest.raises(ValueError, match="marker must be alphanumeric"):
         build_once_command("true", run_id="r", marker="a-b")
-    assert "-mmin +60 " in stale_secret_cleanup()
-    assert "sleep 1;" in build_foreground_kill_command("r")
-    assert "sleep 2.5;" in build_foreground_kill_command("r", grace_seconds=2.5)
+    assert "__B_STALE_MINUTES=60\n" in stale_secret_cleanup()
+    assert "__B_GRACE=1\n" in build_foreground_kill_command("r")
+    assert "__B_GRACE=2.5\n" in build_foreground_kill_command("r", grace_seconds=2.5)
     with pytest.raises(ValueError, match="Invalid environment variable name 3"):
         validate_env({3: "x"})  # type: ignore[dict-item]
 

@@ -179,14 +179,13 @@ def test_poll_and_kill_arguments_are_checked():
         build_poll_command(JOB, offset=True)
     with pytest.raises(ValueError, match="max_bytes must be an integer >= 1, got 1.5"):
         build_poll_command(JOB, offset=0, max_bytes=1.5)  # type: ignore[arg-type]
-    assert "tail -c +8" in build_poll_command(JOB, offset=7, max_bytes=1)
+    assert "__BJ_OFFSET=7\n__BJ_MAX=1\n" in build_poll_command(JOB, offset=7, max_bytes=1)
     for grace in (-0.1, 3600.1, True, "1"):
         with pytest.raises(ValueError, match="grace_seconds must be between 0 and 3600"):
             build_kill_command(JOB, grace_seconds=grace)  # type: ignore[arg-type]
-    assert '"$__bj_i" -lt 1 ]' in build_kill_command(JOB, grace_seconds=0)
-    assert '"$__bj_i" -lt 36000 ]' in build_kill_command(JOB, grace_seconds=3600)
-    assert '"$__bj_i" -lt 25 ]' in build_kill_command(JOB, grace_seconds=2.5)
-    assert "+ 3))" in build_kill_command(JOB, grace_seconds=2.5)
+    assert "__BJ_TICKS=1\n" in build_kill_command(JOB, grace_seconds=0)
+    assert "__BJ_TICKS=36000\n" in build_kill_command(JOB, grace_seconds=3600)
+    assert "__BJ_TICKS=25\n__BJ_GRACE=3\n" in build_kill_command(JOB, grace_seconds=2.5)
     with pytest.raises(ValueError, match="longer than 102400 bytes"):
         build_launch_command(JOB, "x" * MAX_COMMAND_LENGTH)
     build_launch_command(JOB, "x" * (MAX_COMMAND_LENGTH - 8000))

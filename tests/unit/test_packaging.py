@@ -78,3 +78,16 @@ def test_sdist_contains_license_changelog_and_readme_and_nothing_else_at_the_top
     top = {name.split("/", 1)[0] for name in names}
     always = {"pyproject.toml", "PKG-INFO", ".gitignore"}  # hatchling adds these to every sdist
     assert top == {"airflow_provider_brev", "LICENSE", "CHANGELOG.md", "README.md", *always}
+
+
+def test_wheel_and_sdist_ship_every_remote_script(built):
+    """The bash scripts of ``airflow_provider_brev/remote/`` are package data, loaded with importlib.resources."""
+    scripts = sorted(p.name for p in (ROOT / "airflow_provider_brev" / "remote").glob("*.sh"))
+    assert {"lib.sh", "transfer.sh", "list.sh", "job_launch.sh", "once.sh", "tao_report.sh"} <= set(scripts)
+    (wheel,) = built.glob("*.whl")
+    in_wheel = sorted(n.rsplit("/", 1)[1] for n in zipfile.ZipFile(wheel).namelist() if "/remote/" in n)
+    assert in_wheel == scripts
+    (sdist,) = built.glob("*.tar.gz")
+    with tarfile.open(sdist) as archive:
+        in_sdist = sorted(n.rsplit("/", 1)[1] for n in archive.getnames() if "/airflow_provider_brev/remote/" in n)
+    assert in_sdist == scripts

@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from airflow_provider_brev.cli.protocol.remote_scripts import load_script, script_body
 from airflow_provider_brev.cli.tao.checkpoints import (
     CHECKPOINT_LOG_REGEX,
     checkpoint_order,
@@ -167,14 +168,15 @@ def test_fault_hints_name_what_to_do():
 
 def test_the_report_command_reads_every_result_file_and_the_log():
     command = build_report_command(results_dir="runs/r1/", action="train", job_log="jobs/j/log")
-    assert command.startswith('__d="$HOME"/runs/r1/train\n')
-    for name in ("metrics.json", "threshold.txt", "results.json", "weak_samples_breakdown.txt", "unreachable_kpi.txt"):
-        assert f'if [ -f "$__d/{name}" ]' in command
-    assert f"head -c {MAX_REPORT_FILE_BYTES}" in command
+    assert command.startswith('__T_DIR="$HOME"/runs/r1/train\n')
+    names = ("metrics.json", "threshold.txt", "results.json", "weak_samples_breakdown.txt", "unreachable_kpi.txt")
+    assert f"__T_FILES='{' '.join(names)}'\n" in command
+    assert f"__T_MAX={MAX_REPORT_FILE_BYTES}\n" in command
     assert MAX_REPORT_FILE_BYTES == 256 * 1024
-    assert 'tail -c 262144 "$HOME"/jobs/j/log' in command
-    assert command.endswith("echo BREV_TAO_END\nexit 0")
-    assert "BREV_TAO_FAULT" not in build_report_command(results_dir="r", action="a")
+    assert '__T_LOG="$HOME"/jobs/j/log\n' in command
+    assert command.endswith(script_body("tao_report"))
+    assert load_script("tao_report").endswith("__brev_mark BREV_TAO_END\nexit 0\n")
+    assert "__T_LOG=''\n" in build_report_command(results_dir="r", action="a")
 
 
 def test_a_report_is_parsed_line_by_line():

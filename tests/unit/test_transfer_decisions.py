@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from airflow_provider_brev.cli.transfer import scripts as transfer_scripts
+from airflow_provider_brev.cli.protocol.remote_scripts import load_script
 from airflow_provider_brev.cli.transfer.listing import build_list_script, md5_cache_path
 from airflow_provider_brev.cli.transfer.paths import PathFilter
 from airflow_provider_brev.cli.transfer.reports import (
@@ -293,7 +293,7 @@ def test_uploads_go_multipart_above_the_threshold():
 
 
 def test_every_failure_code_is_one_the_transfer_script_prints():
-    printed = set(re.findall(r'__x_fail "\$\w+" "(\w+) ', transfer_scripts._TRANSFER_BODY))
+    printed = set(re.findall(r'__x_fail "\$\w+" "(\w+) ', load_script("transfer")))
     assert set(FAIL_CODES) == printed
     assert CHANGED == "changed"
     assert (OP_GET, OP_PUT, OP_PART) == ("G", "S", "P")
@@ -351,10 +351,11 @@ def test_script_headers_and_ids():
         xfer_id="r-1", remote_dir="data", concurrency=3, curl_retries=2, parallel_downloads=False
     )
     assert "__X_P=3\n" in script and "__X_BATCH=0\n" in script
+    assert "__X_RETRIES=2\n" in script and "__X_CONNECT_TIMEOUT=30\n" in script and "__X_STALL=120\n" in script
     assert (
-        "__X_CURL=(curl --globoff --fail --silent --retry 2 --connect-timeout 30 --speed-limit 1024 --speed-time 120)"
-        in script
-    )
+        '__X_CURL=(curl --globoff --fail --silent --retry "$__X_RETRIES" --connect-timeout "$__X_CONNECT_TIMEOUT"\n'
+        '          --speed-limit 1024 --speed-time "$__X_STALL")'
+    ) in script
     assert "__X_BATCH=1\n" in build_transfer_script(xfer_id="r-1", remote_dir="data")
     for name, value in (("concurrency", 0), ("curl_retries", -1), ("connect_timeout", 0), ("stall_seconds", 0)):
         with pytest.raises(ValueError, match=f"{name} must be an integer >= "):
@@ -366,13 +367,13 @@ def test_script_headers_and_ids():
 def test_list_script_headers():
     assert md5_cache_path("data") == ".airflow-brev/md5/" + __import__("hashlib").sha256(b"data").hexdigest()[:32]
     plain = build_list_script("data")
-    assert "__L_MD5=1\n" in plain and "__L_MAN=0\n" in plain and "__L_C=\n" in plain and "__L_DROP=0\n" in plain
+    assert "__L_MD5=1\n" in plain and "__L_MAN=0\n" in plain and "__L_C=''\n" in plain and "__L_DROP=0\n" in plain
     assert "__L_SETTLE=2\n" in plain
     cached = build_list_script("data", md5_cache="keep", manifest=True, settle_seconds=5)
     assert f'__L_C="$HOME"/{md5_cache_path("data")}\n' in cached
     assert "__L_MAN=1\n" in cached and "__L_SETTLE=5\n" in cached and "__L_DROP=0\n" in cached
     assert "__L_DROP=1\n" in build_list_script("data", md5_cache="drop")
-    assert "__L_C=\n" in build_list_script("data", checksums=False, md5_cache="keep")
+    assert "__L_C=''\n" in build_list_script("data", checksums=False, md5_cache="keep")
     assert "__L_MD5=0\n" in build_list_script("data", checksums=False)
 
 

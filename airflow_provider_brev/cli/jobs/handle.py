@@ -9,10 +9,22 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from airflow_provider_brev.cli.protocol.markers import (
+    JOB_CLEANED,
+    JOB_EXISTS,
+    JOB_KILLED,
+    JOB_LAUNCH_FAILED,
+    JOB_LAUNCHED,
+    JOB_LOG_BEGIN,
+    JOB_LOG_END,
+    JOB_STATUS,
+    marker_word,
+)
+from airflow_provider_brev.cli.protocol.remote_scripts import HomePath, shell_value
 
 DEFAULT_BASE_DIR = ".airflow-brev/jobs"
 DEFAULT_MAX_BYTES = 4 * 1024 * 1024
@@ -31,14 +43,14 @@ LOST = "lost"
 MISSING = "missing"
 STATES = (RUNNING, FINISHED, LOST, MISSING)
 
-STATUS_MARKER = "BREV_JOB_STATUS"
-LOG_BEGIN_MARKER = "BREV_JOB_LOG_BEGIN"
-LOG_END_MARKER = "BREV_JOB_LOG_END"
-LAUNCHED_MARKER = "BREV_JOB_LAUNCHED"
-EXISTS_MARKER = "BREV_JOB_EXISTS"
-LAUNCH_FAILED_MARKER = "BREV_JOB_LAUNCH_FAILED"
-KILLED_MARKER = "BREV_JOB_KILLED"
-CLEANED_MARKER = "BREV_JOB_CLEANED"
+STATUS_MARKER = marker_word(JOB_STATUS)
+LOG_BEGIN_MARKER = marker_word(JOB_LOG_BEGIN)
+LOG_END_MARKER = marker_word(JOB_LOG_END)
+LAUNCHED_MARKER = marker_word(JOB_LAUNCHED)
+EXISTS_MARKER = marker_word(JOB_EXISTS)
+LAUNCH_FAILED_MARKER = marker_word(JOB_LAUNCH_FAILED)
+KILLED_MARKER = marker_word(JOB_KILLED)
+CLEANED_MARKER = marker_word(JOB_CLEANED)
 
 _JOB_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 _SLUG_MAX = 56
@@ -88,16 +100,21 @@ def check_path(value: str, what: str) -> str:
     return value
 
 
+def path_value(path: str, *, relative_to_home: bool) -> str | HomePath:
+    """A remote script's value for ``path``: ``~``/``~/x`` and (optionally) relative paths are a
+    :class:`~airflow_provider_brev.cli.protocol.remote_scripts.HomePath` (they resolve against ``$HOME``)."""
+    if path == "~":
+        return HomePath()
+    if path.startswith("~/"):
+        return HomePath(path[2:].lstrip("/"))
+    if path.startswith("/") or not relative_to_home:
+        return path
+    return HomePath(path)
+
+
 def shell_path(path: str, *, relative_to_home: bool) -> str:
     """A shell word for ``path``: ``~``/``~/x`` and (optionally) relative paths resolve against ``$HOME``."""
-    if path == "~":
-        return '"$HOME"'
-    if path.startswith("~/"):
-        rest = path[2:].lstrip("/")
-        return f'"$HOME"/{shlex.quote(rest)}' if rest else '"$HOME"'
-    if path.startswith("/") or not relative_to_home:
-        return shlex.quote(path)
-    return f'"$HOME"/{shlex.quote(path)}'
+    return shell_value(path_value(path, relative_to_home=relative_to_home))
 
 
 @dataclass(frozen=True)

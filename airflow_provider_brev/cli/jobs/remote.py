@@ -24,7 +24,9 @@ Design points (compare the SSH provider's ``SSHRemoteJobOperator``):
   the reported size; callers drain by byte offset until :attr:`PollResult.complete` (no dropped tail).
 * Secret values go in a separate file (:func:`build_secret_env_file`) that the job sources and deletes; only
   its path appears in a command string.
-* Every interpolated value is ``shlex.quote``-d.
+* Every value reaches a script through the quoted header of
+  :func:`~airflow_provider_brev.cli.protocol.remote_scripts.render_script` (the scripts: ``remote/job_*.sh``);
+  results are marker lines of the one grammar of :mod:`airflow_provider_brev.cli.protocol.markers`.
 
 The command string is one ``ssh`` argument on the remote side; keep it under :data:`MAX_COMMAND_LENGTH`.
 
@@ -75,6 +77,19 @@ from airflow_provider_brev.cli.jobs.scripts import (
     build_secret_env_file,
 )
 from airflow_provider_brev.cli.protocol.lines import LineSplitter
+from airflow_provider_brev.cli.protocol.markers import (
+    JOB_CLEANED,
+    JOB_EXISTS,
+    JOB_KILLED,
+    JOB_LAUNCH_FAILED,
+    JOB_LAUNCHED,
+    JOB_LOG_BEGIN,
+    JOB_LOG_END,
+    JOB_STATUS,
+    Marker,
+    marker_word,
+    parse_marker,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
@@ -166,13 +181,26 @@ class LaunchResult:
     error: str | None = None
 
 
-def _marker_re(marker: str, job_id: str, tail: str) -> re.Pattern[str]:
-    return re.compile(re.escape(marker) + " " + re.escape(job_id) + tail + r"\s*$")
+def _marker(line: str, kind: str, job_id: str) -> Marker | None:
+    """The ``kind`` marker of ``job_id`` on ``line`` (:func:`~airflow_provider_brev.cli.protocol.markers.parse_marker`)."""
+    marker = parse_marker(line)
+    if marker is None or marker.kind != kind or marker.fields[0] != job_id:
+        return None
+    return marker
 
 
-def _status_re(job_id: str) -> re.Pattern[str]:
-    states = "|".join(STATES)
-    return _marker_re(STATUS_MARKER, job_id, rf" ({states}) (-|\d+) (\d+) (-|\d+)")
+_COUNT = re.compile(r"^\d+$")
+_OPTIONAL_COUNT = re.compile(r"^(-|\d+)$")
+
+
+def _status(line: str, job_id: str) -> tuple[str, int | None, int, int | None] | None:
+    marker = _marker(line, JOB_STATUS, job_id)
+    if marker is None:
+        return None
+    _, state, rc, size, pid = marker.fields
+    if state not in STATES or not _OPTIONAL_COUNT.match(rc) or not _COUNT.match(size) or not _OPTIONAL_COUNT.match(pid):
+        return None
+    return state, _optional_int(rc), int(size), _optional_int(pid)
 
 
 def _optional_int(value: str) -> int | None:
@@ -189,25 +217,17 @@ def parse_poll_output(stdout_lines: Sequence[str], job_id: str, offset: int) -> 
     :raises ValueError: no complete status block for ``job_id``.
     """
     lines = list(stdout_lines)
-    header = _status_re(job_id)
     found_header = False
     for index in range(len(lines) - 1, -1, -1):
-        match = header.search(lines[index])
-        if not match:
+        status = _status(lines[index], job_id)
+        if status is None:
             continue
         found_header = True
         chunk = _log_block(lines, index + 1)
         if chunk is None:
             continue
-        state, rc, size, pid = match.groups()
-        return PollResult(
-            state=state,
-            exit_code=_optional_int(rc),
-            log_size=int(size),
-            pid=_optional_int(pid),
-            chunk=chunk,
-            offset=offset,
-        )
+        state, rc, size, pid = status
+        return PollResult(state=state, exit_code=rc, log_size=size, pid=pid, chunk=chunk, offset=offset)
     if found_header:
         raise ValueError(f"Truncated output from the remote job poll for {job_id!r}: the log block is incomplete.")
     raise ValueError(
@@ -216,11 +236,16 @@ def parse_poll_output(stdout_lines: Sequence[str], job_id: str, offset: int) -> 
     )
 
 
+def _is(line: str, kind: str) -> bool:
+    marker = parse_marker(line)
+    return marker is not None and marker.kind == kind
+
+
 def _log_block(lines: list[str], start: int) -> bytes | None:
-    begin = next((i for i in range(start, len(lines)) if lines[i].strip() == LOG_BEGIN_MARKER), None)
+    begin = next((i for i in range(start, len(lines)) if _is(lines[i], JOB_LOG_BEGIN)), None)
     if begin is None:
         return None
-    end = next((i for i in range(begin + 1, len(lines)) if lines[i].strip() == LOG_END_MARKER), None)
+    end = next((i for i in range(begin + 1, len(lines)) if _is(lines[i], JOB_LOG_END)), None)
     if end is None:
         return None
     encoded = "".join(line.strip() for line in lines[begin + 1 : end])
@@ -236,16 +261,13 @@ def parse_launch_output(stdout_lines: Sequence[str], job_id: str) -> LaunchResul
     :raises ValueError: none of its markers for ``job_id`` is present.
     """
     lines = list(stdout_lines)
-    launched = _marker_re(LAUNCHED_MARKER, job_id, r" (\d+)")
-    failed = _marker_re(LAUNCH_FAILED_MARKER, job_id, r" (\S+)")
-    exists = _marker_re(EXISTS_MARKER, job_id, "")
     result = LaunchResult(launched=False)
     for index, line in enumerate(lines):
-        if match := launched.search(line):
-            result.launched, result.pid = True, int(match.group(1))
-        elif match := failed.search(line):
-            result.error = match.group(1)
-        elif exists.search(line):
+        if (marker := _marker(line, JOB_LAUNCHED, job_id)) and _COUNT.match(marker.fields[1]):
+            result.launched, result.pid = True, int(marker.fields[1])
+        elif marker := _marker(line, JOB_LAUNCH_FAILED, job_id):
+            result.error = marker.fields[1]
+        elif _marker(line, JOB_EXISTS, job_id):
             result.existing = parse_poll_output(lines[index + 1 :], job_id, 0)
     if result.launched or result.existing is not None:
         result.error = None
@@ -260,25 +282,24 @@ def parse_launch_output(stdout_lines: Sequence[str], job_id: str) -> LaunchResul
     )
 
 
-def _parse_result_marker(stdout_lines: Iterable[str], marker: str, job_id: str) -> str:
-    pattern = _marker_re(marker, job_id, r" (\S+)")
+def _parse_result_marker(stdout_lines: Iterable[str], kind: str, job_id: str) -> str:
     found: str | None = None
     for line in stdout_lines:
-        if match := pattern.search(line):
-            found = match.group(1)
+        if marker := _marker(line, kind, job_id):
+            found = marker.fields[1]
     if found is None:
-        raise ValueError(f"No '{marker} {job_id}' line in the remote output.")
+        raise ValueError(f"No '{marker_word(kind)} {job_id}' line in the remote output.")
     return found
 
 
 def parse_kill_output(stdout_lines: Iterable[str], job_id: str) -> str:
     """The result word of :func:`build_kill_command`; :raises ValueError: when absent."""
-    return _parse_result_marker(stdout_lines, KILLED_MARKER, job_id)
+    return _parse_result_marker(stdout_lines, JOB_KILLED, job_id)
 
 
 def parse_cleanup_output(stdout_lines: Iterable[str], job_id: str) -> str:
     """The result word of :func:`build_cleanup_command`; :raises ValueError: when absent."""
-    return _parse_result_marker(stdout_lines, CLEANED_MARKER, job_id)
+    return _parse_result_marker(stdout_lines, JOB_CLEANED, job_id)
 
 
 # -------------------------------------------------------------------------------------------------- logs

@@ -1,128 +1,56 @@
 """The shell scripts of detached jobs: launch, poll, kill, cleanup, and the secret environment file.
 
-Each ``build_*`` function returns one command string for ``brev exec <instance> "<command>"`` (remote side: bash
-on Ubuntu) that always exits 0 and reports in ``BREV_JOB_*`` marker lines, parsed by
-:mod:`airflow_provider_brev.cli.jobs.remote`. Every interpolated value is ``shlex.quote``-d; secret values only
-ever go into the file built by :func:`build_secret_env_file`.
+Each ``build_*`` function renders one of ``airflow_provider_brev/remote/job_*.sh`` (after ``job_lib.sh``, the
+functions they share) into one command string for ``brev exec <instance> "<command>"`` (remote side: bash on
+Ubuntu) that always exits 0 and reports in ``BREV_JOB_*`` marker lines (:mod:`airflow_provider_brev.cli.protocol.markers`),
+parsed by :mod:`airflow_provider_brev.cli.jobs.remote`. Every value reaches a script through the quoted header of
+:func:`~airflow_provider_brev.cli.protocol.remote_scripts.render_script`; secret values only ever go into the file
+built by :func:`build_secret_env_file`.
 """
 
 from __future__ import annotations
 
 import math
-import shlex
 from typing import TYPE_CHECKING
 
 from airflow_provider_brev.cli.jobs.handle import (
-    CLEANED_MARKER,
     DEFAULT_MAX_BYTES,
-    EXISTS_MARKER,
     KILLED_EXIT_CODE,
-    KILLED_MARKER,
-    LAUNCH_FAILED_MARKER,
-    LAUNCHED_MARKER,
-    LOG_BEGIN_MARKER,
-    LOG_END_MARKER,
     MAX_COMMAND_LENGTH,
     SETUP_FAILED_EXIT_CODE,
-    STATUS_MARKER,
     TERMINATED_EXIT_CODE,
     RemoteJob,
     check_path,
-    shell_path,
+    path_value,
 )
-from airflow_provider_brev.cli.jobs.shell import redact_filter, stale_secret_cleanup, validate_env
+from airflow_provider_brev.cli.jobs.shell import (
+    REDACT_AWK,
+    STALE_SECRET_MINUTES,
+    redact_names,
+    secret_file_name,
+    validate_env,
+)
+from airflow_provider_brev.cli.protocol.remote_scripts import Value, render_script
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping, Sequence
+    from collections.abc import Mapping, Sequence
 
 
-# ------------------------------------------------------------------------------------------ shell fragments
+# ------------------------------------------------------------------------------------------------ rendering
 
 #: A finished job's directory stays (a retry may collect a job that succeeded although its try failed in Airflow);
 #: a launch removes the directories of jobs that finished more than this many days ago.
 STALE_JOB_DAYS = 7
-
-# The job's pid (== pgid == sid) may be reused after a reboot: ``launched`` records the boot id.
-_SAME_BOOT_FN = """__bj_same_boot() {
-  [ -r "$__bj_dir/launched" ] && [ -r /proc/sys/kernel/random/boot_id ] || return 0
-  read -r __bj_b __bj_t < "$__bj_dir/launched"
-  read -r __bj_nb < /proc/sys/kernel/random/boot_id
-  [ "$__bj_b" = "$__bj_nb" ] || [ "$__bj_b" = - ] || [ -z "$__bj_b" ]
-}"""
-
-# True when the leader $1 is alive: not a zombie (an unreaped orphan still answers ``kill -0``), still leading
-# its own process group, and started in this boot.
-_LEADER_ALIVE_FN = """__bj_alive() {
-  __bj_p=$1
-  kill -0 "$__bj_p" 2>/dev/null || return 1
-  if [ -r "/proc/$__bj_p/stat" ]; then
-    { read -r __bj_l < "/proc/$__bj_p/stat"; } 2>/dev/null || return 1
-    set -- ${__bj_l##*") "}
-    case "$1" in Z|X) return 1 ;; esac
-    [ "$3" = "$__bj_p" ] || return 1
-  fi
-  __bj_same_boot
-}"""
-
-# True while a live (non-zombie) process is in process group $1.
-_GROUP_ALIVE_FN = """__bj_group_alive() {
-  __bj_g=$1
-  kill -0 -- "-$__bj_g" 2>/dev/null || return 1
-  [ -r /proc/self/stat ] || return 0
-  for __bj_f in /proc/[0-9]*/stat; do
-    { read -r __bj_l < "$__bj_f"; } 2>/dev/null || continue
-    set -- ${__bj_l##*") "}
-    if [ "$3" = "$__bj_g" ] && [ "$1" != Z ] && [ "$1" != X ]; then return 0; fi
-  done
-  return 1
-}"""
-
-# Reads the pid file into $__bj_pid ("-" when absent); waits up to 2 s for a launcher that is half-way.
-_READ_PID = """__bj_i=0
-while [ "$__bj_i" -lt 20 ] && [ ! -f "$__bj_dir/pid" ] && [ ! -f "$__bj_dir/exit_code" ]; do
-  sleep 0.1; __bj_i=$((__bj_i + 1))
-done
-__bj_pid=-
-[ -f "$__bj_dir/pid" ] && read -r __bj_pid < "$__bj_dir/pid"
-case "$__bj_pid" in ''|*[!0-9]*) __bj_pid=- ;; esac"""
+#: The functions every job script but the job's own uses (``remote/job_lib.sh``).
+JOB_LIBRARY = "job_lib"
 
 
-def _prelude(job: RemoteJob) -> list[str]:
-    return [f"__bj_dir={job.shell_path(job.job_dir)}", _SAME_BOOT_FN, _LEADER_ALIVE_FN]
+def _render(name: str, job: RemoteJob, values: Mapping[str, Value] | None = None) -> str:
+    header: dict[str, Value] = {"__bj_dir": path_value(job.job_dir, relative_to_home=True), "__BJ_ID": job.job_id}
+    return _check_length(render_script(name, {**header, **(values or {})}, include=(JOB_LIBRARY,)))
 
 
-def _status_block(job: RemoteJob, offset: int, max_bytes: int) -> list[str]:
-    """Print the status header, then log bytes ``[offset, min(size, offset + max_bytes))`` in base64.
-
-    Liveness is sampled before the exit file is checked, and the size after: a dead leader wrote its exit file
-    (if ever) before dying, and ``finished`` means the log is complete up to the printed size.
-    """
-    job_id = shlex.quote(job.job_id)
-    return [
-        "__bj_state=missing; __bj_rc=-; __bj_pid=-; __bj_size=0",
-        'if [ -d "$__bj_dir" ]; then',
-        _READ_PID,
-        '  __bj_live=0; [ "$__bj_pid" != - ] && __bj_alive "$__bj_pid" && __bj_live=1',
-        '  if [ -f "$__bj_dir/exit_code" ]; then',
-        '    __bj_state=finished; read -r __bj_rc < "$__bj_dir/exit_code"',
-        "    case \"$__bj_rc\" in ''|*[!0-9]*) __bj_rc=- ;; esac",
-        '  elif [ "$__bj_live" = 1 ]; then __bj_state=running',
-        "  else __bj_state=lost; fi",
-        '  __bj_size=$(stat -c %s -- "$__bj_dir/log" 2>/dev/null) || __bj_size=0',
-        "  case \"$__bj_size\" in ''|*[!0-9]*) __bj_size=0 ;; esac",
-        "fi",
-        f'printf \'{STATUS_MARKER} %s %s %s %s %s\\n\' {job_id} "$__bj_state" "$__bj_rc" "$__bj_size" "$__bj_pid"',
-        f"printf '{LOG_BEGIN_MARKER}\\n'",
-        f'__bj_n=$((__bj_size - {offset})); [ "$__bj_n" -gt {max_bytes} ] && __bj_n={max_bytes}',
-        'if [ "$__bj_n" -gt 0 ]; then',
-        f'  tail -c +{offset + 1} -- "$__bj_dir/log" | head -c "$__bj_n" | base64 -w 0',
-        "fi",
-        f"printf '\\n{LOG_END_MARKER}\\n'",
-    ]
-
-
-def _join(lines: Iterable[str]) -> str:
-    command = "\n".join(lines)
+def _check_length(command: str) -> str:
     if len(command.encode("utf-8")) > MAX_COMMAND_LENGTH:
         raise ValueError(
             f"The remote command is longer than {MAX_COMMAND_LENGTH} bytes; put the long part in a script "
@@ -149,40 +77,20 @@ def _job_script(
     secret_env_path: str | None,
     secret_names: Sequence[str] = (),
 ) -> str:
-    lines = [
-        f"# Detached job {job.job_id}, written by airflow-provider-brev. Runs once; never re-launched.",
-        f"__bj_dir={job.shell_path(job.job_dir)}",
-        "__bj_finish() {",
-        '  printf \'%s\\n\' "$1" > "$__bj_dir/exit_code.tmp" &&',
-        '    mv -f -- "$__bj_dir/exit_code.tmp" "$__bj_dir/exit_code"',
-        '  exit "$1"',
-        "}",
-    ]
-    if secret_env_path is not None:
-        lines += [
-            f"__bj_secret={shell_path(secret_env_path, relative_to_home=True)}",
-            'if . "$__bj_secret"; then __bj_ok=1; else __bj_ok=0; fi',
-            'rm -f -- "$__bj_secret"',
-            'if [ "$__bj_ok" != 1 ]; then',
-            "  echo 'brev-job: could not load the secret environment file; the command was not run' >&2",
-            f"  __bj_finish {SETUP_FAILED_EXIT_CODE}",
-            "fi",
-        ]
-    if cwd is not None:
-        where = shell_path(cwd, relative_to_home=False)
-        lines += [
-            f"if ! cd -- {where}; then",
-            f"  printf 'brev-job: cannot change directory to %s; the command was not run\\n' {where} >&2",
-            f"  __bj_finish {SETUP_FAILED_EXIT_CODE}",
-            "fi",
-        ]
-    lines += [f"export {name}={shlex.quote(value)}" for name, value in env.items()]
-    if secret_names:  # the values leave the instance redacted (see cli.shell.redact_filter)
-        lines += [f"bash -c {shlex.quote(command)} </dev/null 2>&1 | {redact_filter(secret_names)}"]
-        lines += ['__bj_finish "${PIPESTATUS[0]}"', ""]
-    else:
-        lines += [f"bash -c {shlex.quote(command)} </dev/null", '__bj_finish "$?"', ""]
-    return "\n".join(lines)
+    """The job's own script (``remote/job_run.sh``), written into its directory by the launch."""
+    values: dict[str, Value] = {
+        "__bj_dir": path_value(job.job_dir, relative_to_home=True),
+        "__BJ_COMMAND": command,
+        "__BJ_SECRET": path_value(secret_env_path, relative_to_home=True) if secret_env_path is not None else "",
+        "__BJ_CWD": path_value(cwd, relative_to_home=False) if cwd is not None else "",
+        "__BJ_SETUP_FAILED": SETUP_FAILED_EXIT_CODE,
+        "__BJ_ENV_NAMES": " ".join(env),
+        **{f"__BJ_ENV_{name}": value for name, value in env.items()},
+        "__BJ_SECRET_NAMES": redact_names(secret_names),
+        "__BREV_REDACT_AWK": REDACT_AWK if secret_names else "",
+    }
+    title = f"Detached job {job.job_id}, written by airflow-provider-brev. Runs once; never re-launched."
+    return render_script("job_run", values, helpers=False, title=title)
 
 
 def build_launch_command(
@@ -226,56 +134,15 @@ def build_launch_command(
     script = _job_script(
         job, command, env=plain_env, cwd=cwd, secret_env_path=secret_env_path, secret_names=list(secret_names)
     )
-    job_id = shlex.quote(job.job_id)
-    drop_secret = (
-        f"rm -f -- {shell_path(secret_env_path, relative_to_home=True)}" if secret_env_path is not None else ":"
-    )
-
-    def failed(reason: str) -> str:
-        return f"  {drop_secret}; printf '{LAUNCH_FAILED_MARKER} %s %s\\n' {job_id} {reason}"
-
-    return _join(
-        [
-            "set +m",
-            stale_secret_cleanup(earlier_job_ids),
-            "trap '' HUP",  # an ssh drop half-way must not leave a guard without a job
-            *_prelude(job),
-            f"__bj_base={job.shell_path(job.base_dir)}",
-            "if ! command -v setsid >/dev/null 2>&1 || ! command -v nohup >/dev/null 2>&1; then",
-            failed("missing-setsid"),
-            'elif ! mkdir -p -- "$__bj_base" 2>/dev/null; then',
-            failed("base-dir"),
-            f'elif {_sweep_stale_jobs()}; mkdir -m 700 -- "$__bj_dir" 2>/dev/null; then',
-            f'  if printf \'%s\' {shlex.quote(script)} > "$__bj_dir/job.sh" && : > "$__bj_dir/log"; then',
-            '    setsid nohup bash "$__bj_dir/job.sh" > "$__bj_dir/log" 2>&1 < /dev/null &',
-            "    __bj_pid=$!",
-            '    printf \'%s\\n\' "$__bj_pid" > "$__bj_dir/pid.tmp" && mv -f -- "$__bj_dir/pid.tmp" "$__bj_dir/pid"',
-            "    __bj_boot=$(cat /proc/sys/kernel/random/boot_id 2>/dev/null) || __bj_boot=-",
-            '    printf \'%s %s\\n\' "${__bj_boot:--}" "$(date +%s)" > "$__bj_dir/launched"',
-            f"    printf '{LAUNCHED_MARKER} %s %s\\n' {job_id} \"$__bj_pid\"",
-            "  else",
-            '    rm -rf -- "$__bj_dir"',
-            failed("write-script"),
-            "  fi",
-            'elif [ ! -d "$__bj_dir" ]; then',
-            failed("job-dir"),
-            "else",
-            f"  {drop_secret}",
-            f"  printf '{EXISTS_MARKER} %s\\n' {job_id}",
-            *_status_block(job, 0, 0),
-            "fi",
-            "exit 0",
-        ]
-    )
-
-
-def _sweep_stale_jobs() -> str:
-    """Remove the directories of jobs that finished more than :data:`STALE_JOB_DAYS` days ago (``exit_code`` is
-    written when a job ends; a running job has none)."""
-    return (
-        f'find "$__bj_base" -mindepth 2 -maxdepth 2 -name exit_code -mtime +{STALE_JOB_DAYS} '
-        "-exec sh -c 'rm -rf -- \"${1%/exit_code}\"' _ {} \\; 2>/dev/null"
-    )
+    values: dict[str, Value] = {
+        "__bj_base": path_value(job.base_dir, relative_to_home=True),
+        "__BJ_SCRIPT": script,
+        "__BJ_SECRET": path_value(secret_env_path, relative_to_home=True) if secret_env_path is not None else "",
+        "__BJ_STALE_SECRETS": " ".join(secret_file_name(i) for i in earlier_job_ids),
+        "__BJ_STALE_MINUTES": STALE_SECRET_MINUTES,
+        "__BJ_STALE_DAYS": STALE_JOB_DAYS,
+    }
+    return _render("job_launch", job, values)
 
 
 # --------------------------------------------------------------------------------------------------- poll
@@ -292,7 +159,7 @@ def build_poll_command(job: RemoteJob, *, offset: int, max_bytes: int = DEFAULT_
         BREV_JOB_LOG_END
     """
     _check_offsets(offset, max_bytes)
-    return _join([*_prelude(job), *_status_block(job, offset, max_bytes), "exit 0"])
+    return _render("job_poll", job, {"__BJ_OFFSET": offset, "__BJ_MAX": max_bytes})
 
 
 # ------------------------------------------------------------------------------------------- kill, cleanup
@@ -308,46 +175,13 @@ def build_kill_command(job: RemoteJob, *, grace_seconds: float = 10) -> str:
     """
     if isinstance(grace_seconds, bool) or not isinstance(grace_seconds, int | float) or not 0 <= grace_seconds <= 3600:
         raise ValueError(f"grace_seconds must be between 0 and 3600, got {grace_seconds!r}")
-    ticks = max(1, math.ceil(grace_seconds * 10))
-    whole_seconds = math.ceil(grace_seconds)
-    job_id = shlex.quote(job.job_id)
-    return _join(
-        [
-            *_prelude(job),
-            _GROUP_ALIVE_FN,
-            "__bj_result=missing",
-            'if [ -d "$__bj_dir" ]; then',
-            _READ_PID,
-            '  if [ -f "$__bj_dir/exit_code" ]; then __bj_result=already-finished',
-            "  else",
-            f"    __bj_code={KILLED_EXIT_CODE}; __bj_result=not-running",
-            '    if [ "$__bj_pid" != - ] && __bj_same_boot && __bj_group_alive "$__bj_pid"; then',
-            '      kill -TERM -- "-$__bj_pid" 2>/dev/null',
-            f"      __bj_i=0; __bj_end=$((${{SECONDS:-0}} + {whole_seconds}))",
-            f'      while [ "$__bj_i" -lt {ticks} ] && [ "${{SECONDS:-0}}" -le "$__bj_end" ] '
-            '&& __bj_group_alive "$__bj_pid"; do',
-            "        sleep 0.1; __bj_i=$((__bj_i + 1))",
-            "      done",
-            '      if __bj_group_alive "$__bj_pid"; then',
-            '        kill -KILL -- "-$__bj_pid" 2>/dev/null; __bj_result=killed',
-            "        __bj_i=0",
-            '        while [ "$__bj_i" -lt 5 ] && __bj_group_alive "$__bj_pid"; do',
-            "          sleep 0.1; __bj_i=$((__bj_i + 1))",
-            "        done",
-            f"      else __bj_code={TERMINATED_EXIT_CODE}; __bj_result=terminated; fi",
-            "    fi",
-            '    printf \'%s\\n\' "$__bj_result" > "$__bj_dir/killed"',
-            '    if [ ! -f "$__bj_dir/exit_code" ]; then',
-            '      printf \'%s\\n\' "$__bj_code" > "$__bj_dir/exit_code.kill" &&',
-            '        { ln -- "$__bj_dir/exit_code.kill" "$__bj_dir/exit_code" 2>/dev/null;',  # no clobber
-            '          rm -f -- "$__bj_dir/exit_code.kill"; }',
-            "    fi",
-            "  fi",
-            "fi",
-            f"printf '{KILLED_MARKER} %s %s\\n' {job_id} \"$__bj_result\"",
-            "exit 0",
-        ]
-    )
+    values: dict[str, Value] = {
+        "__BJ_TICKS": max(1, math.ceil(grace_seconds * 10)),
+        "__BJ_GRACE": math.ceil(grace_seconds),
+        "__BJ_KILLED_CODE": KILLED_EXIT_CODE,
+        "__BJ_TERMINATED_CODE": TERMINATED_EXIT_CODE,
+    }
+    return _render("job_kill", job, values)
 
 
 def build_cleanup_command(job: RemoteJob) -> str:
@@ -355,24 +189,7 @@ def build_cleanup_command(job: RemoteJob) -> str:
 
     Prints ``BREV_JOB_CLEANED <job_id> <removed|missing|running|failed>``. Always exits 0.
     """
-    job_id = shlex.quote(job.job_id)
-    return _join(
-        [
-            *_prelude(job),
-            "__bj_result=missing",
-            'case "$__bj_dir" in */' + job_id + ') ;; *) __bj_dir="" ;; esac',
-            'if [ -n "$__bj_dir" ] && [ -d "$__bj_dir" ]; then',
-            '  __bj_pid=-; [ -f "$__bj_dir/pid" ] && read -r __bj_pid < "$__bj_dir/pid"',
-            "  case \"$__bj_pid\" in ''|*[!0-9]*) __bj_pid=- ;; esac",
-            '  if [ ! -f "$__bj_dir/exit_code" ] && [ "$__bj_pid" != - ] && __bj_alive "$__bj_pid"; then',
-            "    __bj_result=running",
-            '  elif rm -rf -- "$__bj_dir"; then __bj_result=removed',
-            "  else __bj_result=failed; fi",
-            "fi",
-            f"printf '{CLEANED_MARKER} %s %s\\n' {job_id} \"$__bj_result\"",
-            "exit 0",
-        ]
-    )
+    return _render("job_cleanup", job)
 
 
 # ------------------------------------------------------------------------------------------------ secrets

@@ -8,7 +8,9 @@ without the real code. :func:`build_once_command` wraps a command so that
 * the wrapper itself always exits 0 (so the CLI never takes the re-run path because of *our* exit code),
 * the real exit code is reported on stderr behind a per-call random marker the command cannot forge.
 
-Every value is ``shlex.quote``-d; nothing here runs a process.
+The scripts are ``airflow_provider_brev/remote/once.sh``, ``foreground_kill.sh`` and ``secret_sweep.sh``; every
+value reaches them through the quoted header of
+:func:`~airflow_provider_brev.cli.protocol.remote_scripts.render_script`. Nothing here runs a process.
 """
 
 from __future__ import annotations
@@ -18,11 +20,15 @@ import shlex
 import string
 from typing import TYPE_CHECKING
 
+from airflow_provider_brev.cli.protocol.markers import FG_KILLED, FG_NONE, marker_word
+from airflow_provider_brev.cli.protocol.remote_scripts import HomePath, Value, render_script
+
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
 
 _ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-RUNS_DIR = "$HOME/.airflow-brev/runs"
+#: Where the exactly-once guards live, relative to the remote ``$HOME``.
+RUNS_DIR = ".airflow-brev/runs"
 STARTED_ELSEWHERE = "started"
 
 
@@ -40,13 +46,10 @@ def secret_file_name(call_id: str) -> str:
 
 def stale_secret_cleanup(call_ids: Iterable[str] = ()) -> str:
     """Remove the secret files of ``call_ids`` (earlier tries of the same task) and any secret file older than
-    :data:`STALE_SECRET_MINUTES`: a worker that died after copying one never left it behind for good."""
-    named = " ".join(f'"$HOME"/{shlex.quote(secret_file_name(i))}' for i in call_ids)
-    sweep = (
-        f"find \"$HOME\" -maxdepth 1 -name '.airflow-brev-secret-*.env' -mmin +{STALE_SECRET_MINUTES} "
-        "-delete 2>/dev/null"
-    )
-    return f"{{ rm -f -- {named} 2>/dev/null; {sweep}; }}" if named else f"{{ {sweep}; }}"
+    :data:`STALE_SECRET_MINUTES`: a worker that died after copying one never left it behind for good
+    (``remote/secret_sweep.sh``)."""
+    files = " ".join(secret_file_name(i) for i in call_ids)
+    return render_script("secret_sweep", {"__B_FILES": files, "__B_STALE_MINUTES": STALE_SECRET_MINUTES})
 
 
 def validate_env(env: Mapping[str, str] | None) -> dict[str, str]:
@@ -65,30 +68,6 @@ def env_prefix(env: Mapping[str, str] | None) -> str:
     if not pairs:
         return ""
     return "env " + " ".join(shlex.quote(f"{k}={v}") for k, v in pairs.items()) + " "
-
-
-def user_command(
-    command: str,
-    *,
-    env: Mapping[str, str] | None = None,
-    cwd: str | None = None,
-    secret_env_path: str | None = None,
-    secret_names: Iterable[str] = (),
-    pid_file: str | None = None,
-) -> str:
-    """Run ``command`` with ``bash -c`` (optionally in ``cwd``, with extra env), stdin closed.
-
-    ``secret_env_path`` names a file of ``export K='v'`` lines (written by the hook through ``brev copy``): it is
-    sourced into the command's environment and deleted before the command starts, so secret values never
-    appear on a command line.
-    """
-    body = _detached_stdio(f"{env_prefix(env)}bash -c {shlex.quote(command)}", secret_names, pid_file)
-    if cwd:
-        body = f"cd {shlex.quote(cwd)} && {body}"
-    if secret_env_path:  # source and delete first: nothing that can fail (a bad cwd) runs before the delete
-        path = shlex.quote(secret_env_path)
-        body = f"( set -a; . {path}; __brev_src=$?; rm -f -- {path}; set +a; [ $__brev_src -eq 0 ] && {body} )"
-    return body
 
 
 #: A line of a multi-line secret is redacted when, without its surrounding whitespace, it has at least this many
@@ -126,11 +105,11 @@ def _awk_string(text: str) -> str:
     return '"' + text.translate(_AWK_ESCAPES) + '"'
 
 
-#: The awk program of :func:`redact_filter`. Its BEGIN block applies :func:`secret_fragments` to each value (read
+#: The awk program of :func:`redact_filter` (and of ``remote/job_run.sh``). Its BEGIN block applies :func:`secret_fragments` to each value (read
 #: from awk's environment, so no value is on a command line) and sorts the fragments longest first (a fragment
 #: inside a longer one must not leave the rest of the longer one visible); then every occurrence of each is
 #: replaced, literally (``index``, not a regex). POSIX awk only (mawk, Ubuntu's default awk, and gawk alike).
-_REDACT_AWK = (
+REDACT_AWK = (
     'function trim(s){while(s!=""&&index(W,substr(s,1,1)))s=substr(s,2);'
     'while(s!=""&&index(W,substr(s,length(s),1)))s=substr(s,1,length(s)-1);return s}'
     "function content(s,  q){for(q=1;q<=length(s);q++)if(!index(P,substr(s,q,1)))return 1;return 0}"
@@ -145,6 +124,14 @@ _REDACT_AWK = (
 )
 
 
+def redact_names(names: Iterable[str]) -> str:
+    """The names of the secret variables, sorted and space-separated, as :data:`REDACT_AWK` reads them (``N``).
+
+    :param names: names of the secret environment variables (not secret themselves).
+    """
+    return " ".join(sorted(validate_env(dict.fromkeys(names, ""))))
+
+
 def redact_filter(names: Iterable[str]) -> str:
     """A filter (``| <this>``) that replaces the values of the environment variables ``names`` with ``***``
     (each line of a multi-line value: :func:`secret_fragments`).
@@ -155,31 +142,7 @@ def redact_filter(names: Iterable[str]) -> str:
 
     :param names: names of the secret environment variables (not secret themselves).
     """
-    listed = sorted(validate_env(dict.fromkeys(names, "")))
-    return f"LC_ALL=C awk -v N={shlex.quote(' '.join(listed))} {shlex.quote(_REDACT_AWK)}"
-
-
-def _detached_stdio(command: str, secret_names: Iterable[str] = (), pid_file: str | None = None) -> str:
-    """Run ``command`` with its output in private files that ``tail --pid`` streams until it exits.
-
-    ``brev exec`` (ssh) ends only when every holder of the session's stdout/stderr has closed them: a background
-    child (``sleep 30 & echo launched``) would hold the exec open until it exits. Here only the files are held;
-    the streaming stops when the command itself exits, and the files are removed. With ``secret_names`` the
-    streams pass through :func:`redact_filter`. The command runs in its own session (``setsid``) whose id is
-    written to ``pid_file``, so :func:`build_foreground_kill_command` can stop it and its children.
-    """
-    names = list(secret_names)
-    redact = f" | {redact_filter(names)}" if names else ""
-    record = f" printf '%s' \"$__brev_p\" > {pid_file};" if pid_file else ""
-    return (
-        "__brev_o=$(mktemp) && __brev_e=$(mktemp) && __brev_ss= && "
-        "{ command -v setsid >/dev/null 2>&1 && __brev_ss=setsid; "
-        f'$__brev_ss {command} </dev/null >"$__brev_o" 2>"$__brev_e" & __brev_p=$!;{record} '
-        f'tail -s 0.02 -n +1 --pid=$__brev_p -f "$__brev_o"{redact} & __brev_t1=$!; '
-        f'tail -s 0.02 -n +1 --pid=$__brev_p -f "$__brev_e"{redact} >&2 & __brev_t2=$!; '
-        'wait $__brev_p; __brev_x=$?; wait $__brev_t1 $__brev_t2; rm -f -- "$__brev_o" "$__brev_e"; '
-        "( exit $__brev_x ); }"
-    )
+    return f"LC_ALL=C awk -v N={shlex.quote(redact_names(names))} {shlex.quote(REDACT_AWK)}"
 
 
 def marker_line_re(marker: str) -> re.Pattern[str]:
@@ -209,34 +172,27 @@ def build_once_command(
         raise ValueError(f"run_id {run_id!r} must be alphanumeric")
     if not re.fullmatch(r"[A-Za-z0-9_]+", marker):
         raise ValueError("marker must be alphanumeric")
-    guard = f'"{RUNS_DIR}"/{shlex.quote(run_id)}'
-    return "; ".join(
-        [
-            stale_secret_cleanup(),
-            f'mkdir -p "{RUNS_DIR}"',
-            f"if mkdir {guard} 2>/dev/null; then "
-            + user_command(
-                command,
-                env=env,
-                cwd=cwd,
-                secret_env_path=secret_env_path,
-                secret_names=secret_names,
-                pid_file=f"{guard}/pid",
-            ),
-            f"__brev_rc=$?; printf '%s' \"$__brev_rc\" > {guard}/rc.tmp && mv -f {guard}/rc.tmp {guard}/rc",
-            f"else __brev_rc=$(cat {guard}/rc 2>/dev/null || echo {STARTED_ELSEWHERE})"
-            + (f"; rm -f -- {shlex.quote(secret_env_path)}; fi" if secret_env_path else "; fi"),
-            # A newline on stdout guarantees the CLI's trailing instance-name line starts on its own line.
-            "printf '\\n'",
-            f"printf '%s=%s\\n' {shlex.quote(marker)} \"$__brev_rc\" >&2",
-            "exit 0",
-        ]
-    )
+    plain_env = validate_env(env)
+    names = list(secret_names)
+    values: dict[str, Value] = {
+        "__B_RUNS": HomePath(RUNS_DIR),
+        "__B_GUARD": HomePath(f"{RUNS_DIR}/{run_id}"),
+        "__B_MARKER": marker,
+        "__B_CMD": command,
+        "__B_CWD": cwd or "",
+        "__B_SECRET": secret_env_path or "",
+        "__B_ENV_NAMES": " ".join(plain_env),
+        **{f"__B_ENV_{name}": value for name, value in plain_env.items()},
+        "__B_SECRET_NAMES": redact_names(names),
+        "__BREV_REDACT_AWK": REDACT_AWK if names else "",
+        "__B_STALE_MINUTES": STALE_SECRET_MINUTES,
+    }
+    return render_script("once", values)
 
 
 #: What :func:`build_foreground_kill_command` prints when it signalled the command / found none.
-FOREGROUND_KILLED = "BREV_FG_KILLED"
-FOREGROUND_NONE = "BREV_FG_NONE"
+FOREGROUND_KILLED = marker_word(FG_KILLED)
+FOREGROUND_NONE = marker_word(FG_NONE)
 
 
 def build_foreground_kill_command(run_id: str, *, grace_seconds: float = 1.0) -> str:
@@ -248,12 +204,8 @@ def build_foreground_kill_command(run_id: str, *, grace_seconds: float = 1.0) ->
     """
     if not re.fullmatch(r"[A-Za-z0-9_.-]+", run_id):
         raise ValueError(f"run_id {run_id!r} must be alphanumeric")
-    guard = f'"{RUNS_DIR}"/{shlex.quote(run_id)}'
-    return (
-        f'__p=$(cat {guard}/pid 2>/dev/null); case "$__p" in ""|*[!0-9]*) echo {FOREGROUND_NONE}; exit 0 ;; esac; '
-        f'kill -TERM -- -"$__p" 2>/dev/null || kill -TERM "$__p" 2>/dev/null; sleep {float(grace_seconds):g}; '
-        f'kill -KILL -- -"$__p" 2>/dev/null; echo {FOREGROUND_KILLED}; exit 0'
-    )
+    values: dict[str, Value] = {"__B_GUARD": HomePath(f"{RUNS_DIR}/{run_id}"), "__B_GRACE": f"{float(grace_seconds):g}"}
+    return render_script("foreground_kill", values)
 
 
 def parse_once_marker(stderr_lines: Iterable[str], marker: str) -> int | str | None:

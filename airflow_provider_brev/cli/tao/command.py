@@ -13,6 +13,8 @@ import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from airflow_provider_brev.cli.protocol.remote_scripts import HomePath, shell_value
+
 STARTED_MARKER = ".brev-tao-started"  # the job touches it when the container starts
 #: Container path where the results directory is mounted.
 CONTAINER_RESULTS = "/results"
@@ -45,15 +47,18 @@ def image_registry(image: str) -> str:
     return image.split("/", 1)[0]
 
 
-def remote_path(path: str) -> str:
-    """Shell expression for a path on the instance: absolute as is, relative to ``$HOME``."""
+def remote_path_value(path: str) -> str | HomePath:
+    """A remote script's value for a path on the instance: absolute as is, else below ``$HOME``."""
     if not path or "\n" in path or "\x00" in path:
         raise ValueError(f"Invalid remote path {path!r}")
     if path.startswith("/"):
-        return shlex.quote(path)
-    if path.startswith("~/"):
-        path = path[2:]
-    return '"$HOME"/' + shlex.quote(path)
+        return path
+    return HomePath(path[2:] if path.startswith("~/") else path)
+
+
+def remote_path(path: str) -> str:
+    """Shell expression for a path on the instance: absolute as is, relative to ``$HOME``."""
+    return shell_value(remote_path_value(path))
 
 
 def format_override(key: str, value: Any) -> str:

@@ -16,12 +16,21 @@ import base64
 import binascii
 import json
 import re
-import shlex
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from airflow_provider_brev.cli.protocol.markers import (
+    TAO_CKPT,
+    TAO_END,
+    TAO_FAULT,
+    TAO_FILE,
+    TAO_STARTED,
+    TAO_STATUS,
+    iter_markers,
+)
+from airflow_provider_brev.cli.protocol.remote_scripts import Value, render_script
 from airflow_provider_brev.cli.tao.checkpoints import checkpoints_after
-from airflow_provider_brev.cli.tao.command import STARTED_MARKER, remote_path
+from airflow_provider_brev.cli.tao.command import STARTED_MARKER, remote_path_value
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -66,30 +75,21 @@ PROGRAM_FAULTS: tuple[tuple[str, re.Pattern[str], str], ...] = (
 FAULT_PATTERN = "|".join(pattern.pattern for _, pattern, _ in PROGRAM_FAULTS)
 
 
+#: The result files the report reads (at most :data:`MAX_REPORT_FILE_BYTES` of each).
+REPORT_FILES = ("metrics.json", "threshold.txt", "results.json", "weak_samples_breakdown.txt", "unreachable_kpi.txt")
+
+
 def build_report_command(*, results_dir: str, action: str, job_log: str | None = None) -> str:
-    """One command that reports what TAO wrote for ``action`` (always exits 0)."""
-    base = remote_path(f"{results_dir.rstrip('/')}/{action}")
-    files = ("metrics.json", "threshold.txt", "results.json", "weak_samples_breakdown.txt", "unreachable_kpi.txt")
-    lines = [
-        f"__d={base}",
-        'if [ -f "$__d/status.json" ]; then printf "BREV_TAO_STATUS %s\\n" "$(tail -n 1 "$__d/status.json" | base64 -w 0)"; '
-        'else echo "BREV_TAO_STATUS -"; fi',
-        f'if [ -e "$__d/{STARTED_MARKER}" ]; then echo "BREV_TAO_STARTED $(stat -c %Y "$__d/{STARTED_MARKER}")"; fi',
-        'find "$__d" -maxdepth 2 -type f \\( -name "model_epoch_*.pth" -o -name "*.onnx" -o -name "*.engine" \\) '
-        '-printf "BREV_TAO_CKPT %T@ %s %P\\n" 2>/dev/null',
-    ]
-    for name in files:
-        lines.append(
-            f'if [ -f "$__d/{name}" ]; then printf "BREV_TAO_FILE {name} %s\\n" '
-            f'"$(head -c {MAX_REPORT_FILE_BYTES} "$__d/{name}" | base64 -w 0)"; fi'
-        )
-    if job_log:
-        lines.append(
-            f"tail -c 262144 {remote_path(job_log)} 2>/dev/null | grep -E -m 5 {shlex.quote(FAULT_PATTERN)} "
-            '| while IFS= read -r __l; do printf "BREV_TAO_FAULT %s\\n" "$(printf %s "$__l" | base64 -w 0)"; done'
-        )
-    lines += ["echo BREV_TAO_END", "exit 0"]
-    return "\n".join(lines)
+    """One command that reports what TAO wrote for ``action`` (``remote/tao_report.sh``; always exits 0)."""
+    values: dict[str, Value] = {
+        "__T_DIR": remote_path_value(f"{results_dir.rstrip('/')}/{action}"),
+        "__T_STARTED": STARTED_MARKER,
+        "__T_FILES": " ".join(REPORT_FILES),
+        "__T_MAX": MAX_REPORT_FILE_BYTES,
+        "__T_LOG": remote_path_value(job_log) if job_log else "",
+        "__T_FAULTS": FAULT_PATTERN,
+    }
+    return render_script("tao_report", values)
 
 
 @dataclass
@@ -142,30 +142,29 @@ def _b64(text: str) -> str:
 
 
 def parse_report(stdout_lines: Sequence[str]) -> TaoReport:
-    """Parse :func:`build_report_command`'s output; ``ValueError`` if it was cut short."""
+    """Parse :func:`build_report_command`'s output (:func:`~airflow_provider_brev.cli.protocol.markers.parse_marker`);
+    ``ValueError`` if it was cut short."""
     report = TaoReport()
     ended = False
-    for raw in stdout_lines:
-        line = raw.strip()
-        if line == "BREV_TAO_END":
+    for marker in iter_markers(stdout_lines):
+        text = (marker.text or "").strip()
+        if marker.kind == TAO_END:
             ended = True
-        elif line.startswith("BREV_TAO_STATUS "):
-            payload = line.split(" ", 1)[1]
-            if payload != "-":
+        elif marker.kind == TAO_STATUS:
+            if text and text != "-":
                 try:
-                    report.last_status = json.loads(_b64(payload))
+                    report.last_status = json.loads(_b64(text))
                 except ValueError:
                     report.last_status = {"status": "UNPARSEABLE"}
-        elif line.startswith("BREV_TAO_STARTED "):
-            report.started_at = float(line.split()[1])
-        elif line.startswith("BREV_TAO_CKPT "):
-            _, mtime, size, path = line.split(" ", 3)
-            report.checkpoints.append((float(mtime), int(size), path))
-        elif line.startswith("BREV_TAO_FILE "):
-            parts = line.split(" ", 2)
-            report.files[parts[1]] = _b64(parts[2]) if len(parts) > 2 else ""
-        elif line.startswith("BREV_TAO_FAULT "):
-            report.fault_lines.append(_b64(line.split(" ", 1)[1]))
+        elif marker.kind == TAO_STARTED:
+            report.started_at = float(marker.fields[0])
+        elif marker.kind == TAO_CKPT:
+            mtime, size = marker.fields
+            report.checkpoints.append((float(mtime), int(size), marker.text or ""))
+        elif marker.kind == TAO_FILE:
+            report.files[marker.fields[0]] = _b64(text)
+        elif marker.kind == TAO_FAULT and text:
+            report.fault_lines.append(_b64(text))
     if not ended:
         raise ValueError("the TAO report was cut short")
     report.checkpoints.sort()

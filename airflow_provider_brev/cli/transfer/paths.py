@@ -9,10 +9,10 @@ and to Python's :mod:`re` (used for S3 keys), so a :class:`PathFilter` selects t
 from __future__ import annotations
 
 import re
-import shlex
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from airflow_provider_brev.cli.protocol.remote_scripts import HomePath, shell_value
 from airflow_provider_brev.exceptions import BrevInvalidInputError
 
 if TYPE_CHECKING:
@@ -257,17 +257,22 @@ def normalize_directory(directory: Any) -> str:
     return lead + rest
 
 
-def remote_path_word(path: str) -> str:
-    """Shell word for a remote path: ``~``/``~/x``/relative paths resolve against ``$HOME``."""
+def remote_path_value(path: str) -> str | HomePath:
+    """A remote script's value for a remote directory: ``~``/``~/x``/relative paths are a
+    :class:`~airflow_provider_brev.cli.protocol.remote_scripts.HomePath` (they resolve against ``$HOME``)."""
     if not isinstance(path, str) or not path.strip():
         raise ValueError("The remote directory must be a non-empty path.")
     if any(ch in path for ch in ("\n", "\r", "\x00")):
         raise ValueError(f"The remote directory {path!r} must not contain newlines or NUL characters.")
     if path == "~":
-        return '"$HOME"'
+        return HomePath()
     if path.startswith("~/"):
-        rest = path[2:].lstrip("/")
-        return f'"$HOME"/{shlex.quote(rest)}' if rest else '"$HOME"'
+        return HomePath(path[2:].lstrip("/"))
     if path.startswith("/"):
-        return shlex.quote(path)
-    return f'"$HOME"/{shlex.quote(path)}'
+        return path
+    return HomePath(path)
+
+
+def remote_path_word(path: str) -> str:
+    """Shell word for a remote path: ``~``/``~/x``/relative paths resolve against ``$HOME``."""
+    return shell_value(remote_path_value(path))

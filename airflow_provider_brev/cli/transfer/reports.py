@@ -8,15 +8,20 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from airflow_provider_brev.cli.transfer.checksums import SIGNATURE_RE, is_md5
-from airflow_provider_brev.cli.transfer.listing import (
-    FILE_MARKER,
-    LISTED_MARKER,
-    MANIFEST_MARKER,
-    NODIR_MARKER,
-    UNREADABLE_MARKER,
+from airflow_provider_brev.cli.protocol.markers import (
+    XFER_DONE,
+    XFER_ERROR,
+    XFER_FAIL,
+    XFER_FILE,
+    XFER_LISTED,
+    XFER_MANIFEST,
+    XFER_NODIR,
+    XFER_OK,
+    XFER_UNREADABLE,
+    iter_markers,
 )
-from airflow_provider_brev.cli.transfer.scripts import DONE_MARKER, ERROR_MARKER, FAIL_MARKER, OK_MARKER, TASK_KEY_RE
+from airflow_provider_brev.cli.transfer.checksums import SIGNATURE_RE, is_md5
+from airflow_provider_brev.cli.transfer.scripts import TASK_KEY_RE
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -58,26 +63,27 @@ class TransferReport:
 
 
 def parse_transfer_output(lines: Iterable[str]) -> TransferReport:
+    """Read the markers of :func:`~airflow_provider_brev.cli.transfer.scripts.build_transfer_script`
+    (:func:`~airflow_provider_brev.cli.protocol.markers.parse_marker`); a task's ``OK`` wins over its ``FAIL``."""
     report = TransferReport()
-    for raw in lines:
-        line = raw.rstrip("\r")
-        if line.startswith(OK_MARKER + " "):
-            parts = line.split()
-            if len(parts) != 5 or not TASK_KEY_RE.match(parts[1]) or not parts[2].isdigit():
+    for marker in iter_markers(lines):
+        if marker.kind == XFER_OK:
+            key, size, md5, etag = marker.fields
+            if not TASK_KEY_RE.match(key) or not size.isdigit():
                 continue
-            md5 = parts[3] if is_md5(parts[3]) else None
-            etag = parts[4] if parts[4] != "-" and _ETAG_RE.match(parts[4]) else None
-            report.ok[parts[1]] = TaskResult(size=int(parts[2]), md5=md5, etag=etag)
-            report.failed.pop(parts[1], None)
-        elif line.startswith(FAIL_MARKER + " "):
-            parts = line.split(" ", 3)
-            if len(parts) < 3 or not TASK_KEY_RE.match(parts[1]):
-                continue
-            if parts[1] not in report.ok:
-                report.failed[parts[1]] = (parts[2], redact(parts[3] if len(parts) > 3 else ""))
-        elif line.startswith(ERROR_MARKER + " "):
-            report.error = redact(line[len(ERROR_MARKER) + 1 :].strip())
-        elif line.startswith(DONE_MARKER):
+            report.ok[key] = TaskResult(
+                size=int(size),
+                md5=md5 if is_md5(md5) else None,
+                etag=etag if etag != "-" and _ETAG_RE.match(etag) else None,
+            )
+            report.failed.pop(key, None)
+        elif marker.kind == XFER_FAIL:
+            key, code = marker.fields
+            if TASK_KEY_RE.match(key) and key not in report.ok:
+                report.failed[key] = (code, redact(marker.text or ""))
+        elif marker.kind == XFER_ERROR:
+            report.error = redact((marker.text or "").strip())
+        elif marker.kind == XFER_DONE:
             report.complete = True
     return report
 
@@ -112,28 +118,30 @@ class ListReport:
 
 
 def parse_list_output(lines: Iterable[str]) -> ListReport:
+    """Read the markers of :func:`~airflow_provider_brev.cli.transfer.listing.build_list_script`
+    (:func:`~airflow_provider_brev.cli.protocol.markers.parse_marker`)."""
     report = ListReport()
-    for raw in lines:
-        line = raw[:-1] if raw.endswith("\r") else raw
-        if line.startswith(FILE_MARKER + " "):
-            parts = line.split(" ", 4)
-            if len(parts) != 5 or not parts[1].isdigit() or not SIGNATURE_RE.match(parts[3]):
+    for marker in iter_markers(lines):
+        if marker.kind == XFER_FILE:
+            size, md5, signature = marker.fields
+            relpath = marker.text or ""
+            if not size.isdigit() or not SIGNATURE_RE.match(signature) or not relpath:
                 continue
-            if "\ufffd" in parts[4]:  # not UTF-8 (decoded with replacement): no S3 key can name it; skip it
+            if "\ufffd" in relpath:  # not UTF-8 (decoded with replacement): no S3 key can name it; skip it
                 report.skipped_names += 1
                 continue
-            md5 = parts[2] if is_md5(parts[2]) else None
-            report.files.append(RemoteFile(relpath=parts[4], size=int(parts[1]), md5=md5, signature=parts[3]))
-        elif line.startswith(MANIFEST_MARKER + " "):
-            report.manifest_lines.append(line[len(MANIFEST_MARKER) + 1 :])
-        elif line.startswith(UNREADABLE_MARKER + " "):
-            report.unreadable.append(line[len(UNREADABLE_MARKER) + 1 :])
-        elif line.startswith(LISTED_MARKER):
-            parts = line.split()
+            report.files.append(
+                RemoteFile(relpath=relpath, size=int(size), md5=md5 if is_md5(md5) else None, signature=signature)
+            )
+        elif marker.kind == XFER_MANIFEST:
+            report.manifest_lines.append(marker.text or "")
+        elif marker.kind == XFER_UNREADABLE:
+            report.unreadable.append(marker.text or "")
+        elif marker.kind == XFER_LISTED:
             report.complete = True
-            if len(parts) >= 3 and parts[2].isdigit():
-                report.skipped_names += int(parts[2])
-        elif line.strip() == NODIR_MARKER:
+            if len(marker.fields) > 1 and marker.fields[1].isdigit():
+                report.skipped_names += int(marker.fields[1])
+        elif marker.kind == XFER_NODIR:
             report.missing_dir = True
             report.complete = True
     report.files.sort(key=lambda f: f.relpath)

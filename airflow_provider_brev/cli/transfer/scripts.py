@@ -7,7 +7,7 @@ with ``brev copy``), never on a command line:
 * :func:`build_plan` writes one file per transfer round: ``T`` lines (one per task: a file to download, a file
   to upload in one ``PUT``, or one part of a multipart upload) and ``U`` lines (the task's presigned URL), then
   an ``N <count>`` trailer that proves the file arrived whole.
-* :func:`build_transfer_script` reads the plan into memory and deletes it before the first ``curl`` starts.
+* :func:`build_transfer_script` (``airflow_provider_brev/remote/transfer.sh``) reads the plan into memory and deletes it before the first ``curl`` starts.
   Each URL reaches ``curl`` as a config file on a pipe (``curl -K <(printf 'url = "%s"' ...)``; ``printf`` is a
   bash builtin), so it is on no process's command line and in no file. Downloads go *in one batch* when the
   instance's curl is 7.75 or newer: one ``curl --parallel --parallel-max <concurrency>`` process reads every
@@ -31,27 +31,35 @@ with ``brev copy``), never on a command line:
   :mod:`airflow_provider_brev.cli.transfer.listing`.
 
 The output of the transfer script is parsed by :mod:`airflow_provider_brev.cli.transfer.reports`. Every
-interpolated value is ``shlex.quote``-d or validated to a safe alphabet.
+value reaches the script through the quoted header of :func:`~airflow_provider_brev.cli.protocol.remote_scripts.render_script`.
 """
 
 from __future__ import annotations
 
 import re
-import shlex
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from airflow_provider_brev.cli.protocol.markers import (
+    XFER_CLEANED,
+    XFER_DONE,
+    XFER_ERROR,
+    XFER_FAIL,
+    XFER_OK,
+    marker_word,
+)
+from airflow_provider_brev.cli.protocol.remote_scripts import HomePath, Value, render_script
 from airflow_provider_brev.cli.transfer.checksums import SIGNATURE_FORMAT, SIGNATURE_RE, is_md5, md5_hex_to_base64
-from airflow_provider_brev.cli.transfer.paths import remote_path_word, validate_relpath
+from airflow_provider_brev.cli.transfer.paths import remote_path_value, validate_relpath
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-OK_MARKER = "BREV_XFER_OK"
-FAIL_MARKER = "BREV_XFER_FAIL"
-ERROR_MARKER = "BREV_XFER_ERROR"
-DONE_MARKER = "BREV_XFER_DONE"
-CLEANED_MARKER = "BREV_XFER_CLEANED"
+OK_MARKER = marker_word(XFER_OK)
+FAIL_MARKER = marker_word(XFER_FAIL)
+ERROR_MARKER = marker_word(XFER_ERROR)
+DONE_MARKER = marker_word(XFER_DONE)
+CLEANED_MARKER = marker_word(XFER_CLEANED)
 
 #: Failure codes reported by the transfer script.
 #: The failure code of a file that changed while it was read (still being written).
@@ -170,194 +178,7 @@ def build_plan(tasks: Sequence[TransferTask]) -> str:
 
 # ------------------------------------------------------------------------------------------------- scripts
 
-_TRANSFER_BODY = r"""
-__x_fail() { printf 'BREV_XFER_FAIL %s %s\n' "$1" "$2"; }
-__x_size() { local s; s=$(wc -c < "$1") || return 1; printf '%s' "${s//[!0-9]/}"; }
-__x_etag() {
-  local line v=
-  while IFS= read -r line; do
-    line=${line%$'\r'}
-    case ${line,,} in etag:*) v=${line#*:} ;; esac
-  done < "$1"
-  v=${v//\"/}; v=${v//[[:space:]]/}
-  printf '%s' "$v"
-}
-__x_curl() {  # task-key, then extra curl args; prints the HTTP status; the URL travels on a pipe
-  local k=$1; shift
-  "${__X_CURL[@]}" -K <(printf 'url = "%s"\n' "${__X_U[$k]}") -w '%{http_code}' "$@"
-}
-__x_get() {
-  local k=$1 dest="$__X_D/${__X_R[$1]}" part code rc size got
-  part="$dest$__X_PS"
-  if ! mkdir -p -- "${dest%/*}"; then __x_fail "$k" "mkdir cannot create the directory"; return; fi
-  rm -f -- "$part"
-  code=$(__x_curl "$k" -o "$part"); rc=$?
-  if [ "$rc" -ne 0 ]; then rm -f -- "$part"; __x_fail "$k" "curl exit $rc (HTTP ${code:-000})"; return; fi
-  [ -e "$part" ] || : > "$part"
-  size=$(__x_size "$part")
-  if [ "$size" != "${__X_FS[$k]}" ]; then
-    rm -f -- "$part"; __x_fail "$k" "size got $size bytes, expected ${__X_FS[$k]}"; return
-  fi
-  got=$(md5sum < "$part"); got=${got%% *}
-  if [ "${__X_M[$k]}" != - ] && [ "$got" != "${__X_M[$k]}" ]; then
-    rm -f -- "$part"; __x_fail "$k" "md5 got $got, expected ${__X_M[$k]}"; return
-  fi
-  if ! mv -f -- "$part" "$dest"; then rm -f -- "$part"; __x_fail "$k" "move cannot move into place"; return; fi
-  printf 'BREV_XFER_OK %s %s %s -\n' "$k" "$size" "$got"
-}
-__x_changed() {  # key, file: true when the file is no longer what the listing saw (size, times, inode)
-  local now
-  [ "${__X_SIG[$1]}" != - ] || return 1
-  now=$(find "$2" -maxdepth 0 -printf "$__X_SF") || return 0
-  [ "$now" != "${__X_SIG[$1]}" ]
-}
-__x_upload() {  # key, file to send, Content-MD5 (base64 or -), bytes, md5 (or -), [listed file read by curl]
-  local k=$1 src=$2 cmd5=$3 size=$4 md5=$5 h="$__X_T/h.$1" code rc etag
-  local -a hdr=(-H 'Expect:')
-  [ "$cmd5" != - ] && hdr+=(-H "Content-MD5: $cmd5")
-  code=$(__x_curl "$k" -T "$src" "${hdr[@]}" -D "$h" -o /dev/null); rc=$?
-  if [ -n "$6" ] && __x_changed "$k" "$6"; then __x_fail "$k" "changed while it was uploaded"; return; fi
-  if [ "$rc" -ne 0 ]; then __x_fail "$k" "curl exit $rc (HTTP ${code:-000})"; return; fi
-  etag=$(__x_etag "$h")
-  if [ -z "$etag" ]; then __x_fail "$k" "etag missing in the response"; return; fi
-  printf 'BREV_XFER_OK %s %s %s %s\n' "$k" "$size" "$md5" "$etag"
-}
-__x_listed() {  # key, file: the file is readable and still what the listing saw (else reports why not)
-  local size
-  if ! size=$(__x_size "$2"); then __x_fail "$1" "read cannot read the file"; return 1; fi
-  if [ "$size" != "${__X_FS[$1]}" ]; then
-    __x_fail "$1" "changed size is now $size bytes, listed ${__X_FS[$1]}"; return 1
-  fi
-  if __x_changed "$1" "$2"; then __x_fail "$1" "changed rewritten since it was listed"; return 1; fi
-}
-__x_put() {
-  local k=$1 src="$__X_D/${__X_R[$1]}"
-  __x_listed "$k" "$src" || return
-  __x_upload "$k" "$src" "${__X_M[$k]}" "${__X_FS[$k]}" - "$src"
-}
-__x_part() {
-  local k=$1 src="$__X_D/${__X_R[$1]}" p="$__X_T/p.$1" size md5 b64
-  __x_listed "$k" "$src" || return
-  tail -c +$((__X_O[$k] + 1)) -- "$src" | head -c "${__X_L[$k]}" > "$p"
-  size=$(__x_size "$p")
-  if __x_changed "$k" "$src"; then rm -f -- "$p"; __x_fail "$k" "changed while the part was read"; return; fi
-  if [ "$size" != "${__X_L[$k]}" ]; then
-    rm -f -- "$p"; __x_fail "$k" "read got $size bytes of the part, expected ${__X_L[$k]}"; return
-  fi
-  md5=$(md5sum < "$p"); md5=${md5%% *}
-  b64=-
-  if [ "${__X_M[$k]}" = + ]; then b64=$(printf "$(printf '%s' "$md5" | sed 's/../\\x&/g')" | base64); fi
-  __x_upload "$k" "$p" "$b64" "$size" "$md5"
-  rm -f -- "$p"
-}
-__x_parallel_ok() {  # curl >= 7.75: --parallel and the %{urlnum} / %{exitcode} write-out variables
-  local v maj min
-  read -r _ v _ < <(curl --version) || return 1
-  IFS=. read -r maj min _ <<< "$v"
-  [[ $maj =~ ^[0-9]+$ && $min =~ ^[0-9]+$ ]] || return 1
-  [ "$maj" -gt 7 ] || { [ "$maj" -eq 7 ] && [ "$min" -ge 75 ]; }
-}
-__x_cfg() {  # the curl config of a batch: one url/output pair per download (goes to curl on a pipe)
-  local k p
-  for k in "${__X_G[@]}"; do
-    p=${__X_SP[$k]}; p=${p//\\/\\\\}; p=${p//\"/\\\"}
-    printf 'url = "%s"\noutput = "%s"\n' "${__X_U[$k]}" "$p"
-  done
-}
-__x_batch() {  # every download through one `curl --parallel`, then one find, one md5sum, one mv per directory
-  local k n rc code p dest stage line size got
-  local -A ok=() sizes=() sums=() moves=() md=()
-  for k in "${__X_K[@]}"; do
-    if [ -z "${__X_U[$k]}" ]; then __x_fail "$k" "nourl no URL for this task"; continue; fi
-    dest="$__X_D/${__X_R[$k]}"; stage="${dest%/*}/$__X_PS"
-    __X_G+=("$k"); __X_SP[$k]="$stage/${dest##*/}"; __X_SD[$stage]=1
-  done
-  [ "${#__X_G[@]}" -gt 0 ] || return 0
-  while read -r n rc code; do
-    [[ $n =~ ^[0-9]+$ ]] && [ -n "${__X_G[$n]}" ] || continue
-    k=${__X_G[$n]}
-    if [ "$rc" = 0 ]; then ok[$k]=1; else rm -f -- "${__X_SP[$k]}"; __x_fail "$k" "curl exit $rc (HTTP ${code:-000})"; fi
-  done < <("${__X_CURL[@]}" --parallel --parallel-max "$((__X_P > 300 ? 300 : __X_P))" --create-dirs \
-             -w '%{urlnum} %{exitcode} %{http_code}\n' -K <(__x_cfg))
-  for k in "${!ok[@]}"; do  # curl creates no file for an empty body
-    p=${__X_SP[$k]}; [ -e "$p" ] || { mkdir -p -- "${p%/*}"; : > "$p"; }
-  done
-  while IFS= read -r line; do sizes[${line#* }]=${line%% *}; done \
-    < <(find "${!__X_SD[@]}" -maxdepth 1 -type f -printf '%s %p\n')
-  while IFS= read -r line; do sums[${line#*  }]=${line%% *}; done < <(
-    for k in "${!ok[@]}"; do p=${__X_SP[$k]}; [[ $p == *\\* ]] || printf '%s\0' "$p"; done | xargs -0 -r md5sum --)
-  for k in "${__X_G[@]}"; do
-    [ -n "${ok[$k]}" ] || continue
-    p=${__X_SP[$k]}; size=${sizes[$p]:-0}; unset 'ok[$k]'
-    if [ "$size" != "${__X_FS[$k]}" ]; then
-      rm -f -- "$p"; __x_fail "$k" "size got $size bytes, expected ${__X_FS[$k]}"; continue
-    fi
-    got=${sums[$p]}
-    if [ -z "$got" ]; then got=$(md5sum < "$p"); got=${got%% *}; fi
-    if [ "${__X_M[$k]}" != - ] && [ "$got" != "${__X_M[$k]}" ]; then
-      rm -f -- "$p"; __x_fail "$k" "md5 got $got, expected ${__X_M[$k]}"; continue
-    fi
-    ok[$k]=1; md[$k]=$got; moves[${p%/*}]+="$p"$'\n'
-  done
-  for stage in "${!moves[@]}"; do printf '%s' "${moves[$stage]}" | xargs -d '\n' -r mv -f -t "${stage%/*}" --; done
-  for k in "${__X_G[@]}"; do
-    [ -n "${ok[$k]}" ] || continue
-    if [ -e "${__X_SP[$k]}" ]; then
-      rm -f -- "${__X_SP[$k]}"; __x_fail "$k" "move cannot move into place"
-    else
-      printf 'BREV_XFER_OK %s %s %s -\n' "$k" "${__X_FS[$k]}" "${md[$k]}"
-    fi
-  done
-  rm -rf -- "${!__X_SD[@]}"
-}
-__x_task() {
-  if [ -z "${__X_U[$1]}" ]; then __x_fail "$1" "nourl no URL for this task"; return; fi
-  case ${__X_OP[$1]} in
-    G) __x_get "$1" ;;
-    S) __x_put "$1" ;;
-    P) __x_part "$1" ;;
-  esac
-}
-__x_clean() {
-  rm -f -- "$__X_F"; rm -rf -- "$__X_T"
-  if [ "${#__X_SD[@]}" -gt 0 ]; then rm -rf -- "${!__X_SD[@]}"; fi
-  if [ "$__X_GET" = 1 ] && [ -d "$__X_D" ]; then find "$__X_D" -name "*$__X_PS" -prune -exec rm -rf -- {} +; fi
-}
-__X_GET=0; __X_G=()
-declare -A __X_SP __X_SD
-trap __x_clean EXIT
-trap '__x_clean; exit 0' HUP INT TERM PIPE
-if ! mkdir -p -- "$__X_BASE" || ! mkdir -m 700 -- "$__X_T"; then
-  rm -f -- "$__X_F"; echo 'BREV_XFER_ERROR cannot create a private temp directory'; exit 0
-fi
-if [ ! -f "$__X_F" ]; then echo 'BREV_XFER_ERROR the plan file is missing'; exit 0; fi
-chmod 600 -- "$__X_F"
-declare -A __X_U __X_OP __X_FS __X_O __X_L __X_M __X_SIG __X_R
-__X_K=(); __X_N=-1
-while IFS=$'\t' read -r tag k op fs off len md sig rp; do
-  case $tag in
-    U) __X_U[$k]=$op ;;
-    T) __X_K+=("$k"); __X_OP[$k]=$op; __X_FS[$k]=$fs; __X_O[$k]=$off; __X_L[$k]=$len; __X_M[$k]=$md
-       __X_SIG[$k]=$sig; __X_R[$k]=$rp ;;
-    N) __X_N=$k ;;
-  esac
-done < "$__X_F"
-rm -f -- "$__X_F"
-if [ "$__X_N" != "${#__X_K[@]}" ]; then echo 'BREV_XFER_ERROR the plan file is truncated'; exit 0; fi
-if ! command -v curl >/dev/null; then echo 'BREV_XFER_ERROR curl is not installed on the instance'; exit 0; fi
-if curl --help all 2>/dev/null | grep -q -e --retry-all-errors; then __X_CURL+=(--retry-all-errors); fi
-if [ "${#__X_K[@]}" -gt 0 ] && [ "${__X_OP[${__X_K[0]}]}" = G ]; then __X_GET=1; mkdir -p -- "$__X_D"; fi
-__x_n=0
-if [ "$__X_GET" = 1 ] && [ "$__X_BATCH" = 1 ] && __x_parallel_ok; then __x_batch; __X_K=(); fi
-for __x_k in "${__X_K[@]}"; do
-  if [ "$__x_n" -ge "$__X_P" ]; then wait -n; __x_n=$((__x_n - 1)); fi
-  __x_task "$__x_k" &
-  __x_n=$((__x_n + 1))
-done
-wait
-printf 'BREV_XFER_DONE %s\n' "$__X_N"
-exit 0
-"""
+# The round's script is airflow_provider_brev/remote/transfer.sh (rendered by cli/protocol/remote_scripts.py).
 
 
 def _check_int(name: str, value: int, minimum: int) -> int:
@@ -397,45 +218,27 @@ def build_transfer_script(
     _check_int("curl_retries", curl_retries, 0)
     _check_int("connect_timeout", connect_timeout, 1)
     _check_int("stall_seconds", stall_seconds, 1)
-    curl = [
-        "curl",
-        "--globoff",  # '[...]'/'{...}' in a file name (curl -T) or URL are literal: 'br[0].png', 'cur{ep}.ckpt'
-        "--fail",
-        "--silent",
-        "--retry",
-        str(curl_retries),
-        "--connect-timeout",
-        str(connect_timeout),
-        "--speed-limit",
-        "1024",
-        "--speed-time",
-        str(stall_seconds),
-    ]
-    header = "\n".join(
-        [
-            f"# airflow-provider-brev transfer round {xfer_id}: presigned URLs come from the plan file only.",
-            "exec 2>/dev/null",  # curl messages may quote URLs: nothing reaches the brev CLI's stderr
-            "set +m",
-            f"__X_D={remote_path_word(remote_dir)}",
-            f'__X_F="$HOME"/{shlex.quote(plan_path(xfer_id))}',
-            f'__X_BASE="$HOME"/{XFER_BASE}',
-            f'__X_T="$HOME"/{XFER_BASE}/{shlex.quote(xfer_id)}',
-            f"__X_PS={shlex.quote(PART_SUFFIX + '-' + xfer_id)}",
-            f"__X_P={concurrency}",
-            f"__X_SF={shlex.quote(SIGNATURE_FORMAT)}",
-            f"__X_BATCH={1 if parallel_downloads else 0}",
-            "__X_CURL=(" + " ".join(shlex.quote(a) for a in curl) + ")",
-        ]
-    )
-    return check_script_length(header + _TRANSFER_BODY)
+    values: dict[str, Value] = {
+        "__X_D": remote_path_value(remote_dir),
+        "__X_F": HomePath(plan_path(xfer_id)),
+        "__X_BASE": HomePath(XFER_BASE),
+        "__X_T": HomePath(f"{XFER_BASE}/{xfer_id}"),
+        "__X_PS": PART_SUFFIX + "-" + xfer_id,
+        "__X_P": concurrency,
+        "__X_SF": SIGNATURE_FORMAT,
+        "__X_BATCH": 1 if parallel_downloads else 0,
+        "__X_RETRIES": curl_retries,
+        "__X_CONNECT_TIMEOUT": connect_timeout,
+        "__X_STALL": stall_seconds,
+    }
+    title = f"airflow-provider-brev transfer round {xfer_id}: presigned URLs come from the plan file only."
+    return check_script_length(render_script("transfer", values, title=title))
 
 
 def build_cleanup_script(xfer_id: str) -> str:
     """Remove a round's plan file and temp directory (after an exec that failed part-way); prints
     ``BREV_XFER_CLEANED``."""
     _check_xfer_id(xfer_id)
-    return (
-        f'rm -f -- "$HOME"/{shlex.quote(plan_path(xfer_id))} 2>/dev/null; '
-        f'rm -rf -- "$HOME"/{XFER_BASE}/{shlex.quote(xfer_id)} 2>/dev/null; '
-        f"echo {CLEANED_MARKER}; exit 0"
+    return render_script(
+        "transfer_cleanup", {"__X_F": HomePath(plan_path(xfer_id)), "__X_T": HomePath(f"{XFER_BASE}/{xfer_id}")}
     )
