@@ -156,7 +156,8 @@ def test_a_failed_launch_removes_its_secret_file_from_the_instance(brev_sim, mon
             )
         assert (gate / "waiting").exists()  # the launch script was held at its first command
         assert len(cli_calls(brev_sim, "copy")) == 1  # the secret file was shipped ...
-        cleanups = [run for run in brev_sim.runs("launch-fails-1") if run["command"].startswith("{ rm -f --")]
+        sweep = '__brev_sweep_secrets "$__B_FILES"'  # the body of remote/secret_sweep.sh
+        cleanups = [run for run in brev_sim.runs("launch-fails-1") if sweep in run["command"]]
         assert len(cleanups) == 1 and secret_name in cleanups[0]["command"]  # ... and the hook removed it
         assert not (home / secret_name).exists()
     finally:
