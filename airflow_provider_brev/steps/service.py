@@ -137,8 +137,17 @@ class StepService:
 
     def execute_complete(self, event: dict[str, Any] | None) -> Any:
         """Resume after a deferral with the trigger's ``event`` (``execute_complete``)."""
-        self.workload.mask()  # this worker process never saw them
         event = validate_event(event, "instance_name", "job")
+        stale = RemoteJob.from_dict(event["job"]).job_id
+        if self._from_an_earlier_try(stale):
+            self.log.warning(
+                "Resumed with the event of job %s, which an earlier try deferred on (Airflow 3.0 hands a retry its "
+                "previous try's deferral): running this try from the start, which collects that job if it "
+                "succeeded, re-attaches to it if it runs, and relaunches otherwise.",
+                stale,
+            )
+            return self.execute()
+        self.workload.mask()  # this worker process never saw them
         ref = self.compute.resume(event["instance_name"], event.get("instance_id"))
         try:
             deadline = event.get("deadline")
@@ -302,6 +311,7 @@ class StepService:
             "job": job.to_dict(),
             "deadline": deadline,
             "ephemeral": self.compute.ephemeral,
+            "try_number": int(self.run.memory.ti.try_number),
         }
         self.run.memory.keep_job_handle(self._handle)
         outcome = self.follow(ref, job, deadline)
@@ -345,8 +355,21 @@ class StepService:
             if outcome.collected:
                 self.run.memory.keep_job_handle(None)
 
-    def _attach_or_launch(self, ref: InstanceRef) -> RemoteJob:
-        """This try's job, or an earlier try's still running or finished well (deterministic ids per try)."""
+    def _from_an_earlier_try(self, job_id: str) -> bool:
+        """Whether a trigger event's job is neither this try's nor one this try chose to follow (re-attached to or
+        collected): the event was an earlier try's."""
+        _ids, current, try_number, _first = self._try_ids()
+        handle = self.run.memory.job_handle()  # XCom survives a resumption: it may be the earlier try's
+        job = handle.get("job") if handle else None
+        followed = (
+            RemoteJob.from_dict(job).job_id
+            if handle and isinstance(job, dict) and handle.get("try_number", try_number) == try_number
+            else None
+        )
+        return job_id not in {current.job_id, followed}
+
+    def _try_ids(self) -> tuple[dict[str, Any], RemoteJob, int, int]:
+        """The job ids' parts, this try's job, this try's number and the first try of its generation."""
         ti = self.run.memory.ti
         map_index = getattr(ti, "map_index", -1)
         ids: dict[str, Any] = {
@@ -359,7 +382,11 @@ class StepService:
         first_try = generation_start(
             try_number=try_number, max_tries=getattr(ti, "max_tries", None), retries=self.retries
         )
-        current = RemoteJob(generate_job_id(try_number=try_number, **ids))
+        return ids, RemoteJob(generate_job_id(try_number=try_number, **ids)), try_number, first_try
+
+    def _attach_or_launch(self, ref: InstanceRef) -> RemoteJob:
+        """This try's job, or an earlier try's still running or finished well (deterministic ids per try)."""
+        ids, current, try_number, first_try = self._try_ids()
         earlier = earlier_jobs(try_number=try_number, first_try=first_try, **ids)
         stored = self._stored_job(ref.name)
         if stored is not None and stored.job_id not in {job.job_id for job in earlier} | {current.job_id}:
