@@ -4,6 +4,7 @@ do on their own)."""
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 from airflow_provider_brev.testing.fake_brev.context import (
     Ctx,
@@ -16,6 +17,9 @@ from airflow_provider_brev.testing.fake_brev.context import (
 from airflow_provider_brev.testing.fake_brev.flags import CliError, multierror, traced
 from airflow_provider_brev.testing.fake_brev.store import derive, kill_sandbox_processes, record_phase, take_fault
 
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
 
 def names_or_error(ctx: Ctx, pos: list[str]) -> list[str]:
     """Instance names from the arguments and from a non-terminal stdin (read to EOF)."""
@@ -25,32 +29,59 @@ def names_or_error(ctx: Ctx, pos: list[str]) -> list[str]:
     return names
 
 
-def cmd_delete(ctx: Ctx, _v: dict, pos: list[str]) -> int:
+def _change_each(
+    ctx: Ctx,
+    names: list[str],
+    change: Callable[[dict, str, float], None],
+    *,
+    api: tuple[str, str],
+    trace: tuple[str, str, int],
+    tty_line: str,
+    user: dict | None = None,
+) -> int:
+    """The per-instance loop of ``delete`` and ``stop``: for each name (authenticated per name unless ``user`` is
+    given), a possible 5xx on ``api`` (command, path), ``change(instance, name, now)`` in one store transaction, the
+    instance's processes ended; errors collected into one multierror (traced at ``trace``); the names printed when
+    piped, ``tty_line`` (formatted with ``name``) otherwise."""
     errors: list[str] = []
-    deleted: list[str] = []
-    for name in names_or_error(ctx, pos):
+    done: list[str] = []
+    for name in names:
         try:
-            user = authenticate(ctx)
-            raise_5xx(ctx, "delete", f"api/organizations/{ctx.org['id']}/workspaces")
+            who = user if user is not None else authenticate(ctx)
+            raise_5xx(ctx, *api)
             now = ctx.now()
             with ctx.store.txn(now=now) as st:
-                inst = find_instance(ctx, st, user, name)
-                if inst.get("phase") != "delete":
-                    inst.update(last_build=derive(inst, now)["build_status"], phase="delete", t_deleting=now)
-                    inst["t_gone"] = now + ctx.t("delete_seconds")
-                    record_phase(inst, "delete", now, inst["t_gone"])
+                inst = find_instance(ctx, st, who, name)
+                change(inst, name, now)
         except CliError as exc:
-            errors.append(traced(exc.message, "cmd/delete.deleteWorkspace", "cmd/delete/delete.go", 79))
+            errors.append(traced(exc.message, *trace))
             continue
         kill_sandbox_processes("BREV_SIM_INSTANCE", inst["id"])
-        deleted.append(name)
+        done.append(name)
         if not ctx.stdout_piped:
-            ctx.out(f"Deleting instance {inst['name']}. This can take a few minutes. Run 'brev ls' to check status\n")
+            ctx.out(tty_line.format(name=inst["name"]))
     if errors:
         raise CliError(multierror(errors))
     if ctx.stdout_piped:
-        ctx.out("".join(f"{n}\n" for n in deleted))
+        ctx.out("".join(f"{n}\n" for n in done))
     return 0
+
+
+def cmd_delete(ctx: Ctx, _v: dict, pos: list[str]) -> int:
+    def delete(inst: dict, _name: str, now: float) -> None:
+        if inst.get("phase") != "delete":
+            inst.update(last_build=derive(inst, now)["build_status"], phase="delete", t_deleting=now)
+            inst["t_gone"] = now + ctx.t("delete_seconds")
+            record_phase(inst, "delete", now, inst["t_gone"])
+
+    return _change_each(
+        ctx,
+        names_or_error(ctx, pos),
+        delete,
+        api=("delete", f"api/organizations/{ctx.org['id']}/workspaces"),
+        trace=("cmd/delete.deleteWorkspace", "cmd/delete/delete.go", 79),
+        tty_line="Deleting instance {name}. This can take a few minutes. Run 'brev ls' to check status\n",
+    )
 
 
 def start_instance(ctx: Ctx, user: dict, name: str) -> dict:
@@ -95,33 +126,23 @@ def cmd_stop(ctx: Ctx, v: dict, pos: list[str]) -> int:
         ]
     else:
         names = [n for n in names_or_error(ctx, pos) if n != "self"]
-    errors: list[str] = []
-    stopped: list[str] = []
-    for name in names:
-        try:
-            raise_5xx(ctx, "stop", "api/workspaces/stop")
-            now = ctx.now()
-            with ctx.store.txn(now=now) as st:
-                inst = find_instance(ctx, st, user, name)
-                if not inst.get("stoppable"):
-                    raise CliError(f'instance "{name}" does not support stop.')
-                if inst.get("phase") not in ("stop", "delete"):
-                    inst.update(phase="stop", t_stopping=now, t_stopped=now + ctx.t("stop_seconds"))
-                    record_phase(inst, "stop", now, inst["t_stopped"])
-        except CliError as exc:
-            errors.append(traced(exc.message, "cmd/stop.stopWorkspace", "cmd/stop/stop.go", 98))
-            continue
-        kill_sandbox_processes("BREV_SIM_INSTANCE", inst["id"])
-        stopped.append(name)
-        if not ctx.stdout_piped:
-            ctx.out(
-                f"Stopping instance {inst['name']}.\nNote: this can take a few seconds. Run 'brev ls' to check status\n"
-            )
-    if errors:
-        raise CliError(multierror(errors))
-    if ctx.stdout_piped:
-        ctx.out("".join(f"{n}\n" for n in stopped))
-    return 0
+
+    def stop(inst: dict, name: str, now: float) -> None:
+        if not inst.get("stoppable"):
+            raise CliError(f'instance "{name}" does not support stop.')
+        if inst.get("phase") not in ("stop", "delete"):
+            inst.update(phase="stop", t_stopping=now, t_stopped=now + ctx.t("stop_seconds"))
+            record_phase(inst, "stop", now, inst["t_stopped"])
+
+    return _change_each(
+        ctx,
+        names,
+        stop,
+        api=("stop", "api/workspaces/stop"),
+        trace=("cmd/stop.stopWorkspace", "cmd/stop/stop.go", 98),
+        tty_line="Stopping instance {name}.\nNote: this can take a few seconds. Run 'brev ls' to check status\n",
+        user=user,
+    )
 
 
 def cmd_start(ctx: Ctx, v: dict, pos: list[str]) -> int:
