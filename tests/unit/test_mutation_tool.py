@@ -7,8 +7,14 @@ import argparse
 import sys
 import textwrap
 import types
+from pathlib import Path
 
 import pytest
+
+# The mutation tool is a development tool at the repository's root, not part of the wheel: `make test-floor` imports
+# the provider from site-packages (non-editable), so the root is appended (never prepended: the installed provider
+# stays the one under test there).
+sys.path.append(str(Path(__file__).resolve().parents[2]))
 
 from mutation.execute import KILLED, SURVIVED, TIMEOUT, Outcome
 from mutation.operators import list_mutants, module_key, mutated_tree
