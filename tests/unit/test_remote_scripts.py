@@ -71,6 +71,7 @@ def test_every_kind_has_a_row():
 def test_one_row_per_kind(line, kind, fields, text):
     assert parse_marker(line) == Marker(kind, fields, text)
     assert parse_marker(line + "\r\n") == Marker(kind, fields, text)  # the line terminator is not part of it
+    assert parse_marker(line + "\n") == Marker(kind, fields, text)
     assert format_marker(kind, *fields, text=text) == line  # the inverse, as __brev_mark prints it
 
 
@@ -99,6 +100,13 @@ NEAR_MISSES = [
     "BREV_XFER_OKAY 1 2 3 4",
     "BREV_AIRFLOW_RC_0123abcd=0",  # the exactly-once wrapper's nonce line is not of this grammar
     "",
+    "XBREV_TAO_END",  # only blanks may come before the word
+    "ABCD_TAO_END",  # a kind without its BREV_ prefix
+    "BREV_XFER_ERROR one\ntwo",  # a marker is one line
+    "BREV_JOB_STATUS job-1  running - 120",  # an empty field, the count of fields right
+    "BREV_XFER_FAIL  1 detail",  # an empty first field of a kind with text
+    "BREV_JOB_KILLED job-1 term\tinated",  # a tab inside a field, the count of fields right
+    "BREV_JOB_KILLED job-1 term\rinated",
 ]
 
 
@@ -128,6 +136,7 @@ def test_format_refuses_what_the_grammar_cannot_carry():
         ((m.JOB_EXISTS, ""), {}),
         ((m.JOB_EXISTS, "j"), {"text": "x"}),
         ((m.XFER_ERROR,), {"text": "two\nlines"}),
+        ((m.XFER_ERROR,), {"text": "carriage\rreturn"}),
     ):
         with pytest.raises(ValueError):
             format_marker(*args, **kwargs)
@@ -215,3 +224,36 @@ def test_a_rendered_header_and_every_script_are_shellcheck_clean(tmp_path):
         [SHELLCHECK, str(path), *(str(REMOTE / f"{n}.sh") for n in SCRIPTS)], capture_output=True, text=True
     )
     assert done.returncode == 0, done.stdout
+
+
+def test_markers_are_values():
+    """Equal, hashable and immutable: readers may collect them in sets and use them as keys."""
+    first, again = parse_marker("BREV_JOB_EXISTS job-1"), parse_marker("BREV_JOB_EXISTS job-1")
+    assert first == again and len({first, again}) == 1
+    assert len({KINDS[m.JOB_EXISTS], KINDS[m.JOB_EXISTS]}) == 1
+    with pytest.raises(AttributeError):
+        first.kind = m.TAO_END  # type: ignore[misc,union-attr]
+
+
+@pytest.mark.parametrize(("line", "kind", "fields", "text"), ROWS, ids=[r[1] for r in ROWS])
+def test_readers_name_what_they_read(line, kind, fields, text):
+    """``marker[name]`` is the field or the text the grammar table calls ``name``; the name is the contract
+    between a script and its reader (cli/jobs/remote.py, cli/transfer/reports.py, cli/tao/report.py read by
+    name), so a field moved or renamed in the table breaks its reader, not the data silently."""
+    marker = parse_marker(line)
+    spec = KINDS[kind]
+    assert [marker[name] for name in spec.fields + spec.optional] == [
+        *fields,
+        *[""] * (len(spec.fields + spec.optional) - len(fields)),
+    ]
+    if spec.text is not None:
+        assert marker[spec.text] == text
+    with pytest.raises(KeyError, match="has no field 'nope'"):
+        marker["nope"]
+
+
+def test_a_missing_optional_field_or_text_reads_empty():
+    assert parse_marker("BREV_XFER_LISTED 3")["skipped"] == ""
+    assert parse_marker("BREV_XFER_LISTED 3")["count"] == "3"
+    assert parse_marker("BREV_XFER_FAIL 1 curl")["detail"] == ""
+    assert Marker(m.XFER_ERROR)["reason"] == ""

@@ -184,7 +184,7 @@ class LaunchResult:
 def _marker(line: str, kind: str, job_id: str) -> Marker | None:
     """The ``kind`` marker of ``job_id`` on ``line`` (:func:`~airflow_provider_brev.cli.protocol.markers.parse_marker`)."""
     marker = parse_marker(line)
-    if marker is None or marker.kind != kind or marker.fields[0] != job_id:
+    if marker is None or marker.kind != kind or marker["job_id"] != job_id:
         return None
     return marker
 
@@ -197,7 +197,7 @@ def _status(line: str, job_id: str) -> tuple[str, int | None, int, int | None] |
     marker = _marker(line, JOB_STATUS, job_id)
     if marker is None:
         return None
-    _, state, rc, size, pid = marker.fields
+    state, rc, size, pid = marker["state"], marker["exit_code"], marker["log_size"], marker["pid"]
     if state not in STATES or not _OPTIONAL_COUNT.match(rc) or not _COUNT.match(size) or not _OPTIONAL_COUNT.match(pid):
         return None
     return state, _optional_int(rc), int(size), _optional_int(pid)
@@ -263,10 +263,10 @@ def parse_launch_output(stdout_lines: Sequence[str], job_id: str) -> LaunchResul
     lines = list(stdout_lines)
     result = LaunchResult(launched=False)
     for index, line in enumerate(lines):
-        if (marker := _marker(line, JOB_LAUNCHED, job_id)) and _COUNT.match(marker.fields[1]):
-            result.launched, result.pid = True, int(marker.fields[1])
+        if (marker := _marker(line, JOB_LAUNCHED, job_id)) and _COUNT.match(marker["pid"]):
+            result.launched, result.pid = True, int(marker["pid"])
         elif marker := _marker(line, JOB_LAUNCH_FAILED, job_id):
-            result.error = marker.fields[1]
+            result.error = marker["reason"]
         elif _marker(line, JOB_EXISTS, job_id):
             result.existing = parse_poll_output(lines[index + 1 :], job_id, 0)
     if result.launched or result.existing is not None:
@@ -286,7 +286,7 @@ def _parse_result_marker(stdout_lines: Iterable[str], kind: str, job_id: str) ->
     found: str | None = None
     for line in stdout_lines:
         if marker := _marker(line, kind, job_id):
-            found = marker.fields[1]
+            found = marker["result"]
     if found is None:
         raise ValueError(f"No '{marker_word(kind)} {job_id}' line in the remote output.")
     return found

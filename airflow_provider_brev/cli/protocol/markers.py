@@ -135,6 +135,22 @@ class Marker:
     fields: tuple[str, ...] = ()
     text: str | None = None
 
+    def __getitem__(self, name: str) -> str:
+        """The value of the field -- or the text -- that :data:`KINDS` calls ``name`` for this kind: readers name
+        what they read (``marker["job_id"]``), so the grammar table is the one place a field's position is known.
+        An optional field the line left out, or an absent text, reads as ``""``.
+
+        :raises KeyError: this kind has no field or text called ``name``.
+        """
+        spec = KINDS[self.kind]
+        if name == spec.text:
+            return self.text or ""
+        names = spec.fields + spec.optional
+        if name not in names:
+            raise KeyError(f"BREV_{self.kind} has no field {name!r}: its fields are {names}, its text {spec.text!r}")
+        index = names.index(name)
+        return self.fields[index] if index < len(self.fields) else ""
+
 
 def marker_word(kind: str) -> str:
     """What a line of ``kind`` starts with: ``BREV_<kind>``."""

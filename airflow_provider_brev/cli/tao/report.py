@@ -147,24 +147,23 @@ def parse_report(stdout_lines: Sequence[str]) -> TaoReport:
     report = TaoReport()
     ended = False
     for marker in iter_markers(stdout_lines):
-        text = (marker.text or "").strip()
         if marker.kind == TAO_END:
             ended = True
         elif marker.kind == TAO_STATUS:
-            if text and text != "-":
+            record = marker["record_base64"].strip()
+            if record and record != "-":
                 try:
-                    report.last_status = json.loads(_b64(text))
+                    report.last_status = json.loads(_b64(record))
                 except ValueError:
                     report.last_status = {"status": "UNPARSEABLE"}
         elif marker.kind == TAO_STARTED:
-            report.started_at = float(marker.fields[0])
+            report.started_at = float(marker["epoch"])
         elif marker.kind == TAO_CKPT:
-            mtime, size = marker.fields
-            report.checkpoints.append((float(mtime), int(size), marker.text or ""))
+            report.checkpoints.append((float(marker["mtime"]), int(marker["size"]), marker["path"]))
         elif marker.kind == TAO_FILE:
-            report.files[marker.fields[0]] = _b64(text)
-        elif marker.kind == TAO_FAULT and text:
-            report.fault_lines.append(_b64(text))
+            report.files[marker["name"]] = _b64(marker["content_base64"].strip())
+        elif marker.kind == TAO_FAULT and (line := marker["line_base64"].strip()):
+            report.fault_lines.append(_b64(line))
     if not ended:
         raise ValueError("the TAO report was cut short")
     report.checkpoints.sort()

@@ -68,7 +68,7 @@ def parse_transfer_output(lines: Iterable[str]) -> TransferReport:
     report = TransferReport()
     for marker in iter_markers(lines):
         if marker.kind == XFER_OK:
-            key, size, md5, etag = marker.fields
+            key, size, md5, etag = marker["task"], marker["bytes"], marker["md5"], marker["etag"]
             if not TASK_KEY_RE.match(key) or not size.isdigit():
                 continue
             report.ok[key] = TaskResult(
@@ -78,11 +78,11 @@ def parse_transfer_output(lines: Iterable[str]) -> TransferReport:
             )
             report.failed.pop(key, None)
         elif marker.kind == XFER_FAIL:
-            key, code = marker.fields
+            key = marker["task"]
             if TASK_KEY_RE.match(key) and key not in report.ok:
-                report.failed[key] = (code, redact(marker.text or ""))
+                report.failed[key] = (marker["code"], redact(marker["detail"]))
         elif marker.kind == XFER_ERROR:
-            report.error = redact((marker.text or "").strip())
+            report.error = redact(marker["reason"].strip())
         elif marker.kind == XFER_DONE:
             report.complete = True
     return report
@@ -123,8 +123,8 @@ def parse_list_output(lines: Iterable[str]) -> ListReport:
     report = ListReport()
     for marker in iter_markers(lines):
         if marker.kind == XFER_FILE:
-            size, md5, signature = marker.fields
-            relpath = marker.text or ""
+            size, md5, signature = marker["size"], marker["md5"], marker["signature"]
+            relpath = marker["relpath"]
             if not size.isdigit() or not SIGNATURE_RE.match(signature) or not relpath:
                 continue
             if "\ufffd" in relpath:  # not UTF-8 (decoded with replacement): no S3 key can name it; skip it
@@ -134,13 +134,13 @@ def parse_list_output(lines: Iterable[str]) -> ListReport:
                 RemoteFile(relpath=relpath, size=int(size), md5=md5 if is_md5(md5) else None, signature=signature)
             )
         elif marker.kind == XFER_MANIFEST:
-            report.manifest_lines.append(marker.text or "")
+            report.manifest_lines.append(marker["line"])
         elif marker.kind == XFER_UNREADABLE:
-            report.unreadable.append(marker.text or "")
+            report.unreadable.append(marker["relpath"])
         elif marker.kind == XFER_LISTED:
             report.complete = True
-            if len(marker.fields) > 1 and marker.fields[1].isdigit():
-                report.skipped_names += int(marker.fields[1])
+            if marker["skipped"].isdigit():
+                report.skipped_names += int(marker["skipped"])
         elif marker.kind == XFER_NODIR:
             report.missing_dir = True
             report.complete = True
