@@ -8,7 +8,7 @@ who                            function                                         
 teardown (delete operator)     :func:`release_recorded` / :func:`delete_named`         the DAG run's records decide;
                                                                                        by the recorded id
 create task / ephemeral step   :func:`delete_after_failure`, :func:`replace_failed`    only what the task owns, by id
-ephemeral step, at its end     :func:`delete_created`                                  by id
+ephemeral step, at its end     :func:`delete_created` / :func:`release_created`        by id (stop: as below)
 ``on_kill`` (worker, trigger)  :func:`release_on_kill` / :func:`arelease_on_kill`       one fast call, never raises
 recovery clearing a lost name  :func:`clear_for_recreation`                            only an id the DAG run recorded
 janitor                        :func:`delete_expired`                                  the id it listed
@@ -152,6 +152,23 @@ def delete_created(hook: BrevHook, log: Any, name: str, instance_id: str | None,
         hook.delete_instance(name, instance_id=instance_id or None)
     except Exception:
         log.exception("Could not delete %s %s; the janitor will once it expires.", why, name)
+
+
+def release_created(hook: BrevHook, log: Any, name: str, instance_id: str | None, reuse: Reuse | None) -> None:
+    """The end of an ephemeral step's instance: stopped for warm reuse when ``reuse`` asks for it and
+    :func:`_stopped` agrees (the instance listed under ``name`` must still be ``instance_id``), else deleted by id
+    (:func:`delete_created`) and its reuse record forgotten; best effort, never raises."""
+    try:
+        if reuse is not None and reuse.stop and instance_id:
+            live = hook.get_instance(name)
+            if live is not None and live.id == instance_id and _stopped(hook, log, live, reuse):
+                return
+    except Exception:
+        log.exception("Could not stop ephemeral instance %s; deleting it.", name)
+    delete_created(hook, log, name, instance_id, why="ephemeral instance")
+    if reuse is not None and instance_id:
+        with contextlib.suppress(Exception):
+            ReuseRegistry(log).drop(instance_id)
 
 
 def delete_after_failure(

@@ -7,7 +7,11 @@ from datetime import datetime
 
 from airflow.sdk import DAG
 
-from airflow_provider_brev.operators.brev import BrevCreateInstanceOperator, BrevDeleteInstanceOperator
+from airflow_provider_brev.operators.brev import (
+    BrevCreateInstanceOperator,
+    BrevDeleteInstanceOperator,
+    BrevExecOperator,
+)
 from airflow_provider_brev.operators.tao import VisualChangeNetTrainOperator
 
 START = datetime(2026, 1, 1)
@@ -68,3 +72,17 @@ with DAG(dag_id="brev_reuse_train", schedule=None, start_date=START, params=PARA
 with DAG(dag_id="brev_reuse_lifecycle", schedule=None, start_date=START, params=PARAMS):
     create = _create()
     create >> _release().as_teardown(setups=create)
+
+
+# An ephemeral step that stops its instance for the next run instead of deleting it.
+with DAG(dag_id="brev_reuse_ephemeral", schedule=None, start_date=START, params=PARAMS):
+    BrevExecOperator(
+        task_id="run",
+        instance_types="{{ params.type }}",
+        command="test -e marker && echo warm || (touch marker && echo cold)",
+        reuse_key="{{ params.key }}",
+        max_idle="{{ params.max_idle }}",
+        release="{{ params.release }}",
+        poll_interval=0.2,
+        ready_timeout=60,
+    )

@@ -221,3 +221,20 @@ def test_two_runs_never_start_one_instance(brev_sim_both, monkeypatch):
         hook.start_instance("warm-one", instance_id=seeded["id"])
     assert status(sim, "warm-one") in ("STARTING", "RUNNING")
     delete_now(sim, "warm-one")
+
+
+def test_an_ephemeral_step_stops_its_instance_and_the_next_run_starts_it(run_dag, brev_sim_both, task_logs):
+    sim = brev_sim_both
+    first = run_dag("brev_reuse_ephemeral", conf=params(key="k5"))
+    assert run_state(first) == "success", task_states(first)
+    assert xcom(first, "run")["last_line"] == "cold"
+    [entry] = registry()["k5"]
+    assert entry.state == STATE_STOPPED
+    until(sim, entry.name, "STOPPED")
+
+    second = run_dag("brev_reuse_ephemeral", conf=params(key="k5", release="delete"))
+    assert run_state(second) == "success", task_states(second)
+    assert xcom(second, "run")["last_line"] == "warm"  # its $HOME survived the stop
+    assert len(cli_calls(sim, "create")) == 1 and len(cli_calls(sim, "start")) == 1
+    assert registry() == {}  # deleted at the end of the second run, and forgotten
+    until(sim, entry.name, None)
