@@ -408,7 +408,6 @@ class BrevDeleteInstanceOperator(BrevBaseOperator):
     def execute(self, context: Context) -> dict[str, Any]:
         name = self._validate()
         memory = TaskMemory(context, self.log)
-        self._context = context
         creates = self._upstream_create_task_ids()
         created = [record for task_id in creates for record in memory.records_of(task_id) if record.name == name]
         if created:  # the DAG run created (or adopted) it: release it by a recorded id (re-creations included)
@@ -421,7 +420,7 @@ class BrevDeleteInstanceOperator(BrevBaseOperator):
                 records,
                 wait=self.wait_for_deletion,
                 timeout=self.deletion_timeout,
-                reuse=self._reuse(memory, name, records, [*creates, *steps]),
+                reuse=self._reuse(memory, context, name, records, [*creates, *steps]),
             )
             self._report_lifetime(memory, records, released.instance_id if released.deleted else None)
             if released.left:
@@ -436,9 +435,9 @@ class BrevDeleteInstanceOperator(BrevBaseOperator):
         deleted = delete_named(self.hook, self.log, name, wait=self.wait_for_deletion, timeout=self.deletion_timeout)
         return {"instance_name": name, "deleted": deleted}
 
-    _context: Any = None
-
-    def _reuse(self, memory: TaskMemory, name: str, records: list[Any], task_ids: list[str]) -> Reuse | None:
+    def _reuse(
+        self, memory: TaskMemory, context: Context, name: str, records: list[Any], task_ids: list[str]
+    ) -> Reuse | None:
         """How to release an instance its create task recorded under a reuse key (``None``: none did): stop or
         delete, with what this run measured of its boot, pulls and staging (XCom ``brev_cost``)."""
         keyed = next((r for r in reversed(records) if r.owned and r.spec.get("reuse_key")), None)
@@ -458,7 +457,7 @@ class BrevDeleteInstanceOperator(BrevBaseOperator):
             boot_seconds=phases["boot"],
             pull_seconds=phases["pull"],
             stage_seconds=phases["stage"],
-            next_run_at=next_run_at(self._context) if self.release == RELEASE_STOP else None,
+            next_run_at=next_run_at(context) if self.release == RELEASE_STOP else None,
             price_per_hour=keyed.price_per_hour,
         )
 

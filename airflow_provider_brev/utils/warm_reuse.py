@@ -200,20 +200,34 @@ def record_in_use(
     )
 
 
-def next_run_at(context: Any) -> float | None:
-    """When the DAG's timetable schedules its next run after this one (epoch seconds), or ``None`` (no schedule,
-    or the timetable cannot tell)."""
+def next_run_at(context: Any, *, now: float | None = None) -> float | None:
+    """When the DAG's timetable schedules its next run after now (epoch seconds), or ``None`` (no schedule, or the
+    timetable cannot tell). The next interval after this run's own data interval; when that is already due (an old
+    run, or a manual one without an interval), the next one after now."""
+    now = time.time() if now is None else now
     try:
+        import pendulum
         from airflow.timetables.base import DataInterval, TimeRestriction
 
-        dag = context["dag"]
+        timetable = context["dag"].timetable
+        if not hasattr(timetable, "next_dagrun_info"):  # Airflow 3.1+: the Task SDK's definition of it
+            from airflow.serialization.encoders import coerce_to_core_timetable
+
+            timetable = coerce_to_core_timetable(timetable)
         dag_run = context.get("dag_run")
         start = getattr(dag_run, "data_interval_start", None)
         end = getattr(dag_run, "data_interval_end", None)
-        last = DataInterval(start, end) if start is not None and end is not None else None
-        info = dag.timetable.next_dagrun_info(
-            last_automated_data_interval=last, restriction=TimeRestriction(earliest=None, latest=None, catchup=False)
-        )
-        return info.run_after.timestamp() if info is not None else None
+        at_now = pendulum.from_timestamp(now, tz="UTC")
+        lasts = [DataInterval(start, end)] if start is not None and end is not None else []
+        for last in [*lasts, DataInterval(at_now, at_now)]:
+            info = timetable.next_dagrun_info(
+                last_automated_data_interval=last,
+                restriction=TimeRestriction(earliest=None, latest=None, catchup=True),
+            )
+            if info is None:
+                return None
+            if info.run_after.timestamp() > now:
+                return float(info.run_after.timestamp())
+        return None
     except Exception:  # a custom timetable may want more: fall back to max_idle
         return None
