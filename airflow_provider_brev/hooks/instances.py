@@ -24,7 +24,14 @@ from airflow_provider_brev.cli.instances.readiness import (
     RunProbe,
     WaitStep,
 )
-from airflow_provider_brev.cli.protocol.argv import create_args, instance_type_list, ls_args, search_args
+from airflow_provider_brev.cli.protocol.argv import (
+    create_args,
+    instance_type_list,
+    ls_args,
+    search_args,
+    start_args,
+    stop_args,
+)
 from airflow_provider_brev.cli.protocol.invocation import exec_view
 from airflow_provider_brev.cli.protocol.names import validate_instance_name
 from airflow_provider_brev.cli.protocol.output import (
@@ -295,6 +302,36 @@ class BrevInstancesHook(BrevBaseHook):
         except BrevInstanceNotFoundError:
             return False
         return True
+
+    def stop_instance(self, name: str, *, instance_id: str) -> None:
+        """``brev stop`` the instance of id ``instance_id`` (listed under ``name``): STOPPING, then STOPPED; its
+        ``$HOME`` (image cache, synced inputs) stays and only its disk is billed. Raises when the CLI refuses (a type
+        that cannot stop: ``does not support stop``)."""
+        validate_instance_name(name)
+        self.run_cli(stop_args(_delete_target(name, instance_id)))
+        self.log.info("Stop of Brev instance %s%s requested.", name, _id_note(instance_id))
+
+    def start_instance(self, name: str, *, instance_id: str) -> None:
+        """``brev start -d`` the STOPPED instance of id ``instance_id`` (listed under ``name``), without retries: a
+        second start of the same instance fails (``Instance is not stopped``), which is what keeps two runs off one
+        instance. Raises :class:`~airflow_provider_brev.exceptions.BrevInstanceNotFoundError` when the CLI took the
+        id for a local path (the instance is gone)."""
+        validate_instance_name(name)
+        result = self.run_cli(start_args(_delete_target(name, instance_id)), capture=True, retry=False)
+        if "path not found" in (result.stdout or ""):
+            raise BrevInstanceNotFoundError(f"Instance {name!r} (id {instance_id}) is gone: nothing to start.")
+        self.log.info("Start of Brev instance %s%s requested.", name, _id_note(instance_id))
+
+    def type_offer(self, instance_type: str | None) -> InstanceTypeOffer | None:
+        """The ``brev search`` row of ``instance_type`` (stoppable, disk price, boot time), or ``None``."""
+        if not instance_type:
+            return None
+        for include_cpu in (False, True):
+            offers = self.search_instance_types(include_cpu=include_cpu)
+            found = next((offer for offer in offers if offer.type == instance_type), None)
+            if found is not None:
+                return found
+        return None
 
     def wait_until_gone(self, name: str, *, timeout: float = 600.0, poll_interval: float = 1.0) -> None:
         """Block until ``name`` (an instance name or id) has disappeared from ``brev ls``."""

@@ -25,13 +25,23 @@ from airflow_provider_brev.steps.metering import CostMeter
 from airflow_provider_brev.utils.events import EVENT_SUCCESS, EVENT_TIMEOUT, raise_for_error_event, validate_event
 from airflow_provider_brev.utils.mixins import brev_template_fields
 from airflow_provider_brev.utils.provisioning import (
+    DEFAULT_MAX_IDLE,
     DEFAULT_MAX_LIFETIME,
     InstanceProvisioner,
     InstanceRequest,
     ProvisionedInstance,
 )
-from airflow_provider_brev.utils.release import delete_named, release_on_kill, release_recorded
+from airflow_provider_brev.utils.release import (
+    RELEASE_DELETE,
+    RELEASE_STOP,
+    Reuse,
+    delete_named,
+    release_on_kill,
+    release_policy,
+    release_recorded,
+)
 from airflow_provider_brev.utils.task_memory import XCOM_INSTANCE, XCOM_INSTANCE_RECORD, TaskMemory
+from airflow_provider_brev.utils.warm_reuse import next_run_at
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -96,10 +106,23 @@ class BrevCreateInstanceOperator(BrevBaseOperator):
     :param max_lifetime: how long after the run the janitor may consider the instance expired.
     :param name_prefix: owner prefix of derived names (default: connection extra ``name_prefix`` or ``afbrev``).
     :param max_price_per_hour: the highest price (dollars per hour, ``brev search``) of the instance to create.
+    :param reuse_key: warm reuse across DAG runs (templated): first look for a STOPPED instance this provider created
+        and recorded under this key (identity by id), ``brev start`` it, wait for readiness as usual and return its
+        name -- its image cache and synced inputs are still there; otherwise create as usual and record the
+        instance under the key. A teardown with ``release="stop"`` then stops it instead of deleting it
+        (:class:`BrevDeleteInstanceOperator`). Two runs never share an instance: only one ``brev start`` of it
+        succeeds, the other run creates a fresh one. The records live in the Airflow Variable
+        ``brev_warm_instances`` (:mod:`airflow_provider_brev.utils.warm_reuse`).
+    :param max_idle: how long the instance may stay stopped before the janitor
+        (:class:`~airflow_provider_brev.operators.janitor.BrevSweepInstancesOperator`) deletes it (``timedelta`` or
+        seconds; default 24 h); also the expected idle time of the stop-or-delete break-even when the DAG has no
+        schedule.
     :param brev_conn_id: the Airflow connection id of type ``brev``.
     """
 
     template_fields = brev_template_fields(
+        "reuse_key",
+        "max_idle",
         "max_price_per_hour",
         "instance_name",
         "gpu",
@@ -137,10 +160,14 @@ class BrevCreateInstanceOperator(BrevBaseOperator):
         name_prefix: str | None = None,
         adopt_existing: bool = False,
         max_price_per_hour: float | str | None = None,
+        reuse_key: str | None = None,
+        max_idle: timedelta | float | str = DEFAULT_MAX_IDLE,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self.instance_name = instance_name
+        self.reuse_key = reuse_key
+        self.max_idle = max_idle
         self.adopt_existing = adopt_existing
         self.max_price_per_hour = max_price_per_hour
         self.gpu = gpu
@@ -174,6 +201,8 @@ class BrevCreateInstanceOperator(BrevBaseOperator):
             require_docker=self.require_docker,
             adopt_existing=self.adopt_existing,
             max_price_per_hour=self.max_price_per_hour,
+            reuse_key=self.reuse_key,
+            max_idle=self.max_idle,
         )
         request.validate()
         self.require_docker, self.adopt_existing = request.require_docker, request.adopt_existing
@@ -335,13 +364,22 @@ class BrevDeleteInstanceOperator(BrevBaseOperator):
     Every parameter is templated and checked before any ``brev`` call (a bad value fails the task at once, naming
     the parameter).
 
+    **Stop instead of delete** (``release="stop"``, for an instance its create task made with a ``reuse_key``): the
+    instance is stopped -- its disk kept, only the disk billed -- when its type can stop (``brev search``'s
+    ``stoppable``) and the break-even favours it: the disk's price over the expected idle time (until the DAG's next
+    scheduled run, else the create task's ``max_idle``) against the GPU price of the cold start a warm start saves
+    (boot -- at least the type's catalog boot time --, image pulls and input staging, as this run's ``brev_cost``
+    measured them). Otherwise it is deleted; the log line gives both numbers either way. The result then says
+    ``"stopped": True``. Without a reuse key nothing could find the stopped instance again: it is deleted.
+
     :param instance_name: the instance to delete (templated; usually ``create.output``).
     :param wait_for_deletion: wait until ``brev ls`` no longer lists it.
     :param deletion_timeout: seconds (or a ``timedelta``) to wait for the deletion.
+    :param release: ``"delete"`` (default) or ``"stop"`` (see above; templated).
     :param brev_conn_id: the Airflow connection id of type ``brev``.
     """
 
-    template_fields = brev_template_fields("instance_name", "wait_for_deletion", "deletion_timeout")
+    template_fields = brev_template_fields("instance_name", "wait_for_deletion", "deletion_timeout", "release")
 
     def __init__(
         self,
@@ -349,12 +387,14 @@ class BrevDeleteInstanceOperator(BrevBaseOperator):
         instance_name: str,
         wait_for_deletion: bool = False,
         deletion_timeout: float = 600.0,
+        release: str = RELEASE_DELETE,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self.instance_name = instance_name
         self.wait_for_deletion = wait_for_deletion
         self.deletion_timeout = deletion_timeout
+        self.release = release
 
     def _validate(self) -> str:
         """Check every rendered parameter before any ``brev`` call; returns the instance name."""
@@ -362,6 +402,7 @@ class BrevDeleteInstanceOperator(BrevBaseOperator):
         name = instance_name("instance_name", self.instance_name)
         self.wait_for_deletion = bool_value("wait_for_deletion", self.wait_for_deletion, default=False)
         self.deletion_timeout = duration_seconds("deletion_timeout", self.deletion_timeout)
+        self.release = release_policy(self.release)
         return name
 
     def execute(self, context: Context) -> dict[str, Any]:
@@ -373,12 +414,19 @@ class BrevDeleteInstanceOperator(BrevBaseOperator):
             steps = [t for t in self._upstream_brev_task_ids() if t not in creates]
             records = created + memory.records_for(name, steps)
             released = release_recorded(
-                self.hook, self.log, name, records, wait=self.wait_for_deletion, timeout=self.deletion_timeout
+                self.hook,
+                self.log,
+                name,
+                records,
+                wait=self.wait_for_deletion,
+                timeout=self.deletion_timeout,
+                reuse=self._reuse(memory, context, name, records, [*creates, *steps]),
             )
             self._report_lifetime(memory, records, released.instance_id if released.deleted else None)
             if released.left:
                 self.log.info("Leaving instance %s: %s.", name, released.left)
-            return {"instance_name": name, "deleted": released.deleted}
+            result = {"instance_name": name, "deleted": released.deleted}
+            return {**result, "stopped": True} if released.stopped else result
         silent = [task_id for task_id in creates if not memory.records_of(task_id)]
         if silent:  # it failed before creating anything, e.g. because the name belonged to someone else
             reason = f"its create task ({', '.join(silent)}) recorded no instance it created under that name"
@@ -386,6 +434,32 @@ class BrevDeleteInstanceOperator(BrevBaseOperator):
             return {"instance_name": name, "deleted": False}
         deleted = delete_named(self.hook, self.log, name, wait=self.wait_for_deletion, timeout=self.deletion_timeout)
         return {"instance_name": name, "deleted": deleted}
+
+    def _reuse(
+        self, memory: TaskMemory, context: Context, name: str, records: list[Any], task_ids: list[str]
+    ) -> Reuse | None:
+        """How to release an instance its create task recorded under a reuse key (``None``: none did): stop or
+        delete, with what this run measured of its boot, pulls and staging (XCom ``brev_cost``)."""
+        keyed = next((r for r in reversed(records) if r.owned and r.spec.get("reuse_key")), None)
+        if keyed is None:
+            if self.release == RELEASE_STOP:
+                self.log.info("release='stop' for %s: its create task set no reuse_key, so deleting it.", name)
+            return None
+        phases = {"boot": 0.0, "pull": 0.0, "stage": 0.0}
+        for _task_id, cost in memory.costs_of(task_ids):
+            if cost.get("instance_name") == name:
+                for phase in phases:
+                    phases[phase] += float((cost.get("seconds") or {}).get(phase) or 0.0)
+        return Reuse(
+            key=str(keyed.spec["reuse_key"]),
+            stop=self.release == RELEASE_STOP,
+            max_idle=float(keyed.spec.get("max_idle") or DEFAULT_MAX_IDLE.total_seconds()),
+            boot_seconds=phases["boot"],
+            pull_seconds=phases["pull"],
+            stage_seconds=phases["stage"],
+            next_run_at=next_run_at(context) if self.release == RELEASE_STOP else None,
+            price_per_hour=keyed.price_per_hour,
+        )
 
     def _report_lifetime(self, memory: TaskMemory, records: list[Any], instance_id: str | None) -> None:
         """The deleted instance's whole life, ``brev create`` to now, priced (XCom ``brev_lifetime_cost``), when its

@@ -6,6 +6,7 @@ import time
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from airflow_provider_brev.cli.instances.reuse import DROP, KEEP, STATE_STOPPED, janitor_verdict
 from airflow_provider_brev.cli.protocol.names import parse_managed_name
 from airflow_provider_brev.cli.protocol.output import STATUS_DELETING
 from airflow_provider_brev.cli.validation import owner_prefix
@@ -18,6 +19,7 @@ from airflow_provider_brev.operators.base import BrevBaseOperator
 from airflow_provider_brev.utils.mixins import brev_template_fields
 from airflow_provider_brev.utils.release import delete_expired
 from airflow_provider_brev.utils.task_memory import TaskMemory
+from airflow_provider_brev.utils.warm_reuse import ReuseRegistry
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -42,6 +44,13 @@ class BrevSweepInstancesOperator(BrevBaseOperator):
     **and** whose expiry (plus ``grace_period``) has passed. It never touches any other instance: names
     without the prefix, names that merely start with it (``afbrev-hand-made``), other owners' prefixes and
     instances created outside this provider are ignored. Instances already ``DELETING`` are skipped.
+
+    **Instances kept for warm reuse** (recorded under a ``reuse_key`` in the Airflow Variable
+    ``brev_warm_instances``, :mod:`airflow_provider_brev.utils.warm_reuse`) are judged by their record instead of
+    their name's expiry (a reused instance outlives the run that named it): a STOPPED one of the recorded id is
+    deleted once its ``max_idle`` has passed since it was stopped -- also when the run that stopped it died --, one a
+    run uses is kept for its ``max_lifetime`` since it was started; a record whose instance is gone, or whose name
+    another id now holds, is forgotten (that other instance is never touched).
 
     Deletion is idempotent (an instance that is already gone is fine). When one delete fails the sweep goes
     on with the others and fails the task at the end, listing the failures. Every decision is logged on one
@@ -161,8 +170,11 @@ class BrevSweepInstancesOperator(BrevBaseOperator):
             " [dry run]" if self.dry_run_only else "",
         )
 
+        handled = self._sweep_reused(instances, report, now.timestamp())
         expired: list[tuple[ManagedName, BrevInstance]] = []
         for instance in sorted(instances, key=lambda i: i.name):
+            if instance.id in handled:
+                continue
             managed = parse_managed_name(instance.name)
             if managed is None or managed.prefix != prefix:
                 report["ignored"] += 1
@@ -209,6 +221,53 @@ class BrevSweepInstancesOperator(BrevBaseOperator):
                 f"(the other deletions went ahead): {details}"
             )
         return report
+
+    def _sweep_reused(self, instances: list[BrevInstance], report: dict[str, Any], now: float) -> set[str]:
+        """Judge every instance recorded for warm reuse by its record
+        (:func:`~airflow_provider_brev.cli.instances.reuse.janitor_verdict`); returns the ids it decided on."""
+        registry = ReuseRegistry(self.log)
+        handled: set[str] = set()
+        for key, entries in sorted(registry.load().items()):
+            for entry in entries:
+                live = next((i for i in instances if i.name == entry.name), None)
+                verdict = janitor_verdict(entry, live, now)
+                if verdict == DROP:
+                    self.log.info(
+                        "Forgetting reuse record %s (id %s, key %r): not listed with that id.",
+                        *(entry.name, entry.id, key),
+                    )
+                    if not self.dry_run_only:
+                        registry.drop(entry.id)
+                    continue
+                assert live is not None
+                handled.add(live.id)
+                expires = datetime.fromtimestamp(entry.expires_at(), UTC).isoformat(timespec="minutes")
+                if verdict == KEEP:
+                    report["kept"].append({"name": live.name, "expires_at": expires, "reuse_key": key})
+                    self.log.info(
+                        "Keeping %s (%s, reuse key %r, %s): until %s.",
+                        live.name,
+                        live.status,
+                        key,
+                        entry.state,
+                        expires,
+                    )
+                    continue
+                why = "stopped longer than its max_idle" if entry.state == STATE_STOPPED else "in use past max_lifetime"
+                if self.dry_run_only:
+                    report["would_delete"].append(live.name)
+                    self.log.info("Dry run: would delete %s (reuse key %r): %s (%s).", live.name, key, why, expires)
+                    continue
+                self.log.info("Deleting %s (%s, reuse key %r): %s (%s).", live.name, live.status, key, why, expires)
+                try:
+                    requested = delete_expired(self.hook, live)  # by the id it listed
+                except Exception as err:
+                    report["failed"].append({"name": live.name, "error": str(err)})
+                    self.log.error("Could not delete %s; continuing with the others: %s", live.name, err)
+                    continue
+                registry.drop(entry.id)
+                report["deleted" if requested else "already_gone"].append(live.name)
+        return handled
 
     def _wait_until_gone(self, report: dict[str, Any]) -> None:
         """Wait (bounded) until no deleted instance is listed; the ones still there become failures."""

@@ -18,8 +18,9 @@ from airflow_provider_brev.sensors.brev import DEFAULT_READY_TIMEOUT
 from airflow_provider_brev.steps.service import StepService
 from airflow_provider_brev.steps.spec import step_spec
 from airflow_provider_brev.utils.mixins import brev_template_fields
-from airflow_provider_brev.utils.provisioning import DEFAULT_MAX_LIFETIME
+from airflow_provider_brev.utils.provisioning import DEFAULT_MAX_IDLE, DEFAULT_MAX_LIFETIME
 from airflow_provider_brev.utils.recovery import upstream_task_ids
+from airflow_provider_brev.utils.release import RELEASE_DELETE
 from airflow_provider_brev.utils.step_data import render_keys
 from airflow_provider_brev.utils.task_memory import TaskMemory
 
@@ -59,6 +60,9 @@ STEP_PARAMETERS = (
     "create_task_id",
     "max_price_per_hour",
     "max_run_cost",
+    "reuse_key",
+    "max_idle",
+    "release",
 )
 
 
@@ -116,6 +120,13 @@ class BrevStepOperator(BrevBaseOperator):
     :param max_run_cost: the highest estimated cost of the step in dollars (templated; needs ``timeout``): price x
         (``ready_timeout`` for an ephemeral instance + ``timeout``). Exceeding it fails with
         :class:`~airflow_provider_brev.exceptions.BrevCostCapError` before any ``brev create`` and any launch.
+    :param reuse_key: ephemeral mode: warm reuse across DAG runs (templated), as on
+        :class:`~airflow_provider_brev.operators.brev.BrevCreateInstanceOperator`: start the STOPPED instance recorded
+        under the key instead of creating one (docs/howto/warm-reuse.md).
+    :param max_idle: ephemeral mode, with ``reuse_key``: how long the instance may stay stopped before the janitor
+        deletes it (default 24 h).
+    :param release: ephemeral mode: ``"delete"`` (default) or ``"stop"`` the instance when the step ends -- stopped
+        only with a ``reuse_key``, a stoppable type and a break-even in favour (logged with both numbers).
     """
 
     template_fields = brev_template_fields(
@@ -128,6 +139,9 @@ class BrevStepOperator(BrevBaseOperator):
         "aws_conn_id",
         "max_price_per_hour",
         "max_run_cost",
+        "reuse_key",
+        "max_idle",
+        "release",
     )
 
     def __init__(
@@ -156,6 +170,9 @@ class BrevStepOperator(BrevBaseOperator):
         create_task_id: str | None = None,
         max_price_per_hour: float | str | None = None,
         max_run_cost: float | str | None = None,
+        reuse_key: str | None = None,
+        max_idle: timedelta | float | str = DEFAULT_MAX_IDLE,
+        release: str = RELEASE_DELETE,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -182,6 +199,9 @@ class BrevStepOperator(BrevBaseOperator):
         self.create_task_id = create_task_id
         self.max_price_per_hour = max_price_per_hour
         self.max_run_cost = max_run_cost
+        self.reuse_key = reuse_key
+        self.max_idle = max_idle
+        self.release = release
         self._service: StepService | None = None
 
     #: Parameters of the subclass that its workload reads (besides :data:`STEP_PARAMETERS`).

@@ -33,9 +33,9 @@ from airflow_provider_brev.exceptions import (
 )
 from airflow_provider_brev.utils.instance_records import InstanceRecord, recorded_ids
 from airflow_provider_brev.utils.pricing import price_of
-from airflow_provider_brev.utils.provisioning import InstanceProvisioner
+from airflow_provider_brev.utils.provisioning import InstanceProvisioner, as_timedelta
 from airflow_provider_brev.utils.recovery import InstanceRecovery
-from airflow_provider_brev.utils.release import delete_created, release_on_kill
+from airflow_provider_brev.utils.release import RELEASE_STOP, Reuse, release_created, release_on_kill
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -221,9 +221,24 @@ class BrevInstanceCompute:
 
     # -- release ---------------------------------------------------------------------------------
     def release(self) -> None:
-        """The step ended (not deferred): delete its ephemeral instance, by id."""
+        """The step ended (not deferred): delete its ephemeral instance, by id -- or, with a ``reuse_key`` and
+        ``release="stop"``, stop it for the next run when the break-even favours it
+        (:func:`~airflow_provider_brev.utils.release.release_created`)."""
         if self.ephemeral and self.current is not None:
-            delete_created(self.hook, self.log, self.current.name, self.current.id or None, why="ephemeral instance")
+            release_created(self.hook, self.log, self.current.name, self.current.id or None, self._reuse())
+
+    def _reuse(self) -> Reuse | None:
+        """How the ephemeral instance ends when its request has a reuse key (``None``: plain delete). The step's own
+        boot, pulls and staging are not known here: the saving is the type's catalog boot time, or what the
+        instance's cold run recorded."""
+        request = self.spec.request
+        if request is None or not request.reuse_key:
+            return None
+        return Reuse(
+            key=request.reuse_key,
+            stop=self.spec.release == RELEASE_STOP,
+            max_idle=as_timedelta(request.max_idle).total_seconds(),
+        )
 
     def release_on_kill(self, also: InstanceRef | None = None) -> list[str]:
         """The task was killed: delete every ephemeral instance this try created, is creating, or (``also``) an

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_brev.cli.instances.cost import CostLimits, cost_limits
+from airflow_provider_brev.cli.instances.reuse import reuse_key_value
 from airflow_provider_brev.cli.jobs.follower import FollowPolicy
 from airflow_provider_brev.cli.transfer.manifest import validate_inputs, validate_outputs
 from airflow_provider_brev.cli.validation import instance_name
@@ -35,7 +36,8 @@ from airflow_provider_brev.cli.values import (
     safe_text,
 )
 from airflow_provider_brev.exceptions import BrevInvalidInputError
-from airflow_provider_brev.utils.provisioning import InstanceRequest, instance_types_list
+from airflow_provider_brev.utils.provisioning import DEFAULT_MAX_IDLE, InstanceRequest, instance_types_list
+from airflow_provider_brev.utils.release import RELEASE_DELETE, release_policy
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -57,6 +59,7 @@ class ComputeSpec:
     :param create_task_id: the task that created the instance (default: the nearest upstream record).
     :param limits: ``max_price_per_hour`` (ephemeral only) and ``max_run_cost``.
     :param timeout: the step's ``timeout`` in seconds (``None``: no limit), for the cost estimate.
+    :param release: how an ephemeral instance ends: ``delete`` or ``stop`` (with the request's ``reuse_key``).
     """
 
     brev_conn_id: str
@@ -68,6 +71,7 @@ class ComputeSpec:
     create_task_id: str | None
     limits: CostLimits = field(default_factory=CostLimits)
     timeout: float | None = None
+    release: str = RELEASE_DELETE
 
     @property
     def ephemeral(self) -> bool:
@@ -178,6 +182,12 @@ def compute_spec(params: Mapping[str, Any]) -> ComputeSpec:
             "or use max_run_cost to cap this step's cost."
         )
     ready_timeout = duration_seconds("ready_timeout", params["ready_timeout"])
+    release = release_policy(params.get("release"))
+    if name and (release != RELEASE_DELETE or reuse_key_value(params.get("reuse_key"))):
+        raise BrevInvalidInputError(
+            f"reuse_key and release apply to the instance a step creates (gpu/instance_types), and this step runs on "
+            f"{name!r}: set reuse_key on its BrevCreateInstanceOperator and release on its BrevDeleteInstanceOperator."
+        )
     request = None
     if not name:
         request = InstanceRequest(
@@ -189,6 +199,8 @@ def compute_spec(params: Mapping[str, Any]) -> ComputeSpec:
             max_price_per_hour=limits.max_price_per_hour,
             max_run_cost=limits.max_run_cost,
             estimate_seconds=None if timeout is None else ready_timeout + timeout,
+            reuse_key=params.get("reuse_key"),
+            max_idle=params.get("max_idle") or DEFAULT_MAX_IDLE,
         )
         request.validate()
     return ComputeSpec(
@@ -201,6 +213,7 @@ def compute_spec(params: Mapping[str, Any]) -> ComputeSpec:
         create_task_id=optional(safe_text, "create_task_id", params.get("create_task_id")),
         limits=limits,
         timeout=timeout,
+        release=release,
     )
 
 

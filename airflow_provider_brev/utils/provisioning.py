@@ -29,6 +29,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_brev.cli.instances.cost import CostLimits, PriceCap
+from airflow_provider_brev.cli.instances.reuse import DEFAULT_MAX_IDLE_SECONDS, reuse_key_value
 from airflow_provider_brev.cli.protocol.names import managed_instance_name, parse_managed_name, validate_instance_name
 from airflow_provider_brev.cli.protocol.output import STATUS_DELETING, STATUS_FAILURE, BrevInstance
 from airflow_provider_brev.cli.validation import instance_name, instance_request, owner_prefix, placement_id
@@ -55,6 +56,7 @@ from airflow_provider_brev.utils.task_memory import (  # re-exported: the record
     read_instance_record,
     read_instance_records,
 )
+from airflow_provider_brev.utils.warm_reuse import ReuseRegistry, claim_warm, record_in_use, task_identity
 
 if TYPE_CHECKING:
     import logging
@@ -64,6 +66,8 @@ if TYPE_CHECKING:
     from airflow_provider_brev.utils.task_memory import TaskMemory
 
 DEFAULT_MAX_LIFETIME = timedelta(hours=24)
+#: How long an instance released with ``release="stop"`` may stay stopped before the janitor deletes it.
+DEFAULT_MAX_IDLE = timedelta(seconds=DEFAULT_MAX_IDLE_SECONDS)
 #: Failures of ``create_instance`` that happen before Brev creates anything (no cleanup needed).
 _NOTHING_CREATED = (
     BrevInvalidInputError,
@@ -109,6 +113,10 @@ class InstanceRequest:
     #: price of the instance they create (:meth:`price_cap`)
     max_run_cost: float | None = None
     estimate_seconds: float | None = None
+    #: warm reuse (:mod:`airflow_provider_brev.utils.warm_reuse`): start a stopped instance recorded under this key
+    #: instead of creating one; ``max_idle`` bounds how long it may then stay stopped
+    reuse_key: str | None = None
+    max_idle: timedelta | float | str = DEFAULT_MAX_IDLE
 
     def price_cap(self) -> PriceCap | None:
         """The highest price per hour this request may create an instance at (``None``: no cap)."""
@@ -136,6 +144,8 @@ class InstanceRequest:
         self.workspace_group_id = optional(placement_id, "workspace_group_id", self.workspace_group_id)
         self.require_docker = bool_value("require_docker", self.require_docker, default=False)
         self.adopt_existing = bool_value("adopt_existing", self.adopt_existing, default=False)
+        self.reuse_key = reuse_key_value(self.reuse_key)
+        self.max_idle = timedelta(seconds=duration_seconds("max_idle", self.max_idle))
 
     def min_vram_gb(self) -> float | None:
         return float(self.min_vram) if self.min_vram not in (None, "") else None  # type: ignore[arg-type]
@@ -151,6 +161,12 @@ class InstanceRequest:
             "require_docker": bool(self.require_docker),
             # a re-creation keeps the cap (only when there is one: a record without it reads as before)
             **({"max_price_per_hour": self.max_price_per_hour} if self.max_price_per_hour is not None else {}),
+            # the teardown's release="stop" finds the key (and how long the instance may stay stopped) here
+            **(
+                {"reuse_key": self.reuse_key, "max_idle": as_timedelta(self.max_idle).total_seconds()}
+                if self.reuse_key
+                else {}
+            ),
         }
 
 
@@ -317,6 +333,10 @@ class InstanceProvisioner:
         unless ``adopt_existing`` is set: then it is used and never deleted.
         """
         self.request.validate()
+        if self.request.reuse_key:
+            warm = self._warm(memory)
+            if warm is not None:
+                return warm
         name, managed = self.resolve_name(memory)
         existing = self.find_existing(name, managed)
         recorded = False
@@ -365,7 +385,41 @@ class InstanceProvisioner:
         )
         if not managed:
             self.remember_creation(memory, provisioned)
+        self._record_reuse(memory, provisioned)
         return provisioned
+
+    # -- warm reuse ---------------------------------------------------------------------------------
+    def _warm(self, memory: TaskMemory) -> ProvisionedInstance | None:
+        """The stopped instance recorded under the reuse key, started (or the one an earlier try started), or
+        ``None`` (:func:`~airflow_provider_brev.utils.warm_reuse.claim_warm`)."""
+        key = self.request.reuse_key
+        assert key is not None
+        self._stop_if_cancelled(f"starting a stopped instance for reuse key {key!r}")
+        started_at = time.time()
+        instance = claim_warm(self.hook, self.log, ReuseRegistry(self.log), key, task_identity(memory.ti))
+        if instance is None:
+            self.log.info("Reuse key %r: no stopped instance to start; creating one.", key)
+            return None
+        warm = ProvisionedInstance(instance.name, instance, created=False, managed=False, recorded=True)
+        warm = self.priced(memory, replace(warm, created_at=started_at))
+        self._record_reuse(memory, warm)
+        return warm
+
+    def _record_reuse(self, memory: TaskMemory, provisioned: ProvisionedInstance) -> None:
+        """Record the instance under the reuse key as in use by this task (the teardown's stop finds it there)."""
+        key = self.request.reuse_key
+        if not key or not provisioned.owned or not provisioned.instance.id:
+            return
+        record_in_use(
+            ReuseRegistry(self.log),
+            key,
+            provisioned.instance,
+            task_identity(memory.ti),
+            max_idle=as_timedelta(self.request.max_idle).total_seconds(),
+            max_lifetime=as_timedelta(self.request.max_lifetime).total_seconds(),
+            price_per_hour=provisioned.price_per_hour,
+            created_at=provisioned.created_at,
+        )
 
     def _create(self, memory: TaskMemory, name: str, managed: bool) -> BrevInstance:
         request = self.request
@@ -432,6 +486,7 @@ class InstanceProvisioner:
 
 
 __all__ = [
+    "DEFAULT_MAX_IDLE",
     "DEFAULT_MAX_LIFETIME",
     "STATE_STORE_INSTANCE_KEY",
     "XCOM_INSTANCE_RECORD",

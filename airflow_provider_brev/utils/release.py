@@ -8,22 +8,30 @@ who                            function                                         
 teardown (delete operator)     :func:`release_recorded` / :func:`delete_named`         the DAG run's records decide;
                                                                                        by the recorded id
 create task / ephemeral step   :func:`delete_after_failure`, :func:`replace_failed`    only what the task owns, by id
-ephemeral step, at its end     :func:`delete_created`                                  by id
+ephemeral step, at its end     :func:`delete_created` / :func:`release_created`        by id (stop: as below)
 ``on_kill`` (worker, trigger)  :func:`release_on_kill` / :func:`arelease_on_kill`       one fast call, never raises
 recovery clearing a lost name  :func:`clear_for_recreation`                            only an id the DAG run recorded
 janitor                        :func:`delete_expired`                                  the id it listed
+teardown, ``release="stop"``   :func:`release_recorded` with a :class:`Reuse`           stoppable type and the
+                                                                                       break-even favours it; else
+                                                                                       delete, logged
 ============================== ======================================================= ===============================
 
 The rules: an instance is known by its **id** -- what ``brev ls`` lists under a name is deleted only if its id is
 one the DAG run recorded creating there (:func:`~airflow_provider_brev.cli.instances.identity.identity_verdict`), and then by
 that id, so an instance someone else created under the freed name is never hit; only what the DAG run owns is
 deleted (an adopted instance never is); ``on_kill`` makes one fast call (Airflow SIGKILLs about 5 s after SIGTERM).
-Stopping an instance instead of deleting it would be decided here too.
+Stopping instead of deleting is decided here too: only an instance that passed the same identity and ownership
+checks, only when its type can stop and the break-even
+(:func:`~airflow_provider_brev.cli.instances.reuse.break_even`: the disk over the expected idle hours against the
+GPU price of the cold start a warm start saves) favours it -- logged with both numbers either way; the stopped
+instance is then recorded under its reuse key (:mod:`airflow_provider_brev.utils.warm_reuse`) for the next run.
 """
 
 from __future__ import annotations
 
 import contextlib
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -35,8 +43,16 @@ from airflow_provider_brev.cli.instances.identity import (
     identity_verdict,
     replaced_message,
 )
-from airflow_provider_brev.exceptions import BrevInstanceReplacedError
+from airflow_provider_brev.cli.instances.reuse import (
+    STATE_STOPPED,
+    ReuseEntry,
+    break_even,
+    expected_idle_seconds,
+    saved_seconds,
+)
+from airflow_provider_brev.exceptions import BrevError, BrevInstanceReplacedError, BrevInvalidInputError
 from airflow_provider_brev.utils.instance_records import recorded_ids
+from airflow_provider_brev.utils.warm_reuse import ReuseRegistry
 
 if TYPE_CHECKING:
     from collections.abc import Collection, Iterable
@@ -44,6 +60,21 @@ if TYPE_CHECKING:
     from airflow_provider_brev.cli.protocol.output import BrevInstance
     from airflow_provider_brev.hooks.brev import BrevHook
     from airflow_provider_brev.utils.instance_records import InstanceRecord
+
+#: The release policies of a teardown (``BrevDeleteInstanceOperator(release=...)``).
+RELEASE_DELETE = "delete"
+RELEASE_STOP = "stop"
+
+
+def release_policy(value: Any) -> str:
+    """A rendered ``release``: ``"delete"`` (also when empty) or ``"stop"``."""
+    text = str(value).strip().lower() if value is not None else ""
+    if text in ("", RELEASE_DELETE):
+        return RELEASE_DELETE
+    if text == RELEASE_STOP:
+        return RELEASE_STOP
+    raise BrevInvalidInputError(f"Invalid release {value!r}: use 'delete' or 'stop'.")
+
 
 #: Budget of the one ``brev delete`` of ``on_kill``: Airflow 3 gives ``on_kill`` about 5 s before SIGKILL.
 ON_KILL_TIMEOUT = 4.0
@@ -61,6 +92,31 @@ class Released:
     deleted: bool
     left: str | None = None
     instance_id: str | None = None
+    stopped: bool = False
+
+
+@dataclass(frozen=True)
+class Reuse:
+    """How the teardown of an instance created with a ``reuse_key`` releases it.
+
+    :param key: the reuse key.
+    :param stop: ``release="stop"`` was asked (else the instance is deleted and its record forgotten).
+    :param max_idle: seconds it may stay stopped.
+    :param boot_seconds: its measured boot (``brev create`` or ``brev start`` until ready) in this run.
+    :param pull_seconds: its measured image pulls in this run.
+    :param stage_seconds: its measured input staging in this run.
+    :param next_run_at: the DAG's next scheduled run (epoch seconds), when the timetable gives one.
+    :param price_per_hour: its price, when known.
+    """
+
+    key: str
+    stop: bool
+    max_idle: float
+    boot_seconds: float = 0.0
+    pull_seconds: float = 0.0
+    stage_seconds: float = 0.0
+    next_run_at: float | None = None
+    price_per_hour: float | None = None
 
 
 def release_on_kill(hook: BrevHook, name: str, instance_id: str | None) -> None:
@@ -96,6 +152,23 @@ def delete_created(hook: BrevHook, log: Any, name: str, instance_id: str | None,
         hook.delete_instance(name, instance_id=instance_id or None)
     except Exception:
         log.exception("Could not delete %s %s; the janitor will once it expires.", why, name)
+
+
+def release_created(hook: BrevHook, log: Any, name: str, instance_id: str | None, reuse: Reuse | None) -> None:
+    """The end of an ephemeral step's instance: stopped for warm reuse when ``reuse`` asks for it and
+    :func:`_stopped` agrees (the instance listed under ``name`` must still be ``instance_id``), else deleted by id
+    (:func:`delete_created`) and its reuse record forgotten; best effort, never raises."""
+    try:
+        if reuse is not None and reuse.stop and instance_id:
+            live = hook.get_instance(name)
+            if live is not None and live.id == instance_id and _stopped(hook, log, live, reuse):
+                return
+    except Exception:
+        log.exception("Could not stop ephemeral instance %s; deleting it.", name)
+    delete_created(hook, log, name, instance_id, why="ephemeral instance")
+    if reuse is not None and instance_id:
+        with contextlib.suppress(Exception):
+            ReuseRegistry(log).drop(instance_id)
 
 
 def delete_after_failure(
@@ -156,9 +229,11 @@ def release_recorded(
     *,
     wait: bool = False,
     timeout: float = 600.0,
+    reuse: Reuse | None = None,
 ) -> Released:
     """The teardown of an instance the DAG run recorded: delete what ``brev ls`` lists under ``name`` if its id
-    is one the DAG run created (by that id); leave an adopted one, and anyone else's.
+    is one the DAG run created (by that id); leave an adopted one, and anyone else's. With ``reuse`` asking to stop,
+    stop it instead when :func:`stop_verdict` says so.
 
     :param hook: the task's hook.
     :param log: the task's logger.
@@ -181,8 +256,64 @@ def release_recorded(
     if verdict in (REPLACED, UNRECORDED) or live.id not in owned:
         log.warning("%s", replaced_message(name, live, owned, refused="deleted"))
         return Released(False, f"it is id {live.id}, not an instance this DAG run created")
+    if reuse is not None and reuse.stop and _stopped(hook, log, live, reuse):
+        return Released(False, None, live.id, stopped=True)
     deleted = hook.delete_instance(name, instance_id=live.id, wait=wait, timeout=timeout)
+    if reuse is not None:
+        ReuseRegistry(log).drop(live.id)
     return Released(deleted, None, live.id)
+
+
+def _stopped(hook: BrevHook, log: Any, live: BrevInstance, reuse: Reuse) -> bool:
+    """Stop ``live`` (already checked: ours, by id) when its type can stop and the break-even favours it, and record
+    it under the reuse key; ``False`` (logged with both numbers, or the refusal) when it is to be deleted."""
+    registry = ReuseRegistry(log)
+    earlier = registry.find(live.id)
+    offer = None
+    try:
+        offer = hook.type_offer(live.instance_type)
+    except BrevError as err:
+        log.warning("Could not read the type of %s from `brev search` (%s): deleting it.", live.name, err)
+    saved = saved_seconds(
+        boot_seconds=reuse.boot_seconds,
+        pull_seconds=reuse.pull_seconds,
+        stage_seconds=reuse.stage_seconds,
+        catalog_boot_seconds=offer.boot_time_seconds if offer is not None else None,
+    )
+    saved = max(saved, earlier.saved_seconds if earlier is not None else 0.0)  # a warm run saves what a cold one took
+    now = time.time()
+    idle = expected_idle_seconds(now=now, next_run_at=reuse.next_run_at, max_idle=reuse.max_idle)
+    price = reuse.price_per_hour if reuse.price_per_hour is not None else (earlier.price_per_hour if earlier else None)
+    verdict = break_even(offer, price_per_hour=price, saved_seconds=saved, idle_seconds=idle)
+    log.info("Release of %s (id %s, reuse key %r): %s.", live.name, live.id, reuse.key, verdict.message)
+    if not verdict.stop:
+        return False
+    try:
+        hook.stop_instance(live.name, instance_id=live.id)
+    except BrevError as err:
+        log.warning("Could not stop %s (%s): deleting it instead.", live.name, err)
+        return False
+    registry.put(
+        ReuseEntry(
+            key=reuse.key,
+            id=live.id,
+            name=live.name,
+            instance_type=live.instance_type,
+            state=STATE_STOPPED,
+            since=now,
+            max_idle=reuse.max_idle,
+            max_lifetime=earlier.max_lifetime if earlier is not None else reuse.max_idle,
+            saved_seconds=saved,
+            price_per_hour=price,
+            created_at=earlier.created_at if earlier is not None else None,
+        )
+    )
+    log.info(
+        "Stopped %s for reuse key %r: the next run's create starts it again (its disk is kept); the janitor deletes "
+        "it if no run does within %.0f s.",
+        *(live.name, reuse.key, reuse.max_idle),
+    )
+    return True
 
 
 def delete_named(hook: BrevHook, log: Any, name: str, *, wait: bool = False, timeout: float = 600.0) -> bool:

@@ -45,6 +45,8 @@ CREATE_PARAMS = {
     "name_prefix": "",
     "adopt_existing": "false",
     "max_price_per_hour": "",
+    "reuse_key": "",
+    "max_idle": 3600,
 }
 with DAG(dag_id="brev_bad_input_create", schedule=None, start_date=START, params=CREATE_PARAMS):
     BrevCreateInstanceOperator(task_id="create", **COMMON, **templated(*CREATE_PARAMS.keys() - {"brev_conn_id"}))
@@ -54,6 +56,7 @@ DELETE_PARAMS = {
     "instance_name": "nobody-home",
     "wait_for_deletion": "false",
     "deletion_timeout": 30,
+    "release": "delete",
 }
 with DAG(dag_id="brev_bad_input_delete", schedule=None, start_date=START, params=DELETE_PARAMS):
     BrevDeleteInstanceOperator(task_id="delete", **COMMON, **templated(*DELETE_PARAMS.keys() - {"brev_conn_id"}))
@@ -153,6 +156,9 @@ EXEC_PARAMS = {
     "outputs": None,
     "max_price_per_hour": None,
     "max_run_cost": None,
+    "reuse_key": None,
+    "max_idle": 3600,
+    "release": None,
 }
 with DAG(
     dag_id="brev_bad_input_exec",

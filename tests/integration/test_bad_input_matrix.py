@@ -49,6 +49,9 @@ CASES = [
     ("create", {"brev_conn_id": CONN}, "brev_conn_id must be a connection id"),
     ("create", {"max_price_per_hour": "cheap"}, "max_price_per_hour must be a positive number of dollars per hour"),
     ("create", {"max_price_per_hour": "0"}, "max_price_per_hour must be a positive number of dollars per hour"),
+    ("create", {"reuse_key": "x" * 201}, "Invalid reuse_key"),
+    ("create", {"max_idle": "-60"}, "max_idle must be a positive number of seconds"),
+    ("create", {"max_idle": "a week"}, "max_idle " + SECONDS + ", got 'a week'"),
     # --- BrevDeleteInstanceOperator -----------------------------------------------------------------------
     ("delete", {"instance_name": NAME}, "instance_name: Invalid instance name"),
     ("delete", {"instance_name": ""}, "The instance name is empty: pass instance_name"),
@@ -56,6 +59,7 @@ CASES = [
     ("delete", {"deletion_timeout": 0}, "deletion_timeout must be a positive number of seconds"),
     ("delete", {"deletion_timeout": "nan"}, "deletion_timeout must be a positive number of seconds"),
     ("delete", {"brev_conn_id": CONN}, "brev_conn_id must be a connection id"),
+    ("delete", {"release": "park"}, "Invalid release 'park': use 'delete' or 'stop'"),
     # --- BrevReadySensor ----------------------------------------------------------------------------------
     ("sensor", {"instance_name": NAME}, "instance_name: Invalid instance name"),
     ("sensor", {"instance_name": ""}, "The instance name is empty"),
@@ -128,6 +132,9 @@ EXEC_CASES = [
     ("exec", {"gpu": "L40S:0"}, "GPU count must be at least 1"),
     ("exec", {"gpu": None}, "No instance: pass instance_name"),
     ("exec", {"min_vram": "-8"}, "min_vram must be a positive number of GB"),
+    ("exec", {"release": "park"}, "Invalid release 'park': use 'delete' or 'stop'"),
+    ("exec", {"max_idle": "-1"}, "max_idle must be a positive number of seconds"),
+    ("exec", {"instance_name": EXISTING, "gpu": None, "reuse_key": "k"}, "reuse_key and release apply to the"),
     ("exec", {"instance_name": NAME, "gpu": None}, "instance_name: Invalid instance name"),
     ("exec", {"inputs": {"http://bucket/in/": "data"}}, "Expected an s3://bucket/prefix URI"),
     ("exec", {"outputs": {"../out": "s3://bucket/out/"}}, "outputs"),

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
     from airflow_provider_brev.cli.protocol.config import BrevCapabilities, BrevConnectionConfig
 
-__all__ = ["CreatePlan", "create_args", "instance_type_list", "ls_args", "search_args"]
+__all__ = ["CreatePlan", "create_args", "instance_type_list", "ls_args", "search_args", "start_args", "stop_args"]
 
 _TYPE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]*$")
 
@@ -34,6 +34,17 @@ def ls_args(config: BrevConnectionConfig, caps: BrevCapabilities) -> list[str]:
     if config.org and not config.api_key:
         args += ["--org", config.org]
     return args
+
+
+def stop_args(target: str) -> list[str]:
+    """``brev stop <id or name>`` (one instance; the CLI refuses a type that cannot stop)."""
+    return ["stop", target]
+
+
+def start_args(target: str) -> list[str]:
+    """``brev start -d <id or name>``: detached, because without ``-d`` the CLI polls forever (reference/brev-cli.md
+    §2.8); the caller waits for readiness as after a create."""
+    return ["start", "-d", target]
 
 
 def search_args(*, gpu_name: str | None = None, min_vram: float | None = None, include_cpu: bool = False) -> list[str]:

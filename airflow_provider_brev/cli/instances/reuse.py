@@ -1,0 +1,283 @@
+"""Warm reuse across DAG runs (``brev stop`` / ``brev start``): the pure decisions.
+
+A create task with a ``reuse_key`` first looks for a STOPPED instance the provider recorded under that key; a
+teardown with ``release="stop"`` stops the instance instead of deleting it when its type can stop and the break-even
+favours it; the janitor deletes a stopped instance once its ``max_idle`` passed. The records live in a durable
+Airflow store (:mod:`airflow_provider_brev.utils.reuse_registry`); this module only decides:
+
+* :class:`ReuseEntry` -- what is recorded per instance under a key (id, name, type, state, since, ``max_idle``, the
+  measured cold-start seconds it saves, who claimed it);
+* :func:`candidate_verdict` -- may this entry's instance be started now? Only when ``brev ls`` lists an instance of
+  exactly the recorded **id** under the recorded name, STOPPED, and its ``max_idle`` has not passed;
+* :func:`break_even` -- stop or delete: the disk's price over the expected idle hours against the GPU price of the
+  cold start (boot, image pulls, input staging) a warm start saves; both numbers go into the verdict's message;
+* :func:`expected_idle_seconds` -- until the DAG's next scheduled run, else ``max_idle``;
+* :func:`janitor_verdict` -- delete an expired stopped instance, keep a recorded one (its managed name's expiry no
+  longer bounds it), or drop a record whose instance is gone or replaced.
+
+**Never two runs on one instance.** The claim is Brev's own STOPPED -> STARTING transition: ``brev start`` of an
+instance that is not STOPPED fails ("Instance is not stopped"), so of two runs that picked the same entry only one
+start succeeds; the other creates a fresh instance. The record is written after the start (state ``in_use``), and a
+record is never trusted alone: every decision re-reads the live status and id.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from airflow_provider_brev.cli.protocol.output import STATUS_STOPPED
+from airflow_provider_brev.exceptions import BrevInvalidInputError
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from airflow_provider_brev.cli.protocol.output import BrevInstance, InstanceTypeOffer
+
+#: Default ``max_idle``: a stopped instance not started again within a day is deleted by the janitor.
+DEFAULT_MAX_IDLE_SECONDS = 24 * 3600.0
+#: ``brev create``'s default disk when the type's disk is resizable (reference/brev-cli.md: min disk 500 GB).
+DEFAULT_DISK_GB = 500.0
+#: Hours in a billing month (the catalog prices disk per GB-month).
+HOURS_PER_MONTH = 730.0
+
+STATE_STOPPED = "stopped"
+STATE_IN_USE = "in_use"
+
+# candidate_verdict outcomes
+REUSE = "reuse"
+GONE = "gone"  # nothing is listed under the recorded name: drop the record
+FOREIGN = "foreign"  # another id holds the name: never started; the record is stale
+NOT_STOPPED = "not_stopped"  # listed with the recorded id but not STOPPED (a run uses it, or it is changing)
+EXPIRED = "expired"  # stopped longer than its max_idle: the janitor deletes it
+IN_USE = "in_use"  # recorded as claimed by another run
+
+# janitor_verdict outcomes
+DELETE = "delete"
+KEEP = "keep"
+DROP = "drop"
+
+
+@dataclass(frozen=True)
+class ReuseEntry:
+    """One instance recorded under a reuse key.
+
+    :param key: the reuse key.
+    :param id: Brev's id of the instance (identity: a stopped instance whose live id differs is never started).
+    :param name: its name.
+    :param instance_type: its type.
+    :param state: ``stopped`` (released by ``brev stop``) or ``in_use`` (created or started by a run).
+    :param since: when it entered that state (epoch seconds).
+    :param max_idle: seconds it may stay stopped before the janitor deletes it.
+    :param max_lifetime: seconds an ``in_use`` instance is protected from the janitor (its run died otherwise).
+    :param saved_seconds: the cold-start seconds (boot, image pulls, input staging) a warm start saves, as measured
+        on the instance's cold run.
+    :param claimed_by: the task that created or started it (``dag_id/run_id/task_id/map_index``).
+    :param price_per_hour: its price, when known.
+    :param created_at: when ``brev create`` was called for it (epoch seconds), when known.
+    """
+
+    key: str
+    id: str
+    name: str
+    instance_type: str = ""
+    state: str = STATE_IN_USE
+    since: float = 0.0
+    max_idle: float = DEFAULT_MAX_IDLE_SECONDS
+    max_lifetime: float = DEFAULT_MAX_IDLE_SECONDS
+    saved_seconds: float = 0.0
+    claimed_by: str = ""
+    price_per_hour: float | None = None
+    created_at: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "key": self.key,
+            "id": self.id,
+            "name": self.name,
+            "instance_type": self.instance_type,
+            "state": self.state,
+            "since": self.since,
+            "max_idle": self.max_idle,
+            "max_lifetime": self.max_lifetime,
+            "saved_seconds": self.saved_seconds,
+            "claimed_by": self.claimed_by,
+            "price_per_hour": self.price_per_hour,
+            "created_at": self.created_at,
+        }
+
+    @classmethod
+    def from_dict(cls, value: Any) -> ReuseEntry | None:
+        """The entry in ``value`` (a stored dict), or ``None`` if it is not one."""
+        if not isinstance(value, dict):
+            return None
+        key, ident, name = value.get("key"), value.get("id"), value.get("name")
+        if not (isinstance(key, str) and key and isinstance(ident, str) and ident and isinstance(name, str) and name):
+            return None
+        state = value.get("state") if value.get("state") in (STATE_STOPPED, STATE_IN_USE) else STATE_IN_USE
+        return cls(
+            key=key,
+            id=ident,
+            name=name,
+            instance_type=str(value.get("instance_type") or ""),
+            state=str(state),
+            since=_number(value.get("since")) or 0.0,
+            max_idle=_number(value.get("max_idle")) or DEFAULT_MAX_IDLE_SECONDS,
+            max_lifetime=_number(value.get("max_lifetime")) or DEFAULT_MAX_IDLE_SECONDS,
+            saved_seconds=_number(value.get("saved_seconds")) or 0.0,
+            claimed_by=str(value.get("claimed_by") or ""),
+            price_per_hour=_number(value.get("price_per_hour")),
+            created_at=_number(value.get("created_at")),
+        )
+
+    def expires_at(self) -> float:
+        """When the janitor may delete it: ``since + max_idle`` when stopped, ``since + max_lifetime`` in use."""
+        return self.since + (self.max_idle if self.state == STATE_STOPPED else self.max_lifetime)
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def entries_in(value: Any) -> dict[str, list[ReuseEntry]]:
+    """The stored registry (``{key: [entry, ...]}``) as entries; anything malformed is skipped."""
+    if not isinstance(value, dict):
+        return {}
+    out: dict[str, list[ReuseEntry]] = {}
+    for key, items in value.items():
+        entries = [e for e in map(ReuseEntry.from_dict, items if isinstance(items, list) else []) if e and e.key == key]
+        if entries:
+            out[str(key)] = entries
+    return out
+
+
+def entries_value(entries: dict[str, list[ReuseEntry]]) -> dict[str, list[dict[str, Any]]]:
+    """The JSON value of ``entries`` (keys without entries left out)."""
+    return {key: [e.to_dict() for e in items] for key, items in sorted(entries.items()) if items}
+
+
+def candidate_verdict(entry: ReuseEntry, live: BrevInstance | None, now: float) -> str:
+    """May ``entry``'s instance be started for a new run? :data:`REUSE` only when ``live`` (what ``brev ls`` lists
+    under the recorded name) has the recorded id, is STOPPED, the record says ``stopped`` and ``max_idle`` has not
+    passed.
+
+    :param entry: the recorded entry.
+    :param live: the instance listed under ``entry.name`` (``None``: nothing).
+    :param now: epoch seconds.
+    """
+    if live is None:
+        return GONE
+    if live.id != entry.id:
+        return FOREIGN
+    if entry.state != STATE_STOPPED:
+        return IN_USE
+    if live.status != STATUS_STOPPED:
+        return NOT_STOPPED
+    if now >= entry.expires_at():
+        return EXPIRED
+    return REUSE
+
+
+def candidates(entries: Iterable[ReuseEntry]) -> list[ReuseEntry]:
+    """The entries worth trying, most recently stopped first (its caches are the freshest)."""
+    return sorted((e for e in entries if e.state == STATE_STOPPED), key=lambda e: (-e.since, e.id))
+
+
+def janitor_verdict(entry: ReuseEntry, live: BrevInstance | None, now: float) -> str:
+    """What the janitor does with a recorded instance: :data:`DELETE` a STOPPED one (of the recorded id) whose
+    ``max_idle`` passed, or an ``in_use`` one past its ``max_lifetime`` (its run died); :data:`DROP` the record when
+    the instance is gone or another id holds the name; :data:`KEEP` otherwise (also while it is STOPPING/STARTING).
+    """
+    if live is None or live.id != entry.id:
+        return DROP
+    if now < entry.expires_at():
+        return KEEP
+    if entry.state == STATE_STOPPED and live.status != STATUS_STOPPED:
+        return KEEP  # a run started it after the record was written: its own record follows
+    return DELETE
+
+
+@dataclass(frozen=True)
+class BreakEven:
+    """Stop or delete, with both numbers.
+
+    :param stop: stopping is cheaper than a cold start next time.
+    :param stoppable: the type can stop at all.
+    :param disk_dollars: what the stopped disk costs over the expected idle time.
+    :param warm_dollars: what the cold start a warm start saves costs in GPU time.
+    :param idle_hours: the expected idle time.
+    :param message: the verdict in one line (logged).
+    """
+
+    stop: bool
+    stoppable: bool
+    disk_dollars: float
+    warm_dollars: float
+    idle_hours: float
+    message: str
+
+
+def disk_dollars_per_hour(offer: InstanceTypeOffer | None) -> float:
+    """The stopped disk's price per hour: its size (``target_disk_gb``, else the create default clamped to the
+    type's range) times ``disk_price_per_gb_mo`` over a 730-hour month; 0 when the catalog prices no disk."""
+    if offer is None:
+        return 0.0
+    raw = offer.raw
+    price = _number(raw.get("disk_price_per_gb_mo")) or 0.0
+    target = _number(raw.get("target_disk_gb"))
+    low, high = _number(raw.get("disk_min_gb")) or 0.0, _number(raw.get("disk_max_gb")) or 0.0
+    size = target or (min(max(DEFAULT_DISK_GB, low), high) if high > low else low)
+    return size * price / HOURS_PER_MONTH
+
+
+def break_even(
+    offer: InstanceTypeOffer | None, *, price_per_hour: float | None, saved_seconds: float, idle_seconds: float
+) -> BreakEven:
+    """Stop when the disk over ``idle_seconds`` costs less than the GPU time of the cold start it saves.
+
+    :param offer: the type's ``brev search`` row (``None``: unknown, so not known to be stoppable).
+    :param price_per_hour: the instance's price (else the offer's).
+    :param saved_seconds: the cold start a warm start saves (boot, pulls, staging); the type's own boot time from
+        the catalog is the floor of its boot part, measured by the caller.
+    :param idle_seconds: how long it would stay stopped.
+    """
+    idle_hours = max(idle_seconds, 0.0) / 3600.0
+    if offer is None or not bool(offer.raw.get("stoppable")):
+        what = offer.type if offer is not None else "its type"
+        return BreakEven(False, False, 0.0, 0.0, idle_hours, f"{what} cannot be stopped (not stoppable): deleting")
+    price = price_per_hour if price_per_hour is not None else offer.price_per_hour
+    disk = round(disk_dollars_per_hour(offer) * idle_hours, 6)
+    warm = round(price * max(saved_seconds, 0.0) / 3600.0, 6)
+    stop = disk < warm
+    message = (
+        f"{'stopping' if stop else 'deleting'}: the disk stopped for {idle_hours:.2f} h costs ${disk:.4f}, "
+        f"{'less' if stop else 'not less'} than the ${warm:.4f} of GPU time ({saved_seconds:.0f} s of boot, pulls "
+        f"and staging at ${price:.2f}/h) a warm start saves"
+    )
+    return BreakEven(stop, True, disk, warm, idle_hours, message)
+
+
+def saved_seconds(
+    *, boot_seconds: float, pull_seconds: float, stage_seconds: float, catalog_boot_seconds: float | None
+) -> float:
+    """The cold start a warm start saves: boot (at least the type's catalog boot time), image pulls and staging."""
+    boot = max(boot_seconds, catalog_boot_seconds or 0.0)
+    return round(boot + max(pull_seconds, 0.0) + max(stage_seconds, 0.0), 3)
+
+
+def expected_idle_seconds(*, now: float, next_run_at: float | None, max_idle: float) -> float:
+    """How long a stopped instance would wait: until the DAG's next scheduled run (when the timetable gives one
+    within ``max_idle``), else ``max_idle`` (after which the janitor deletes it anyway)."""
+    if next_run_at is None or next_run_at <= now:
+        return max_idle
+    return min(next_run_at - now, max_idle)
+
+
+def reuse_key_value(key: Any) -> str | None:
+    """A rendered ``reuse_key``: ``None`` when empty; otherwise text of printable characters, at most 200."""
+    if key is None or (isinstance(key, str) and not key.strip()):
+        return None
+    text = str(key).strip()
+    if len(text) > 200 or not text.isprintable():
+        raise BrevInvalidInputError(f"Invalid reuse_key {key!r}: use printable text of at most 200 characters.")
+    return text

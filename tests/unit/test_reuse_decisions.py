@@ -1,0 +1,181 @@
+"""The pure decisions of warm reuse (airflow_provider_brev/cli/instances/reuse.py), table-driven."""
+
+from __future__ import annotations
+
+import pytest
+
+from airflow_provider_brev.cli.instances.reuse import (
+    DELETE,
+    DROP,
+    EXPIRED,
+    FOREIGN,
+    GONE,
+    IN_USE,
+    KEEP,
+    NOT_STOPPED,
+    REUSE,
+    STATE_IN_USE,
+    STATE_STOPPED,
+    ReuseEntry,
+    break_even,
+    candidate_verdict,
+    candidates,
+    disk_dollars_per_hour,
+    entries_in,
+    entries_value,
+    expected_idle_seconds,
+    janitor_verdict,
+    reuse_key_value,
+    saved_seconds,
+)
+from airflow_provider_brev.cli.protocol.output import BrevInstance, InstanceTypeOffer
+from airflow_provider_brev.exceptions import BrevInvalidInputError
+
+NOW = 1_000_000.0
+
+
+def entry(state: str = STATE_STOPPED, since: float = NOW - 100, **kw) -> ReuseEntry:
+    return ReuseEntry(**{"key": "k", "id": "i-1", "name": "n", "state": state, "since": since, "max_idle": 3600, **kw})
+
+
+def live(status: str = "STOPPED", ident: str = "i-1") -> BrevInstance:
+    return BrevInstance(name="n", id=ident, status=status, instance_type="g6e.xlarge")
+
+
+def offer(stoppable: bool = True, **raw) -> InstanceTypeOffer:
+    row = {"stoppable": stoppable, "disk_min_gb": 250, "disk_max_gb": 16000, "disk_price_per_gb_mo": 0.1, **raw}
+    return InstanceTypeOffer("g6e.xlarge", "L40S", 1, 48, 48, 2.24, boot_time_seconds=390, raw=row)
+
+
+@pytest.mark.parametrize(
+    ("the_entry", "the_live", "verdict"),
+    [
+        (entry(), live(), REUSE),
+        (entry(), None, GONE),
+        (entry(), live(ident="i-2"), FOREIGN),  # another id under the recorded name: never started
+        (entry(), live("RUNNING"), NOT_STOPPED),
+        (entry(), live("STOPPING"), NOT_STOPPED),
+        (entry(state=STATE_IN_USE), live(), IN_USE),
+        (entry(since=NOW - 3600), live(), EXPIRED),
+        (entry(since=NOW - 3599), live(), REUSE),
+        (entry(state=STATE_IN_USE), live(ident="i-2"), FOREIGN),
+    ],
+)
+def test_candidate_verdict(the_entry, the_live, verdict):
+    assert candidate_verdict(the_entry, the_live, NOW) == verdict
+
+
+@pytest.mark.parametrize(
+    ("the_entry", "the_live", "verdict"),
+    [
+        (entry(since=NOW - 3601), live(), DELETE),  # stopped past max_idle
+        (entry(since=NOW - 3600), live(), DELETE),
+        (entry(since=NOW - 10), live(), KEEP),
+        (entry(since=NOW - 3601), live("RUNNING"), KEEP),  # started after the record was written
+        (entry(since=NOW - 3601), None, DROP),
+        (entry(since=NOW - 3601), live(ident="i-2"), DROP),  # someone else's: never deleted
+        (entry(STATE_IN_USE, since=NOW - 10, max_lifetime=60), live("RUNNING"), KEEP),
+        (entry(STATE_IN_USE, since=NOW - 61, max_lifetime=60), live("RUNNING"), DELETE),  # its run died
+    ],
+)
+def test_janitor_verdict(the_entry, the_live, verdict):
+    assert janitor_verdict(the_entry, the_live, NOW) == verdict
+
+
+def test_candidates_are_the_stopped_ones_newest_first():
+    old, new = entry(since=1, id="a"), entry(since=2, id="b")
+    assert candidates([old, entry(STATE_IN_USE, id="c"), new]) == [new, old]
+
+
+@pytest.mark.parametrize(
+    ("the_offer", "saved", "idle_hours", "stop", "disk", "warm"),
+    [
+        (offer(), 390, 1, True, 0.068493, 0.242667),  # 500 GB x $0.1/GB-month = $0.0685/h < 390 s of $2.24/h
+        (offer(), 390, 24, False, 1.643836, 0.242667),
+        (offer(), 930, 8, True, 0.547945, 0.578667),  # boot, pulls and staging
+        (offer(), 930, 9, False, 0.616438, 0.578667),
+        (offer(disk_price_per_gb_mo=0), 1, 1000, True, 0.0, 0.000622),  # an unpriced disk: always stop
+        (offer(target_disk_gb=1000), 390, 1, True, 0.136986, 0.242667),
+        (offer(False), 390, 1, False, 0.0, 0.0),
+        (None, 390, 1, False, 0.0, 0.0),
+    ],
+)
+def test_break_even(the_offer, saved, idle_hours, stop, disk, warm):
+    verdict = break_even(the_offer, price_per_hour=None, saved_seconds=saved, idle_seconds=idle_hours * 3600)
+    assert (verdict.stop, verdict.disk_dollars, verdict.warm_dollars) == (stop, disk, warm)
+    assert verdict.stoppable == (the_offer is not None and bool(the_offer.raw["stoppable"]))
+    if verdict.stoppable:
+        assert f"${disk:.4f}" in verdict.message and f"${warm:.4f}" in verdict.message  # both numbers
+        assert verdict.message.startswith("stopping" if stop else "deleting")
+    else:
+        assert "not stoppable" in verdict.message
+
+
+def test_break_even_prefers_the_recorded_price():
+    assert break_even(offer(), price_per_hour=4.48, saved_seconds=390, idle_seconds=3600).warm_dollars == 0.485333
+
+
+def test_disk_price_of_a_fixed_disk_is_its_size():
+    assert disk_dollars_per_hour(offer(disk_min_gb=1024, disk_max_gb=1024)) == pytest.approx(1024 * 0.1 / 730)
+    assert disk_dollars_per_hour(None) == 0.0
+
+
+@pytest.mark.parametrize(
+    ("boot", "pull", "stage", "catalog", "saved"),
+    [(10, 400, 140, 390, 930), (500, 0, 0, 390, 500), (10, -1, 0, None, 10)],
+)
+def test_saved_seconds(boot, pull, stage, catalog, saved):
+    assert (
+        saved_seconds(boot_seconds=boot, pull_seconds=pull, stage_seconds=stage, catalog_boot_seconds=catalog) == saved
+    )
+
+
+@pytest.mark.parametrize(
+    ("next_run", "idle"),
+    [(None, 3600), (NOW + 60, 60), (NOW + 7200, 3600), (NOW - 5, 3600), (NOW, 3600)],
+)
+def test_expected_idle_is_until_the_next_run_within_max_idle(next_run, idle):
+    assert expected_idle_seconds(now=NOW, next_run_at=next_run, max_idle=3600) == idle
+
+
+def test_entries_round_trip_and_skip_what_is_not_one():
+    kept = entry()
+    stored = {**entries_value({"k": [kept], "empty": []}), "bad": "x", "k2": [{"key": "other", "id": "i", "name": "n"}]}
+    assert entries_in(stored) == {"k": [kept]}
+    assert entries_in(None) == {}
+    assert ReuseEntry.from_dict({"key": "k", "id": "", "name": "n"}) is None
+    odd = ReuseEntry.from_dict({"key": "k", "id": "i", "name": "n", "state": "??", "since": True})
+    assert odd is not None and (odd.state, odd.since) == (STATE_IN_USE, 0.0)
+
+
+@pytest.mark.parametrize(("value", "key"), [(None, None), ("", None), ("  ", None), (" weekly ", "weekly"), (7, "7")])
+def test_reuse_key_value(value, key):
+    assert reuse_key_value(value) == key
+
+
+@pytest.mark.parametrize("value", ["x" * 201, "a\nb"])
+def test_reuse_key_value_refuses(value):
+    with pytest.raises(BrevInvalidInputError, match="reuse_key"):
+        reuse_key_value(value)
+
+
+def test_next_run_at_reads_the_timetable():
+    from datetime import UTC, datetime
+    from types import SimpleNamespace
+
+    from airflow.sdk import DAG
+
+    from airflow_provider_brev.utils.warm_reuse import next_run_at
+
+    daily = DAG(dag_id="reuse_daily", schedule="@daily", start_date=datetime(2026, 1, 1, tzinfo=UTC))
+    now = datetime(2026, 3, 2, 6, tzinfo=UTC).timestamp()
+    tomorrow = datetime(2026, 3, 3, tzinfo=UTC).timestamp()
+    today_run, old_run = (
+        SimpleNamespace(data_interval_start=day, data_interval_end=day)
+        for day in (datetime(2026, 3, 2, tzinfo=UTC), datetime(2026, 1, 1, tzinfo=UTC))
+    )
+    for run in (today_run, old_run, None):  # this run's interval, an old one, a manual run: the next after now
+        assert next_run_at({"dag": daily, "dag_run": run}, now=now) == tomorrow
+    manual = DAG(dag_id="reuse_manual", schedule=None, start_date=datetime(2026, 1, 1, tzinfo=UTC))
+    assert next_run_at({"dag": manual, "dag_run": today_run}, now=now) is None
+    assert next_run_at({}) is None  # no DAG: the break-even falls back to max_idle
