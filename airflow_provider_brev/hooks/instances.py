@@ -9,6 +9,7 @@ jobs. Every sync/async pair drives the same builder or protocol.
 from __future__ import annotations
 
 import asyncio
+import shutil
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +24,14 @@ from airflow_provider_brev.cli.instances.readiness import (
     ReadinessWait,
     RunProbe,
     WaitStep,
+)
+from airflow_provider_brev.cli.instances.ssh_probe import (
+    SSH_CONNECT_TIMEOUT,
+    SSH_WAIT_SECONDS,
+    ReadHostEntries,
+    RefreshHostEntries,
+    RunSshProbe,
+    ssh_probe_argv,
 )
 from airflow_provider_brev.cli.protocol.argv import create_args, instance_type_list, ls_args, search_args
 from airflow_provider_brev.cli.protocol.invocation import exec_view
@@ -52,7 +61,7 @@ from airflow_provider_brev.exceptions import (
 from airflow_provider_brev.hooks.base import BrevBaseHook
 from airflow_provider_brev.hooks.driver import EmitLog, adrive, drive
 from airflow_provider_brev.hooks.listing import shared_listing
-from airflow_provider_brev.hooks.process import ProcessResult
+from airflow_provider_brev.hooks.process import ProcessResult, arun_process, run_process
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -319,20 +328,49 @@ class BrevInstancesHook(BrevBaseHook):
             "output_view": exec_view(3),
         }
 
+    #: ``brev refresh`` (a direct probe's missing host entry): one attempt, quiet, a short budget.
+    _REFRESH_ARGS: dict[str, Any] = {"timeout": 60.0, "retry": False, "log_output": False}
+
+    def _readiness_check(self, name: str, require_docker: bool, probe_timeout: float) -> tuple[ReadinessCheck, str]:
+        """The check's machine, and the ``ssh`` the CLI's environment would run (``""``: none, no direct probe)."""
+        ssh = shutil.which("ssh", path=self._env().get("PATH")) or ""
+        window = min(SSH_WAIT_SECONDS, probe_timeout / 2)
+        return ReadinessCheck(name, require_docker=require_docker, direct_ssh=bool(ssh), ssh_window=window), ssh
+
+    def _ssh_probe_kwargs(self, ssh: str, name: str, command: str) -> dict[str, Any]:
+        """One direct ``ssh`` attempt through the CLI's host entry (``~/.brev/ssh_config`` of the CLI's HOME)."""
+        config = str(self._home() / ".brev" / "ssh_config")
+        argv = ssh_probe_argv(ssh, config, name, command)
+        return {"argv": argv, "env": self._env(), "timeout": SSH_CONNECT_TIMEOUT + 5.0}
+
+    def _read_host_entries(self) -> str | None:
+        try:
+            return (self._home() / ".brev" / "ssh_config").read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return None
+
     def check_readiness(
         self, name: str, *, require_docker: bool = False, probe_timeout: float = DEFAULT_PROBE_TIMEOUT
     ) -> Readiness:
         """One layered readiness check (the sync driver over
         :class:`~airflow_provider_brev.cli.instances.readiness.ReadinessCheck`)."""
+        check, ssh = self._readiness_check(name, require_docker, probe_timeout)
 
-        def perform(call: Call) -> BrevInstance | ProcessResult | None:
+        def perform(call: Call) -> BrevInstance | ProcessResult | str | None:
             if isinstance(call, ListInstance):
                 return self.get_instance(name)
+            if isinstance(call, ReadHostEntries):
+                return self._read_host_entries()
+            if isinstance(call, RefreshHostEntries):
+                return self.run_cli(["refresh"], **self._REFRESH_ARGS)
+            if isinstance(call, RunSshProbe):
+                kwargs = self._ssh_probe_kwargs(ssh, name, call.command)
+                return run_process(kwargs.pop("argv"), on_start=self._track, **kwargs)
             assert isinstance(call, RunProbe)
             kwargs = self._probe_args(name, call.command, probe_timeout)
             return self.run_cli(kwargs.pop("args"), **kwargs)
 
-        return drive(ReadinessCheck(name, require_docker=require_docker), perform)
+        return drive(check, perform)
 
     async def acheck_readiness(
         self,
@@ -356,15 +394,24 @@ class BrevInstancesHook(BrevBaseHook):
             since = max(self.__dict__.get("_previous_check", started), seen + 1e-6 if seen is not None else started)
         self.__dict__["_previous_check"] = started
         listed_since = since
+        await self.aconfig()
+        check, ssh = self._readiness_check(name, require_docker, probe_timeout)
 
-        async def perform(call: Call) -> BrevInstance | ProcessResult | None:
+        async def perform(call: Call) -> BrevInstance | ProcessResult | str | None:
             if isinstance(call, ListInstance):
                 return await self.aget_instance(name, since=listed_since)
+            if isinstance(call, ReadHostEntries):
+                return self._read_host_entries()
+            if isinstance(call, RefreshHostEntries):
+                return await self.arun_cli(["refresh"], **self._REFRESH_ARGS)
+            if isinstance(call, RunSshProbe):
+                kwargs = self._ssh_probe_kwargs(ssh, name, call.command)
+                return await arun_process(kwargs.pop("argv"), **kwargs)
             assert isinstance(call, RunProbe)
             kwargs = self._probe_args(name, call.command, probe_timeout)
             return await self.arun_cli(kwargs.pop("args"), **kwargs)
 
-        return await adrive(ReadinessCheck(name, require_docker=require_docker), perform)
+        return await adrive(check, perform)
 
     def is_ready(self, name: str, *, require_docker: bool = False) -> bool:
         """Whether ``name`` is usable now (RUNNING, shell READY, exec probe answered)."""

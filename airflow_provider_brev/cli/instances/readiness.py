@@ -21,6 +21,15 @@ import shlex
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from airflow_provider_brev.cli.instances.ssh_probe import (
+    SSH_PROBE_INTERVAL,
+    SSH_WAIT_SECONDS,
+    ReadHostEntries,
+    RefreshHostEntries,
+    RunSshProbe,
+    host_entry_present,
+    ssh_still_booting,
+)
 from airflow_provider_brev.cli.protocol.lines import ProcessResult
 from airflow_provider_brev.cli.protocol.machine import Call, Done, Fail, Failed, Sleep, StepMachine
 from airflow_provider_brev.cli.protocol.output import (
@@ -177,38 +186,100 @@ class RunProbe(Call):
 class ReadinessCheck(StepMachine[Readiness]):
     """The machine of one layered check: cheap status first, the exec probe only when the status is good.
 
+    With ``direct_ssh`` the probe goes through plain ``ssh`` and the host entry ``brev refresh`` writes
+    (:mod:`airflow_provider_brev.cli.instances.ssh_probe`): the entry is read (and written once with ``brev refresh``
+    when missing), then ``ssh`` is tried every :data:`~airflow_provider_brev.cli.instances.ssh_probe.SSH_PROBE_INTERVAL`
+    seconds while it says sshd is not up yet, for at most ``ssh_window`` seconds. A missing entry, a failed refresh,
+    a missing ``ssh``, any other ``ssh`` failure or the end of the window hand over to the ``brev exec`` probe.
     The hook's ``check_readiness`` / ``acheck_readiness`` run it with the generic drivers
     (:mod:`airflow_provider_brev.hooks.driver`) and perform its calls.
 
     :param name: the instance.
     :param require_docker: also require ``docker info`` to succeed.
+    :param direct_ssh: probe with plain ``ssh`` first (the hook found an ``ssh`` executable).
+    :param ssh_window: seconds of direct probing before handing over to ``brev exec``.
     """
 
-    def __init__(self, name: str, *, require_docker: bool = False) -> None:
+    def __init__(
+        self, name: str, *, require_docker: bool = False, direct_ssh: bool = False, ssh_window: float = SSH_WAIT_SECONDS
+    ) -> None:
         super().__init__()
         self.name = name
         self.require_docker = require_docker
-        self._next: ListInstance | RunProbe = ListInstance()
+        self.direct_ssh = direct_ssh
+        self.ssh_window = ssh_window
+        self._next: Call = ListInstance()
         self._instance: BrevInstance | None = None
         self._nonce = new_nonce()
+        self._command = build_probe_command(self._nonce, require_docker=require_docker)
+        self._refreshed = False
+        self._ssh_since: float | None = None
+        self._sleep: float | None = None
+        #: How the check probed: ``ssh`` (directly), ``exec`` (through ``brev exec``) or ``""`` (not at all).
+        self.probed_with = ""
 
     def _decide(self, now: float) -> Call | Sleep | Done[Readiness] | Fail:
+        if self._sleep is not None:
+            seconds, self._sleep = self._sleep, None
+            return Sleep(seconds)
         return self._next
 
     def _receive(self, call: Call, outcome: object, now: float) -> None:
         if isinstance(call, ListInstance):
+            self._on_listing(outcome)
+        elif isinstance(call, ReadHostEntries):
+            if host_entry_present(outcome if isinstance(outcome, str) else None, self.name):
+                self._ssh_since = now
+                self._next = RunSshProbe(self._command)
+            elif not self._refreshed:
+                self._refreshed = True
+                self._next = RefreshHostEntries()
+            else:
+                self._hand_over()
+        elif isinstance(call, RefreshHostEntries):
+            self._next = ReadHostEntries()
             if isinstance(outcome, Failed):
-                self._finish(Fail(outcome.error))
-                return
-            instance = outcome if isinstance(outcome, BrevInstance) else None
-            decided = readiness_from_status(self.name, instance)
-            if decided is not None:
-                self._finish(Done(decided))
-                return
-            assert instance is not None
-            self._instance = instance
-            self._next = RunProbe(build_probe_command(self._nonce, require_docker=self.require_docker))
+                self._hand_over()
+        elif isinstance(call, RunSshProbe):
+            self._on_ssh_probe(outcome, now)
+        else:
+            self._on_exec_probe(outcome)
+
+    def _on_listing(self, outcome: object) -> None:
+        if isinstance(outcome, Failed):
+            self._finish(Fail(outcome.error))
             return
+        instance = outcome if isinstance(outcome, BrevInstance) else None
+        decided = readiness_from_status(self.name, instance)
+        if decided is not None:
+            self._finish(Done(decided))
+            return
+        self._instance = instance
+        if self.direct_ssh:
+            self._next = ReadHostEntries()
+        else:
+            self._hand_over()
+
+    def _hand_over(self) -> None:
+        """Probe through ``brev exec`` (the CLI's own path, which refreshes and waits for sshd itself)."""
+        self.probed_with = "exec"
+        self._next = RunProbe(self._command)
+
+    def _on_ssh_probe(self, outcome: object, now: float) -> None:
+        assert self._instance is not None and self._ssh_since is not None
+        if isinstance(outcome, Failed) or not isinstance(outcome, ProcessResult):
+            self._hand_over()  # ``ssh`` could not be started
+            return
+        passed, stage = probe_passed(outcome.stdout_lines, self._nonce, require_docker=self.require_docker)
+        if passed or (stage == STAGE_DOCKER):
+            self.probed_with = "ssh"
+            self._finish(Done(probe_readiness(self.name, self._instance, passed, stage)))
+        elif ssh_still_booting(outcome) and now - self._ssh_since < self.ssh_window:
+            self._sleep = min(SSH_PROBE_INTERVAL, max(0.0, self._ssh_since + self.ssh_window - now))
+        else:
+            self._hand_over()
+
+    def _on_exec_probe(self, outcome: object) -> None:
         assert self._instance is not None
         if isinstance(outcome, Failed):
             if isinstance(outcome.error, BrevTimeoutError):
