@@ -430,7 +430,7 @@ class BrevInstancesHook(BrevBaseHook):
 
         The sync driver over :class:`~airflow_provider_brev.cli.instances.readiness.ReadinessWait` (the trigger
         runs the same machine through :meth:`await_readiness`): checks every ``poll_interval`` seconds while the
-        instance changes stage and at most every 2 s during a long boot; a few transient check failures in a row
+        instance changes stage and at most every 1.5 s during a long boot; a few transient check failures in a row
         do not end the wait.
 
         :param should_stop: checked before every step of the wait; once it returns ``True`` (the task was killed)

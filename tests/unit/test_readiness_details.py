@@ -49,7 +49,7 @@ def test_stage_names_and_constants_are_fixed():
     stages = (STAGE_MISSING, STAGE_FAILED, STAGE_DELETING, STAGE_STOPPED, STAGE_PROVISIONING, STAGE_BUILDING)
     assert stages == ("missing", "failed", "deleting", "stopped", "provisioning", "building")
     assert (STAGE_SSH, STAGE_DOCKER, STAGE_READY) == ("ssh", "docker", "ready")
-    assert (FAST_POLL_SECONDS, MAX_POLL_INTERVAL, MAX_CHECK_FAILURES) == (60.0, 2.0, 5)
+    assert (FAST_POLL_SECONDS, MAX_POLL_INTERVAL, MAX_CHECK_FAILURES) == (60.0, 1.5, 5)
 
 
 @pytest.mark.parametrize(

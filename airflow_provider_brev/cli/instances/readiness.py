@@ -295,7 +295,7 @@ class ReadinessCheck(StepMachine[Readiness]):
 #: Poll at the base interval for this long after the last change of stage, then back off.
 FAST_POLL_SECONDS = 60.0
 #: The longest interval between two readiness checks of one wait.
-MAX_POLL_INTERVAL = 2.0
+MAX_POLL_INTERVAL = 1.5
 
 
 def next_poll_interval(base: float, seconds_in_stage: float) -> float:
@@ -303,7 +303,8 @@ def next_poll_interval(base: float, seconds_in_stage: float) -> float:
 
     ``base`` (1 s by default) while the instance has recently changed stage, so the moment it becomes ready is seen
     quickly; after :data:`FAST_POLL_SECONDS` in the same stage (a long boot), at most :data:`MAX_POLL_INTERVAL`,
-    which halves the ``brev`` calls of a long boot and keeps the detection lag at most that long.
+    which cuts the ``brev`` calls of a long boot by a third (below one per second of boot) and keeps the detection
+    lag of a deferred wait, whose listing may be up to one interval old, within 2 s.
 
     :param base: the wait's configured poll interval in seconds.
     :param seconds_in_stage: how long the instance has been in its current stage.
