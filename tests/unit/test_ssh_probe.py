@@ -15,13 +15,16 @@ from airflow_provider_brev.cli.instances.readiness import (
     RunProbe,
 )
 from airflow_provider_brev.cli.instances.ssh_probe import (
+    SSH_FAST_SECONDS,
     SSH_PROBE_INTERVAL,
+    SSH_SLOW_INTERVAL,
     SSH_WAIT_SECONDS,
     ReadHostEntries,
     RefreshHostEntries,
     RunSshProbe,
     host_entry_present,
     ssh_probe_argv,
+    ssh_retry_interval,
     ssh_still_booting,
 )
 from airflow_provider_brev.cli.protocol.lines import ProcessResult
@@ -136,6 +139,17 @@ def test_after_the_window_the_check_hands_over_to_brev_exec():
     assert isinstance(action, RunProbe)
     assert round(1.0 / SSH_PROBE_INTERVAL) <= probes <= round(1.0 / SSH_PROBE_INTERVAL) + 2
     assert SSH_WAIT_SECONDS == 40.0
+
+
+def test_a_slow_sshd_is_probed_less_often_after_ten_seconds():
+    assert ssh_retry_interval(0.0) == ssh_retry_interval(9.99) == SSH_PROBE_INTERVAL == 0.1
+    assert ssh_retry_interval(SSH_FAST_SECONDS) == SSH_SLOW_INTERVAL == 0.5
+    machine = ReadinessCheck("w-1", direct_ssh=True)
+    listed(machine)
+    machine.receive(ENTRY, 0.0)
+    step(machine, 0.0)
+    machine.receive(REFUSED, 12.0)
+    assert step(machine, 12.0) == Sleep(SSH_SLOW_INTERVAL)
 
 
 def test_the_docker_stage_is_judged_from_the_direct_probe_and_status_still_comes_first():

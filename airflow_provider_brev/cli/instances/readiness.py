@@ -22,12 +22,12 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from airflow_provider_brev.cli.instances.ssh_probe import (
-    SSH_PROBE_INTERVAL,
     SSH_WAIT_SECONDS,
     ReadHostEntries,
     RefreshHostEntries,
     RunSshProbe,
     host_entry_present,
+    ssh_retry_interval,
     ssh_still_booting,
 )
 from airflow_provider_brev.cli.protocol.lines import ProcessResult
@@ -188,8 +188,9 @@ class ReadinessCheck(StepMachine[Readiness]):
 
     With ``direct_ssh`` the probe goes through plain ``ssh`` and the host entry ``brev refresh`` writes
     (:mod:`airflow_provider_brev.cli.instances.ssh_probe`): the entry is read (and written once with ``brev refresh``
-    when missing), then ``ssh`` is tried every :data:`~airflow_provider_brev.cli.instances.ssh_probe.SSH_PROBE_INTERVAL`
-    seconds while it says sshd is not up yet, for at most ``ssh_window`` seconds. A missing entry, a failed refresh,
+    when missing), then ``ssh`` is tried every 0.1 s (0.5 s after the first 10 s,
+    :func:`~airflow_provider_brev.cli.instances.ssh_probe.ssh_retry_interval`) while it says sshd is not up yet, for
+    at most ``ssh_window`` seconds. A missing entry, a failed refresh,
     a missing ``ssh``, any other ``ssh`` failure or the end of the window hand over to the ``brev exec`` probe.
     The hook's ``check_readiness`` / ``acheck_readiness`` run it with the generic drivers
     (:mod:`airflow_provider_brev.hooks.driver`) and perform its calls.
@@ -275,7 +276,8 @@ class ReadinessCheck(StepMachine[Readiness]):
             self.probed_with = "ssh"
             self._finish(Done(probe_readiness(self.name, self._instance, passed, stage)))
         elif ssh_still_booting(outcome) and now - self._ssh_since < self.ssh_window:
-            self._sleep = min(SSH_PROBE_INTERVAL, max(0.0, self._ssh_since + self.ssh_window - now))
+            interval = ssh_retry_interval(now - self._ssh_since)
+            self._sleep = min(interval, max(0.0, self._ssh_since + self.ssh_window - now))
         else:
             self._hand_over()
 

@@ -21,8 +21,12 @@ from airflow_provider_brev.cli.protocol.machine import Call
 if TYPE_CHECKING:
     from airflow_provider_brev.cli.protocol.lines import ProcessResult
 
-#: Seconds between two direct ``ssh`` attempts (the CLI's own retry waits 1 s).
+#: Seconds between two direct ``ssh`` attempts (the CLI's own retry waits 1 s) ...
 SSH_PROBE_INTERVAL = 0.1
+#: ... for this long after the first one; then every :data:`SSH_SLOW_INTERVAL` seconds (a slow sshd does not keep
+#: a triggerer spawning ten ``ssh`` processes a second per wait).
+SSH_FAST_SECONDS = 10.0
+SSH_SLOW_INTERVAL = 0.5
 #: How long one check probes directly before it hands over to ``brev exec`` (the CLI's own ~40 attempts).
 SSH_WAIT_SECONDS = 40.0
 #: ``ssh -o ConnectTimeout`` of one direct attempt (the CLI's fast path uses 5 s).
@@ -51,6 +55,14 @@ class RunSshProbe(Call):
     """
 
     command: str
+
+
+def ssh_retry_interval(probing_for: float) -> float:
+    """Seconds before the next direct attempt, ``probing_for`` seconds after the first one.
+
+    :param probing_for: seconds since the check's first direct attempt.
+    """
+    return SSH_PROBE_INTERVAL if probing_for < SSH_FAST_SECONDS else SSH_SLOW_INTERVAL
 
 
 def host_entry_present(config_text: str | None, alias: str) -> bool:
