@@ -312,6 +312,9 @@ def main() -> int:
     finally:
         for w in watchers.values():
             w.stop()
+        settle = time.monotonic() + 10 * t["delete_seconds"]  # a deletion just requested is still DELETING
+        while time.monotonic() < settle and any(i.get("status") == "DELETING" for i in sim.instances()):
+            time.sleep(0.2)
         left = [(i["name"], i.get("status")) for s in (sim, seed_sim) for i in s.instances()]
         result["instances_left"] = left  # a warm reuse leaves its instance STOPPED on purpose
         result["leaked_instances"] = sum(1 for _, status in left if status != "STOPPED")

@@ -26,8 +26,6 @@ from airflow_provider_brev.cli.instances.readiness import (
     WaitStep,
 )
 from airflow_provider_brev.cli.instances.ssh_probe import (
-    SSH_CONNECT_TIMEOUT,
-    SSH_WAIT_SECONDS,
     ReadHostEntries,
     RefreshHostEntries,
     RunSshProbe,
@@ -328,20 +326,19 @@ class BrevInstancesHook(BrevBaseHook):
             "output_view": exec_view(3),
         }
 
-    #: ``brev refresh`` (a direct probe's missing host entry): one attempt, quiet, a short budget.
-    _REFRESH_ARGS: dict[str, Any] = {"timeout": 60.0, "retry": False, "log_output": False}
+    #: ``brev refresh`` (a direct probe's missing host entry): one attempt, quiet.
+    _REFRESH_ARGS: dict[str, Any] = {"retry": False, "log_output": False}
 
     def _readiness_check(self, name: str, require_docker: bool, probe_timeout: float) -> tuple[ReadinessCheck, str]:
         """The check's machine, and the ``ssh`` the CLI's environment would run (``""``: none, no direct probe)."""
         ssh = shutil.which("ssh", path=self._env().get("PATH")) or ""
-        window = min(SSH_WAIT_SECONDS, probe_timeout / 2)
-        return ReadinessCheck(name, require_docker=require_docker, direct_ssh=bool(ssh), ssh_window=window), ssh
+        check = ReadinessCheck(name, require_docker=require_docker, direct_ssh=bool(ssh), probe_timeout=probe_timeout)
+        return check, ssh
 
-    def _ssh_probe_kwargs(self, ssh: str, name: str, command: str) -> dict[str, Any]:
+    def _ssh_probe_kwargs(self, ssh: str, name: str, call: RunSshProbe) -> dict[str, Any]:
         """One direct ``ssh`` attempt through the CLI's host entry (``~/.brev/ssh_config`` of the CLI's HOME)."""
         config = str(self._home() / ".brev" / "ssh_config")
-        argv = ssh_probe_argv(ssh, config, name, command)
-        return {"argv": argv, "env": self._env(), "timeout": SSH_CONNECT_TIMEOUT + 5.0}
+        return {"argv": ssh_probe_argv(ssh, config, name, call.command), "env": self._env(), "timeout": call.timeout}
 
     def _read_host_entries(self) -> str | None:
         try:
@@ -362,12 +359,12 @@ class BrevInstancesHook(BrevBaseHook):
             if isinstance(call, ReadHostEntries):
                 return self._read_host_entries()
             if isinstance(call, RefreshHostEntries):
-                return self.run_cli(["refresh"], **self._REFRESH_ARGS)
+                return self.run_cli(["refresh"], timeout=call.timeout, **self._REFRESH_ARGS)
             if isinstance(call, RunSshProbe):
-                kwargs = self._ssh_probe_kwargs(ssh, name, call.command)
+                kwargs = self._ssh_probe_kwargs(ssh, name, call)
                 return run_process(kwargs.pop("argv"), on_start=self._track, **kwargs)
             assert isinstance(call, RunProbe)
-            kwargs = self._probe_args(name, call.command, probe_timeout)
+            kwargs = self._probe_args(name, call.command, call.timeout or probe_timeout)
             return self.run_cli(kwargs.pop("args"), **kwargs)
 
         return drive(check, perform)
@@ -403,12 +400,12 @@ class BrevInstancesHook(BrevBaseHook):
             if isinstance(call, ReadHostEntries):
                 return self._read_host_entries()
             if isinstance(call, RefreshHostEntries):
-                return await self.arun_cli(["refresh"], **self._REFRESH_ARGS)
+                return await self.arun_cli(["refresh"], timeout=call.timeout, **self._REFRESH_ARGS)
             if isinstance(call, RunSshProbe):
-                kwargs = self._ssh_probe_kwargs(ssh, name, call.command)
+                kwargs = self._ssh_probe_kwargs(ssh, name, call)
                 return await arun_process(kwargs.pop("argv"), **kwargs)
             assert isinstance(call, RunProbe)
-            kwargs = self._probe_args(name, call.command, probe_timeout)
+            kwargs = self._probe_args(name, call.command, call.timeout or probe_timeout)
             return await self.arun_cli(kwargs.pop("args"), **kwargs)
 
         return await adrive(check, perform)

@@ -124,9 +124,9 @@ def test_anything_but_a_booting_sshd_hands_over_to_brev_exec(answers):
     assert step(machine, 1.0).result.stage == STAGE_READY
 
 
-def test_after_the_window_the_check_hands_over_to_brev_exec():
-    machine = ReadinessCheck("w-1", direct_ssh=True, ssh_window=1.0)
-    listed(machine)
+def test_after_the_window_the_check_hands_over_to_brev_exec_with_what_is_left_of_the_budget():
+    machine = ReadinessCheck("w-1", direct_ssh=True, probe_timeout=4.0)  # direct probing: half of it
+    listed(machine, 10.0)
     machine.receive(ENTRY, 10.0)
     now = 10.0
     probes = 0
@@ -137,8 +137,25 @@ def test_after_the_window_the_check_hands_over_to_brev_exec():
         else:
             now += action.seconds
     assert isinstance(action, RunProbe)
-    assert round(1.0 / SSH_PROBE_INTERVAL) <= probes <= round(1.0 / SSH_PROBE_INTERVAL) + 2
+    assert round(2.0 / SSH_PROBE_INTERVAL) <= probes <= round(2.0 / SSH_PROBE_INTERVAL) + 2
+    assert action.timeout == pytest.approx(4.0 - (now - 10.0))  # the exec probe gets the rest, not a new budget
     assert SSH_WAIT_SECONDS == 40.0
+    assert ReadinessCheck("w-1", direct_ssh=True).ssh_window == SSH_WAIT_SECONDS  # 40 s of the default 120 s
+
+
+def test_a_check_whose_budget_is_spent_ends_not_ready_instead_of_overrunning_the_wait():
+    machine = ReadinessCheck("w-1", direct_ssh=True, probe_timeout=3.0)
+    listed(machine, 0.0)
+    machine.receive(None, 0.0)
+    refresh = step(machine, 0.0)
+    assert isinstance(refresh, RefreshHostEntries) and refresh.timeout == 3.0
+    machine.receive(ProcessResult(0, [], []), 2.5)  # a slow refresh
+    machine.receive(ENTRY, 2.5) if isinstance(step(machine, 2.5), ReadHostEntries) else None
+    probe = step(machine, 2.5)
+    assert isinstance(probe, RunSshProbe) and probe.timeout == 1.0  # at least a second
+    machine.receive(ProcessResult(255, [], ["Permission denied."]), 2.6)
+    done = step(machine, 2.6)
+    assert isinstance(done, Done) and done.result.message.endswith("probe timed out")
 
 
 def test_a_slow_sshd_is_probed_less_often_after_ten_seconds():

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from airflow_provider_brev.cli.instances.ssh_probe import (
+    SSH_CONNECT_TIMEOUT,
     SSH_WAIT_SECONDS,
     ReadHostEntries,
     RefreshHostEntries,
@@ -178,9 +179,12 @@ class RunProbe(Call):
     :class:`~airflow_provider_brev.exceptions.BrevTimeoutError`).
 
     :param command: the probe command.
+    :param timeout: its budget when the check decided one (what is left after a direct ``ssh`` probe), else
+        ``None``: the hook's probe budget.
     """
 
     command: str
+    timeout: float | None = None
 
 
 class ReadinessCheck(StepMachine[Readiness]):
@@ -198,17 +202,21 @@ class ReadinessCheck(StepMachine[Readiness]):
     :param name: the instance.
     :param require_docker: also require ``docker info`` to succeed.
     :param direct_ssh: probe with plain ``ssh`` first (the hook found an ``ssh`` executable).
-    :param ssh_window: seconds of direct probing before handing over to ``brev exec``.
+    :param probe_timeout: the probe's whole budget (``None``: :data:`DEFAULT_PROBE_TIMEOUT`); direct probing takes
+        at most half of it (and at most :data:`~airflow_provider_brev.cli.instances.ssh_probe.SSH_WAIT_SECONDS`), the
+        ``brev exec`` probe after it what is left.
     """
 
     def __init__(
-        self, name: str, *, require_docker: bool = False, direct_ssh: bool = False, ssh_window: float = SSH_WAIT_SECONDS
+        self, name: str, *, require_docker: bool = False, direct_ssh: bool = False, probe_timeout: float | None = None
     ) -> None:
         super().__init__()
         self.name = name
         self.require_docker = require_docker
         self.direct_ssh = direct_ssh
-        self.ssh_window = ssh_window
+        self.probe_timeout = DEFAULT_PROBE_TIMEOUT if probe_timeout is None else probe_timeout
+        self.ssh_window = min(SSH_WAIT_SECONDS, self.probe_timeout / 2)
+        self._probe_started = 0.0
         self._next: Call = ListInstance()
         self._instance: BrevInstance | None = None
         self._nonce = new_nonce()
@@ -227,26 +235,34 @@ class ReadinessCheck(StepMachine[Readiness]):
 
     def _receive(self, call: Call, outcome: object, now: float) -> None:
         if isinstance(call, ListInstance):
-            self._on_listing(outcome)
+            self._on_listing(outcome, now)
         elif isinstance(call, ReadHostEntries):
             if host_entry_present(outcome if isinstance(outcome, str) else None, self.name):
                 self._ssh_since = now
-                self._next = RunSshProbe(self._command)
+                self._next = RunSshProbe(self._command, self._ssh_budget(now))
             elif not self._refreshed:
                 self._refreshed = True
-                self._next = RefreshHostEntries()
+                self._next = RefreshHostEntries(max(1.0, min(60.0, self._left(now))))
             else:
-                self._hand_over()
+                self._hand_over(now)
         elif isinstance(call, RefreshHostEntries):
             self._next = ReadHostEntries()
             if isinstance(outcome, Failed):
-                self._hand_over()
+                self._hand_over(now)
         elif isinstance(call, RunSshProbe):
             self._on_ssh_probe(outcome, now)
         else:
             self._on_exec_probe(outcome)
 
-    def _on_listing(self, outcome: object) -> None:
+    def _left(self, now: float) -> float:
+        """What is left of the probe budget."""
+        return self.probe_timeout - (now - self._probe_started)
+
+    def _ssh_budget(self, now: float) -> float:
+        """One direct attempt's process budget: the connect timeout plus 5 s, within what is left."""
+        return max(1.0, min(SSH_CONNECT_TIMEOUT + 5.0, self._left(now)))
+
+    def _on_listing(self, outcome: object, now: float) -> None:
         if isinstance(outcome, Failed):
             self._finish(Fail(outcome.error))
             return
@@ -257,19 +273,27 @@ class ReadinessCheck(StepMachine[Readiness]):
             return
         self._instance = instance
         if self.direct_ssh:
+            self._probe_started = now
             self._next = ReadHostEntries()
         else:
-            self._hand_over()
+            self.probed_with = "exec"
+            self._next = RunProbe(self._command)
 
-    def _hand_over(self) -> None:
-        """Probe through ``brev exec`` (the CLI's own path, which refreshes and waits for sshd itself)."""
+    def _hand_over(self, now: float) -> None:
+        """Probe through ``brev exec`` (the CLI's own path, which refreshes and waits for sshd itself) with what is
+        left of the probe budget; with less than a second left, the check ends: not reachable yet."""
+        assert self._instance is not None
         self.probed_with = "exec"
-        self._next = RunProbe(self._command)
+        left = self._left(now)
+        if left < 1.0:
+            self._finish(Done(probe_readiness(self.name, self._instance, False, STAGE_SSH, "probe timed out")))
+        else:
+            self._next = RunProbe(self._command, left)
 
     def _on_ssh_probe(self, outcome: object, now: float) -> None:
         assert self._instance is not None and self._ssh_since is not None
         if isinstance(outcome, Failed) or not isinstance(outcome, ProcessResult):
-            self._hand_over()  # ``ssh`` could not be started
+            self._hand_over(now)  # ``ssh`` could not be started
             return
         passed, stage = probe_passed(outcome.stdout_lines, self._nonce, require_docker=self.require_docker)
         if passed or (stage == STAGE_DOCKER):
@@ -278,8 +302,9 @@ class ReadinessCheck(StepMachine[Readiness]):
         elif ssh_still_booting(outcome) and now - self._ssh_since < self.ssh_window:
             interval = ssh_retry_interval(now - self._ssh_since)
             self._sleep = min(interval, max(0.0, self._ssh_since + self.ssh_window - now))
+            self._next = RunSshProbe(self._command, self._ssh_budget(now + self._sleep))
         else:
-            self._hand_over()
+            self._hand_over(now)
 
     def _on_exec_probe(self, outcome: object) -> None:
         assert self._instance is not None

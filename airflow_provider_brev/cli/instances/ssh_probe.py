@@ -43,7 +43,12 @@ class ReadHostEntries(Call):
 
 @dataclass(frozen=True)
 class RefreshHostEntries(Call):
-    """Call: ``brev refresh`` (writes a host entry per RUNNING instance); the answer is its result or ``Failed``."""
+    """Call: ``brev refresh`` (writes a host entry per RUNNING instance); the answer is its result or ``Failed``.
+
+    :param timeout: the call's budget (what is left of the check's probe budget).
+    """
+
+    timeout: float
 
 
 @dataclass(frozen=True)
@@ -52,9 +57,11 @@ class RunSshProbe(Call):
     :class:`~airflow_provider_brev.cli.protocol.lines.ProcessResult` (or ``Failed``: ``ssh`` could not be started).
 
     :param command: the probe command.
+    :param timeout: the process's budget (at most the connect timeout plus 5 s, and what is left of the check's).
     """
 
     command: str
+    timeout: float
 
 
 def ssh_retry_interval(probing_for: float) -> float:
