@@ -71,7 +71,7 @@ def bill_markdown(bill: dict[str, Any]) -> list[str]:
         m, p = data["measured"], data["projected"]
         cells = [f"{m['seconds'][k]:.1f} / {p['seconds'][k]:.0f}" for k in PHASES]
         share = f"{m['non_work_share']:.1%} / {p['non_work_share']:.1%}"
-        money = f"{m['dollars']} / {p['dollars']}"
+        money = " / ".join("$?" if v is None else f"${v:.2f}" for v in (m["dollars"], p["dollars"]))
         lines.append(
             f"| {name} | " + " | ".join(cells) + f" | {m['total_s']:.0f} / {p['total_s']:.0f} | {share} | {money} |"
         )
