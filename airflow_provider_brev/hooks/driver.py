@@ -58,7 +58,7 @@ def drive(
     *,
     log: EmitLog | None = None,
     clock: Callable[[], float] = time.time,
-    sleep: Callable[[float], Any] = time.sleep,
+    sleep: Callable[[float], Any] | None = None,
     interrupted: Callable[[], BaseException | None] | None = None,
 ) -> R:
     """Run ``machine`` to its end, synchronously; returns its result or raises its error.
@@ -68,7 +68,8 @@ def drive(
         :class:`Failed`).
     :param log: where :class:`Emit` records go (``None``: dropped).
     :param clock: the machine's clock (``time.time`` for absolute deadlines, ``time.monotonic`` for relative ones).
-    :param sleep: how to sleep (tests pass a fake).
+    :param sleep: how to sleep (tests pass a fake); ``None``: ``time.sleep`` as it is when the wait runs (looked up
+        at call time, so a clock swapped in for ``time.sleep`` after import is honoured).
     :param interrupted: asked before every action: an error it returns is raised at once (a killed task).
     """
     while True:
@@ -82,7 +83,7 @@ def drive(
                 outcome = Failed(err)
             machine.receive(outcome, clock())
         elif isinstance(action, Sleep):
-            sleep(action.seconds)
+            (time.sleep if sleep is None else sleep)(action.seconds)
         elif (result := _settle(action, log)) is not _GO_ON:
             return result
 

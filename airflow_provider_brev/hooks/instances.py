@@ -9,6 +9,7 @@ jobs. Every sync/async pair drives the same builder or protocol.
 from __future__ import annotations
 
 import asyncio
+import shutil
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +24,12 @@ from airflow_provider_brev.cli.instances.readiness import (
     ReadinessWait,
     RunProbe,
     WaitStep,
+)
+from airflow_provider_brev.cli.instances.ssh_probe import (
+    ReadHostEntries,
+    RefreshHostEntries,
+    RunSshProbe,
+    ssh_probe_argv,
 )
 from airflow_provider_brev.cli.protocol.argv import (
     create_args,
@@ -59,7 +66,7 @@ from airflow_provider_brev.exceptions import (
 from airflow_provider_brev.hooks.base import BrevBaseHook
 from airflow_provider_brev.hooks.driver import EmitLog, adrive, drive
 from airflow_provider_brev.hooks.listing import shared_listing
-from airflow_provider_brev.hooks.process import ProcessResult
+from airflow_provider_brev.hooks.process import ProcessResult, arun_process, run_process
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -356,20 +363,48 @@ class BrevInstancesHook(BrevBaseHook):
             "output_view": exec_view(3),
         }
 
+    #: ``brev refresh`` (a direct probe's missing host entry): one attempt, quiet.
+    _REFRESH_ARGS: dict[str, Any] = {"retry": False, "log_output": False}
+
+    def _readiness_check(self, name: str, require_docker: bool, probe_timeout: float) -> tuple[ReadinessCheck, str]:
+        """The check's machine, and the ``ssh`` the CLI's environment would run (``""``: none, no direct probe)."""
+        ssh = shutil.which("ssh", path=self._env().get("PATH")) or ""
+        check = ReadinessCheck(name, require_docker=require_docker, direct_ssh=bool(ssh), probe_timeout=probe_timeout)
+        return check, ssh
+
+    def _ssh_probe_kwargs(self, ssh: str, name: str, call: RunSshProbe) -> dict[str, Any]:
+        """One direct ``ssh`` attempt through the CLI's host entry (``~/.brev/ssh_config`` of the CLI's HOME)."""
+        config = str(self._home() / ".brev" / "ssh_config")
+        return {"argv": ssh_probe_argv(ssh, config, name, call.command), "env": self._env(), "timeout": call.timeout}
+
+    def _read_host_entries(self) -> str | None:
+        try:
+            return (self._home() / ".brev" / "ssh_config").read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return None
+
     def check_readiness(
         self, name: str, *, require_docker: bool = False, probe_timeout: float = DEFAULT_PROBE_TIMEOUT
     ) -> Readiness:
         """One layered readiness check (the sync driver over
         :class:`~airflow_provider_brev.cli.instances.readiness.ReadinessCheck`)."""
+        check, ssh = self._readiness_check(name, require_docker, probe_timeout)
 
-        def perform(call: Call) -> BrevInstance | ProcessResult | None:
+        def perform(call: Call) -> BrevInstance | ProcessResult | str | None:
             if isinstance(call, ListInstance):
                 return self.get_instance(name)
+            if isinstance(call, ReadHostEntries):
+                return self._read_host_entries()
+            if isinstance(call, RefreshHostEntries):
+                return self.run_cli(["refresh"], timeout=call.timeout, **self._REFRESH_ARGS)
+            if isinstance(call, RunSshProbe):
+                kwargs = self._ssh_probe_kwargs(ssh, name, call)
+                return run_process(kwargs.pop("argv"), on_start=self._track, **kwargs)
             assert isinstance(call, RunProbe)
-            kwargs = self._probe_args(name, call.command, probe_timeout)
+            kwargs = self._probe_args(name, call.command, call.timeout or probe_timeout)
             return self.run_cli(kwargs.pop("args"), **kwargs)
 
-        return drive(ReadinessCheck(name, require_docker=require_docker), perform)
+        return drive(check, perform)
 
     async def acheck_readiness(
         self,
@@ -393,15 +428,24 @@ class BrevInstancesHook(BrevBaseHook):
             since = max(self.__dict__.get("_previous_check", started), seen + 1e-6 if seen is not None else started)
         self.__dict__["_previous_check"] = started
         listed_since = since
+        await self.aconfig()
+        check, ssh = self._readiness_check(name, require_docker, probe_timeout)
 
-        async def perform(call: Call) -> BrevInstance | ProcessResult | None:
+        async def perform(call: Call) -> BrevInstance | ProcessResult | str | None:
             if isinstance(call, ListInstance):
                 return await self.aget_instance(name, since=listed_since)
+            if isinstance(call, ReadHostEntries):
+                return self._read_host_entries()
+            if isinstance(call, RefreshHostEntries):
+                return await self.arun_cli(["refresh"], timeout=call.timeout, **self._REFRESH_ARGS)
+            if isinstance(call, RunSshProbe):
+                kwargs = self._ssh_probe_kwargs(ssh, name, call)
+                return await arun_process(kwargs.pop("argv"), **kwargs)
             assert isinstance(call, RunProbe)
-            kwargs = self._probe_args(name, call.command, probe_timeout)
+            kwargs = self._probe_args(name, call.command, call.timeout or probe_timeout)
             return await self.arun_cli(kwargs.pop("args"), **kwargs)
 
-        return await adrive(ReadinessCheck(name, require_docker=require_docker), perform)
+        return await adrive(check, perform)
 
     def is_ready(self, name: str, *, require_docker: bool = False) -> bool:
         """Whether ``name`` is usable now (RUNNING, shell READY, exec probe answered)."""
@@ -420,7 +464,7 @@ class BrevInstancesHook(BrevBaseHook):
 
         The sync driver over :class:`~airflow_provider_brev.cli.instances.readiness.ReadinessWait` (the trigger
         runs the same machine through :meth:`await_readiness`): checks every ``poll_interval`` seconds while the
-        instance changes stage and at most every 2 s during a long boot; a few transient check failures in a row
+        instance changes stage and at most every 1.5 s during a long boot; a few transient check failures in a row
         do not end the wait.
 
         :param should_stop: checked before every step of the wait; once it returns ``True`` (the task was killed)

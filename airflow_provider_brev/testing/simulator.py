@@ -410,6 +410,10 @@ class BrevSimulator:
         first = lambda r: next((a for a in r.get("argv", []) if not a.startswith("-")), "")  # noqa: E731
         return [r for r in recs if command is None or command in (first(r), r.get("command"))]
 
+    def ssh_calls(self) -> list[dict[str, Any]]:
+        """Recorded invocations of the client's plain ``ssh`` (``bin/ssh``, :mod:`.fake_brev.ssh_client`)."""
+        return sorted(read_jsonl(str(self.root / "ssh_calls.jsonl")), key=lambda r: r.get("ts", 0))
+
     def runs(self, instance: str | None = None) -> list[dict[str, Any]]:
         """Commands actually started in a sandbox (by ``brev exec``), oldest first."""
         recs = read_jsonl(str(self.root / "runs.jsonl"))

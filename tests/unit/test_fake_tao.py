@@ -565,3 +565,17 @@ train:
         "results_dir": "/r",
         "train": {"num_epochs": 2},
     }
+
+
+def test_pull_time_follows_the_image_size_and_the_pull_rate(gpu: BrevSimulator) -> None:
+    gpu.set_docker(nvcr_anonymous_pull=True, pull_bytes_per_second=10_000_000, image_bytes={PYT: 8_000_000, "*": 0})
+    started = time.monotonic()
+    assert sh(gpu, f"docker pull {PYT}").returncode == 0
+    took = time.monotonic() - started
+    assert took >= 0.8  # 8 MB at 10 MB/s
+    started = time.monotonic()
+    assert sh(gpu, f"docker pull {PYT}").returncode == 0  # present: nothing to download
+    assert sh(gpu, f"docker pull {DS}").returncode == 0  # "*": size 0
+    assert time.monotonic() - started < took
+    pulls = gpu.docker_calls("gpu", subcommand="pull")
+    assert [c.get("pull_bytes", 0) for c in pulls] == [8_000_000, 0, 0]

@@ -49,7 +49,7 @@ def test_stage_names_and_constants_are_fixed():
     stages = (STAGE_MISSING, STAGE_FAILED, STAGE_DELETING, STAGE_STOPPED, STAGE_PROVISIONING, STAGE_BUILDING)
     assert stages == ("missing", "failed", "deleting", "stopped", "provisioning", "building")
     assert (STAGE_SSH, STAGE_DOCKER, STAGE_READY) == ("ssh", "docker", "ready")
-    assert (FAST_POLL_SECONDS, MAX_POLL_INTERVAL, MAX_CHECK_FAILURES) == (60.0, 2.0, 5)
+    assert (FAST_POLL_SECONDS, MAX_POLL_INTERVAL, MAX_CHECK_FAILURES) == (60.0, 1.5, 5)
 
 
 @pytest.mark.parametrize(
@@ -148,11 +148,12 @@ def test_the_docker_stage_is_reached_when_ssh_works_but_docker_does_not():
     [
         (1.0, FAST_POLL_SECONDS - 0.01, 1.0),
         (1.0, FAST_POLL_SECONDS, MAX_POLL_INTERVAL),
-        (2.0, 600, 2.0),
-        (1.99, 600, 2.0),
+        (1.5, 600, 1.5),
+        (1.49, 600, 1.5),
+        (2.0, 600, 2.0),  # a longer configured interval is kept
     ],
 )
-def test_the_back_off_starts_at_one_minute_in_a_stage_and_caps_at_two_seconds(base, in_stage, expected):
+def test_the_back_off_starts_at_one_minute_in_a_stage_and_caps_at_one_and_a_half_seconds(base, in_stage, expected):
     assert next_poll_interval(base, in_stage) == expected
 
 
@@ -175,7 +176,7 @@ def test_the_wait_sleeps_what_is_left_of_the_interval_and_never_past_the_deadlin
     assert _checked(late, building, 9.0, 71.0) == Sleep(0.0)  # past the deadline: no sleep at all
     slow = ReadinessWait("w-1", deadline=500.0, poll_interval=1.0, now=0.0)
     _checked(slow, building, 0.0, 0.0)
-    assert _checked(slow, building, 70.0, 70.5) == Sleep(pytest.approx(1.5))  # in the stage since 0: 2 s - 0.5 s
+    assert _checked(slow, building, 70.0, 70.5) == Sleep(pytest.approx(1.0))  # in the stage since 0: 1.5 s - 0.5 s
 
 
 def test_the_check_gets_the_probe_budget_and_what_is_left_of_the_wait():

@@ -41,7 +41,7 @@ _FAKE = r"""
 import json, os, sys, time
 root = os.environ["PARITY_ROOT"]
 args = sys.argv[1:]
-sub = args[0] if args else ""
+sub = "ssh" if os.path.basename(sys.argv[0]) == "ssh" else (args[0] if args else "")
 if sub == "--version":
     print("brev version v0.6.327"); sys.exit(0)
 if sub == "create" and "--help" in args:
@@ -53,6 +53,9 @@ if sub == "login":
     with open(os.path.join(os.environ["HOME"], ".brev", "credentials.json"), "w") as handle:
         json.dump({"access_token": args[-1], "refresh_token": "auto-login"}, handle)
     sys.exit(0)
+if sub == "refresh":  # brev refresh writes the host entries of RUNNING instances
+    with open(os.path.join(os.environ["HOME"], ".brev", "ssh_config"), "w") as handle:
+        handle.write("Host w-1\n  Hostname 10.0.0.1\n")
 path = os.path.join(root, "script.json")
 with open(path) as handle:
     script = json.load(handle)
@@ -62,7 +65,7 @@ with open(path, "w") as handle:
 time.sleep(reply.get("sleep", 0))
 if reply.get("run"):  # an exec probe that works: run its command
     import subprocess
-    sys.stdout.write(subprocess.run(["bash", "-c", args[-1]], capture_output=True, text=True).stdout)
+    sys.stdout.write(subprocess.run(["/bin/bash", "-c", args[-1]], capture_output=True, text=True).stdout)
 sys.stdout.write(reply.get("stdout", ""))
 sys.stderr.write(reply.get("stderr", ""))
 sys.exit(reply.get("exit", 0))
@@ -166,6 +169,9 @@ def scripted_brev(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     exe.chmod(exe.stat().st_mode | stat.S_IXUSR)
     home = tmp_path / "home"
     home.mkdir()
+    # the PATH of the CLI's environment: an ``ssh`` there (the scripted one, see ``_hook``) enables the direct probe
+    (tmp_path / "bin").mkdir()
+    monkeypatch.setenv("PATH", str(tmp_path / "bin"))
     monkeypatch.setenv("PARITY_ROOT", str(tmp_path))
     conn = {"conn_type": "brev", "password": "tok-parity", "extra": {"cli_path": str(exe), "brev_home": str(home)}}
     monkeypatch.setenv("AIRFLOW_CONN_PARITY", json.dumps(conn))
@@ -218,6 +224,7 @@ def _listing(status: str, shell: str = "READY") -> dict:
 
 
 PROBE_OK = {"run": True}
+REFUSED = {"exit": 255, "stderr": "ssh: connect to host 10.0.0.1 port 22: Connection refused\n"}
 
 # (id, script, expected stage, expected sub-commands)
 CHECKS = [
@@ -226,11 +233,39 @@ CHECKS = [
     ("missing", {"ls": [OK_LS]}, "missing", ["ls"]),
     ("probe-times-out", {"ls": [_listing("RUNNING")], "exec": [{"sleep": 30}]}, "ssh", ["ls", "exec"]),
     ("probe-no-nonce", {"ls": [_listing("RUNNING")], "exec": [{"stdout": "hello\n"}]}, "ssh", ["ls", "exec"]),
+    # with an ``ssh`` on the CLI's PATH: the direct probe through the host entry ``brev refresh`` writes
+    ("ssh-ready", {"ls": [_listing("RUNNING")], "refresh": [{}], "ssh": [PROBE_OK]}, "ready", ["ls", "refresh", "ssh"]),
+    (
+        "ssh-refused-then-ready",
+        {"ls": [_listing("RUNNING")], "refresh": [{}], "ssh": [REFUSED, REFUSED, PROBE_OK]},
+        "ready",
+        ["ls", "refresh", "ssh", "ssh", "ssh"],
+    ),
+    (
+        "ssh-denied-hands-over-to-exec",
+        {"ls": [_listing("RUNNING")], "refresh": [{}], "ssh": [{"exit": 255, "stderr": "Permission denied.\n"}]}
+        | {"exec": [PROBE_OK]},
+        "ready",
+        ["ls", "refresh", "ssh", "exec"],
+    ),
+    (
+        "refresh-fails-hands-over-to-exec",
+        {"ls": [_listing("RUNNING")], "refresh": [{"exit": 1, "stderr": "refresh failed\n"}], "ssh": []}
+        | {"exec": [PROBE_OK]},
+        "ready",
+        ["ls", "refresh", "exec"],
+    ),
 ]
 
 
 def _hook(root: Path, script: dict) -> BrevHook:
     (root / "script.json").write_text(json.dumps(script))
+    ssh = root / "bin" / "ssh"  # the scripted ssh is on PATH only for scenarios that script it
+    ssh.unlink(missing_ok=True)
+    if "ssh" in script:
+        ssh.write_text((root / "brev").read_text())
+        ssh.chmod(0o755)
+    (root / "home" / ".brev" / "ssh_config").unlink(missing_ok=True)
     _reset_process_caches()
     hook = BrevHook(brev_conn_id="parity", retry_limit=3, retry_delay=0.01, log_cli_output=False)
     hook._ensure_logged_in()
@@ -247,10 +282,11 @@ def test_sync_and_async_readiness_checks_agree(scripted_brev, script, stage, exp
     outcomes = []
     for driver in ("sync", "async"):
         hook = _hook(scripted_brev, json.loads(json.dumps(script)))
+        budget = 10 if "refresh" in script else 1  # a direct probe hands over what is left of the budget
         if driver == "sync":
-            readiness = hook.check_readiness("w-1", probe_timeout=1)
+            readiness = hook.check_readiness("w-1", probe_timeout=budget)
         else:
-            readiness = asyncio.run(hook.acheck_readiness("w-1", probe_timeout=1))
+            readiness = asyncio.run(hook.acheck_readiness("w-1", probe_timeout=budget))
         outcomes.append(((readiness.stage, readiness.terminal), _subcommands(scripted_brev)))
     assert outcomes[0] == outcomes[1] == ((stage, stage == "missing"), expected_calls)
 

@@ -21,6 +21,16 @@ import shlex
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from airflow_provider_brev.cli.instances.ssh_probe import (
+    SSH_CONNECT_TIMEOUT,
+    SSH_WAIT_SECONDS,
+    ReadHostEntries,
+    RefreshHostEntries,
+    RunSshProbe,
+    host_entry_present,
+    ssh_retry_interval,
+    ssh_still_booting,
+)
 from airflow_provider_brev.cli.protocol.lines import ProcessResult
 from airflow_provider_brev.cli.protocol.machine import Call, Done, Fail, Failed, Sleep, StepMachine
 from airflow_provider_brev.cli.protocol.output import (
@@ -169,46 +179,134 @@ class RunProbe(Call):
     :class:`~airflow_provider_brev.exceptions.BrevTimeoutError`).
 
     :param command: the probe command.
+    :param timeout: its budget when the check decided one (what is left after a direct ``ssh`` probe), else
+        ``None``: the hook's probe budget.
     """
 
     command: str
+    timeout: float | None = None
 
 
 class ReadinessCheck(StepMachine[Readiness]):
     """The machine of one layered check: cheap status first, the exec probe only when the status is good.
 
+    With ``direct_ssh`` the probe goes through plain ``ssh`` and the host entry ``brev refresh`` writes
+    (:mod:`airflow_provider_brev.cli.instances.ssh_probe`): the entry is read (and written once with ``brev refresh``
+    when missing), then ``ssh`` is tried every 0.1 s (0.5 s after the first 10 s,
+    :func:`~airflow_provider_brev.cli.instances.ssh_probe.ssh_retry_interval`) while it says sshd is not up yet, for
+    at most ``ssh_window`` seconds. A missing entry, a failed refresh,
+    a missing ``ssh``, any other ``ssh`` failure or the end of the window hand over to the ``brev exec`` probe.
     The hook's ``check_readiness`` / ``acheck_readiness`` run it with the generic drivers
     (:mod:`airflow_provider_brev.hooks.driver`) and perform its calls.
 
     :param name: the instance.
     :param require_docker: also require ``docker info`` to succeed.
+    :param direct_ssh: probe with plain ``ssh`` first (the hook found an ``ssh`` executable).
+    :param probe_timeout: the probe's whole budget (``None``: :data:`DEFAULT_PROBE_TIMEOUT`); direct probing takes
+        at most half of it (and at most :data:`~airflow_provider_brev.cli.instances.ssh_probe.SSH_WAIT_SECONDS`), the
+        ``brev exec`` probe after it what is left.
     """
 
-    def __init__(self, name: str, *, require_docker: bool = False) -> None:
+    def __init__(
+        self, name: str, *, require_docker: bool = False, direct_ssh: bool = False, probe_timeout: float | None = None
+    ) -> None:
         super().__init__()
         self.name = name
         self.require_docker = require_docker
-        self._next: ListInstance | RunProbe = ListInstance()
+        self.direct_ssh = direct_ssh
+        self.probe_timeout = DEFAULT_PROBE_TIMEOUT if probe_timeout is None else probe_timeout
+        self.ssh_window = min(SSH_WAIT_SECONDS, self.probe_timeout / 2)
+        self._probe_started = 0.0
+        self._next: Call = ListInstance()
         self._instance: BrevInstance | None = None
         self._nonce = new_nonce()
+        self._command = build_probe_command(self._nonce, require_docker=require_docker)
+        self._refreshed = False
+        self._ssh_since: float | None = None
+        self._sleep: float | None = None
+        #: How the check probed: ``ssh`` (directly), ``exec`` (through ``brev exec``) or ``""`` (not at all).
+        self.probed_with = ""
 
     def _decide(self, now: float) -> Call | Sleep | Done[Readiness] | Fail:
+        if self._sleep is not None:
+            seconds, self._sleep = self._sleep, None
+            return Sleep(seconds)
         return self._next
 
     def _receive(self, call: Call, outcome: object, now: float) -> None:
         if isinstance(call, ListInstance):
+            self._on_listing(outcome, now)
+        elif isinstance(call, ReadHostEntries):
+            if host_entry_present(outcome if isinstance(outcome, str) else None, self.name):
+                self._ssh_since = now
+                self._next = RunSshProbe(self._command, self._ssh_budget(now))
+            elif not self._refreshed:
+                self._refreshed = True
+                self._next = RefreshHostEntries(max(1.0, min(60.0, self._left(now))))
+            else:
+                self._hand_over(now)
+        elif isinstance(call, RefreshHostEntries):
+            self._next = ReadHostEntries()
             if isinstance(outcome, Failed):
-                self._finish(Fail(outcome.error))
-                return
-            instance = outcome if isinstance(outcome, BrevInstance) else None
-            decided = readiness_from_status(self.name, instance)
-            if decided is not None:
-                self._finish(Done(decided))
-                return
-            assert instance is not None
-            self._instance = instance
-            self._next = RunProbe(build_probe_command(self._nonce, require_docker=self.require_docker))
+                self._hand_over(now)
+        elif isinstance(call, RunSshProbe):
+            self._on_ssh_probe(outcome, now)
+        else:
+            self._on_exec_probe(outcome)
+
+    def _left(self, now: float) -> float:
+        """What is left of the probe budget."""
+        return self.probe_timeout - (now - self._probe_started)
+
+    def _ssh_budget(self, now: float) -> float:
+        """One direct attempt's process budget: the connect timeout plus 5 s, within what is left."""
+        return max(1.0, min(SSH_CONNECT_TIMEOUT + 5.0, self._left(now)))
+
+    def _on_listing(self, outcome: object, now: float) -> None:
+        if isinstance(outcome, Failed):
+            self._finish(Fail(outcome.error))
             return
+        instance = outcome if isinstance(outcome, BrevInstance) else None
+        decided = readiness_from_status(self.name, instance)
+        if decided is not None:
+            self._finish(Done(decided))
+            return
+        self._instance = instance
+        if self.direct_ssh:
+            self._probe_started = now
+            self._next = ReadHostEntries()
+        else:
+            self.probed_with = "exec"
+            self._next = RunProbe(self._command)
+
+    def _hand_over(self, now: float) -> None:
+        """Probe through ``brev exec`` (the CLI's own path, which refreshes and waits for sshd itself) with what is
+        left of the probe budget; with less than a second left, the check ends: not reachable yet."""
+        assert self._instance is not None
+        self.probed_with = "exec"
+        left = self._left(now)
+        if left < 1.0:
+            self._finish(Done(probe_readiness(self.name, self._instance, False, STAGE_SSH, "probe timed out")))
+        else:
+            self._next = RunProbe(self._command, left)
+
+    def _on_ssh_probe(self, outcome: object, now: float) -> None:
+        assert self._instance is not None and self._ssh_since is not None
+        if isinstance(outcome, Failed) or not isinstance(outcome, ProcessResult):
+            self._hand_over(now)  # ``ssh`` could not be started
+            return
+        passed, stage = probe_passed(outcome.stdout_lines, self._nonce, require_docker=self.require_docker)
+        if passed or (stage == STAGE_DOCKER):
+            self.probed_with = "ssh"
+            self._finish(Done(probe_readiness(self.name, self._instance, passed, stage)))
+        elif ssh_still_booting(outcome) and now - self._ssh_since < self.ssh_window:
+            interval = ssh_retry_interval(now - self._ssh_since)
+            self._sleep = min(interval, max(0.0, self._ssh_since + self.ssh_window - now))
+            self._next = RunSshProbe(self._command, self._ssh_budget(now + self._sleep))
+        else:
+            self._hand_over(now)
+
+    def _on_exec_probe(self, outcome: object) -> None:
         assert self._instance is not None
         if isinstance(outcome, Failed):
             if isinstance(outcome.error, BrevTimeoutError):
@@ -224,7 +322,7 @@ class ReadinessCheck(StepMachine[Readiness]):
 #: Poll at the base interval for this long after the last change of stage, then back off.
 FAST_POLL_SECONDS = 60.0
 #: The longest interval between two readiness checks of one wait.
-MAX_POLL_INTERVAL = 2.0
+MAX_POLL_INTERVAL = 1.5
 
 
 def next_poll_interval(base: float, seconds_in_stage: float) -> float:
@@ -232,7 +330,8 @@ def next_poll_interval(base: float, seconds_in_stage: float) -> float:
 
     ``base`` (1 s by default) while the instance has recently changed stage, so the moment it becomes ready is seen
     quickly; after :data:`FAST_POLL_SECONDS` in the same stage (a long boot), at most :data:`MAX_POLL_INTERVAL`,
-    which halves the ``brev`` calls of a long boot and keeps the detection lag at most that long.
+    which cuts the ``brev`` calls of a long boot by a third (below one per second of boot) and keeps the detection
+    lag of a deferred wait, whose listing may be up to one interval old, within 2 s.
 
     :param base: the wait's configured poll interval in seconds.
     :param seconds_in_stage: how long the instance has been in its current stage.

@@ -15,11 +15,11 @@ def ssh_config_path(ctx: Ctx) -> str:
     return os.path.join(ctx.brev_dir, "ssh_config")
 
 
-def read_ssh_aliases(ctx: Ctx) -> dict[str, str]:
-    """alias -> instance id, from ``~/.brev/ssh_config`` (written only by refresh)."""
+def read_ssh_aliases(ctx: Ctx, path: str | None = None) -> dict[str, str]:
+    """alias -> instance id, from ``~/.brev/ssh_config`` (written only by refresh) or another ssh config ``path``."""
     aliases: dict[str, str] = {}
     try:
-        with open(ssh_config_path(ctx), encoding="utf-8") as fh:
+        with open(path or ssh_config_path(ctx), encoding="utf-8") as fh:
             text = fh.read()
     except OSError:
         return aliases
@@ -91,9 +91,11 @@ def cmd_refresh(ctx: Ctx, _v: dict, _pos: list[str]) -> int:
     return 0
 
 
-def ssh_check(ctx: Ctx, alias: str) -> tuple[dict | None, str]:
-    """Resolve an ssh alias like ssh would: (instance, None) when sshd answers, else (None, ssh's error)."""
-    ident = read_ssh_aliases(ctx).get(alias)
+def ssh_check(ctx: Ctx, alias: str, aliases: dict[str, str] | None = None) -> tuple[dict | None, str]:
+    """Resolve an ssh alias like ssh would: (instance, None) when sshd answers, else (None, ssh's error).
+
+    ``aliases``: the host entries ssh reads (default: the CLI's ``~/.brev/ssh_config``)."""
+    ident = (read_ssh_aliases(ctx) if aliases is None else aliases).get(alias)
     if ident is None:
         return None, f"ssh: Could not resolve hostname {alias}: Name or service not known"
     st = ctx.store.read()

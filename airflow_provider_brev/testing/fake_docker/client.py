@@ -31,6 +31,9 @@ DEFAULT_DOCKER_CONFIG: dict = {
     "nvcr_anonymous_pull": False,  # nvcr.io pulls work without a prior `docker login nvcr.io`
     "missing_images": [],  # image refs (or repositories) whose manifest does not exist
     "fail_pull": False,  # pulls time out: True (always), an int (the next N pulls) or a list of refs
+    # a pull that downloads takes the image's size / this many seconds (0: at once); each pull has the full rate
+    "pull_bytes_per_second": 0,
+    "image_bytes": {},  # image ref (or repository) -> bytes a pull downloads; "*": any other image (default 0)
 }
 
 
@@ -161,6 +164,15 @@ class Docker:
     def images(self) -> dict[str, dict]:
         return _c.read_json(os.path.join(self.ddir, "images.json"), {}) or {}
 
+    def _download(self, ref: Ref, repo: str) -> None:
+        """The time a download takes (``image_bytes`` / ``pull_bytes_per_second``), recorded with its size."""
+        sizes = self.cfg.get("image_bytes") or {}
+        size = next((sizes[k] for k in (ref.familiar, ref.canonical, repo, "*") if k in sizes), 0)
+        rate = float(self.cfg.get("pull_bytes_per_second") or 0)
+        self.record["pull_bytes"] = self.record.get("pull_bytes", 0) + int(size)
+        if rate > 0 and size:
+            time.sleep(float(size) / rate)
+
     def pull(self, ref: Ref, write: Callable[[str], None]) -> None:
         """Pull ``ref`` into the instance's image store (auth, missing-manifest and failure knobs)."""
         head = f"https://{'registry-1.docker.io' if ref.registry == 'docker.io' else ref.registry}/v2/"
@@ -186,6 +198,8 @@ class Docker:
                 f"Error response from daemon: manifest for {ref.familiar} not found: manifest unknown: manifest unknown"
             )
         write(f"{ref.reference}: Pulling from {ref.path}\n")
+        if ref.canonical not in self.images():
+            self._download(ref, repo)
         with _c.flocked(os.path.join(self.ddir, "lock")):
             imgs = self.images()
             present = ref.canonical in imgs

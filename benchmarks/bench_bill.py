@@ -1,0 +1,332 @@
+"""The GPU bill of the flagship retraining DAG on a scaled realistic timeline, against the seed recipe.
+
+The realistic timeline (one retraining run): boot 180 s to RUNNING + 60 s until sshd answers, one ~14 GB TAO image
+per image used (~200 s each), 10,000 x 50 KB dataset objects from S3, gap analysis 300 s, train 3,600 s, evaluate
+300 s. Every **cloud-side** duration of the simulator is divided by one scale factor (``--scale``, 20 by default):
+the deploy and sshd times, the image pull time (through the fake docker's ``pull_bytes_per_second``) and the work
+(fake TAO ``epoch_seconds``). Host-side work -- staging through S3 (a local moto server), ``brev`` processes,
+Airflow's task overhead -- takes its real time. **Projected** seconds add (scale - 1) x the nominal cloud-side
+seconds of a phase (boots from the ``create``/``start`` calls, image downloads from the bytes pulled, the steps'
+nominal work) to what was measured, so host-side time is never multiplied.
+
+Three lifecycles in one session:
+
+1. **provider, fresh run** -- ``dags_examples/tao_visual_changenet_retrain.py`` with ``dag.test()``; its
+   ``num_epochs`` param is set so that training is 12 epochs (the fake TAO's train : evaluate : gap analysis take
+   12 : 1 : 0.5 epochs; with 15 s epochs at scale 20 that is 180 : 15 : 7.5 s);
+2. **provider, warm second run** -- the same DAG again. When ``BrevCreateInstanceOperator`` accepts ``reuse_key``
+   / ``max_idle`` and ``BrevDeleteInstanceOperator`` accepts ``release`` (looked up in their signatures), both runs
+   use ``reuse_key="bench-bill"`` and ``release="stop"``, so the second run finds the first run's instance; without
+   them the second run is as cold as the first, and the results say so;
+3. **seed recipe, extended** -- ``seed_recipe.sh`` (create, poll ``brev exec``, work, delete) whose work command is
+   the same steps: ``docker pull`` of both images, ``aws s3 sync`` of the dataset (``bill_aws.py``), ``docker run``
+   of the three steps (``sleep`` for the provider's nominal step durations) and ``aws s3 sync`` of the results. It
+   runs at the same time as the fresh run, on its own simulator root with the same timings.
+
+Per phase (boot, pull, stage, work, upload, lags): the provider's from its ``cost_report`` (every task's
+``brev_cost``; the instance's lifetime when the teardown reported it, the time between tasks counting as lags); the
+seed's from the simulator's records and the work command's timestamps. Non-work share = 1 - work / billed. Dollars
+with the instance type's price (``brev search``), as the cost model computes them (``cli/instances/cost.py``).
+
+    python benchmarks/bench_bill.py --out result.json [--scale 20 --objects 10000 --object-bytes 50000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import json
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from _common import BENCH_DIR, REPO_ROOT, WORK_DIR, InstanceWatcher, progress, write_json
+
+BASE = WORK_DIR / "bill"
+REAL = {"deploy": 180.0, "ssh": 60.0, "pull_per_image": 200.0, "gap_analysis": 300.0, "train": 3600.0}
+REAL |= {"evaluate": 300.0, "start": 60.0}
+IMAGE_BYTES = 14 * 10**9
+TRAIN_EPOCHS = 12  # train : evaluate : gap analysis = 12 : 1 : 0.5 epochs of the fake TAO
+REUSE_KEY = "bench-bill"
+CLOUD_PHASES = ("boot", "pull", "work")
+PHASES = ("boot", "pull", "stage", "work", "upload", "lags")
+
+
+def timings(scale: float) -> dict[str, Any]:
+    epoch = REAL["train"] / TRAIN_EPOCHS / scale
+    return {
+        "scale": scale,
+        "deploy_seconds": REAL["deploy"] / scale,
+        "ssh_seconds": REAL["ssh"] / scale,
+        "build_seconds": REAL["ssh"] / scale,
+        "delete_seconds": 1.0,
+        "start_seconds": REAL["start"] / scale,
+        "pull_bytes_per_second": IMAGE_BYTES / (REAL["pull_per_image"] / scale),
+        "image_bytes": IMAGE_BYTES,
+        "epoch_seconds": epoch,
+        "nominal_work_seconds": {"gap_analysis": epoch / 2, "train": epoch * TRAIN_EPOCHS, "evaluate": epoch},
+    }
+
+
+def configure(sim: Any, t: dict[str, Any]) -> None:
+    sim.set_timings(deploy=t["deploy_seconds"], ssh=t["ssh_seconds"], build=t["build_seconds"])
+    sim.set_timings(delete=t["delete_seconds"], start=t["start_seconds"])
+    sim.set_docker(pull_bytes_per_second=t["pull_bytes_per_second"], image_bytes={"*": t["image_bytes"]})
+    sim.set_tao(epoch_seconds=t["epoch_seconds"])
+
+
+def seed_dataset(bucket: str, prefix: str, objects: int, size: int) -> int:
+    """Fill the dataset prefix up to ``objects`` objects with ``size``-byte images the DAG's CSVs do not name."""
+    from airflow.providers.amazon.aws.hooks.s3 import S3Hook
+
+    client = S3Hook(aws_conn_id="aws_default").get_conn()
+    present = sum(p.get("KeyCount", 0) for p in client.get_paginator("list_objects_v2").paginate(Bucket=bucket))
+    body = bytes(size)
+
+    def put(i: int) -> None:
+        client.put_object(Bucket=bucket, Key=f"{prefix}images/extra/obj_{i:05d}.jpg", Body=body)
+
+    with ThreadPoolExecutor(16) as pool:
+        list(pool.map(put, range(max(objects - present, 0))))
+    return max(objects, present)
+
+
+def warm_reuse_supported() -> bool:
+    from airflow_provider_brev.operators.brev import BrevCreateInstanceOperator, BrevDeleteInstanceOperator
+
+    create = inspect.signature(BrevCreateInstanceOperator.__init__).parameters
+    delete = inspect.signature(BrevDeleteInstanceOperator.__init__).parameters
+    return {"reuse_key", "max_idle"} <= set(create) and "release" in delete
+
+
+def use_warm_reuse() -> None:
+    """Make the flagship's create and delete tasks reuse one instance (subclasses the DAG file picks up)."""
+    import airflow_provider_brev.operators.brev as ops
+
+    class WarmCreate(ops.BrevCreateInstanceOperator):  # type: ignore[misc,valid-type]
+        def __init__(self, **kwargs: Any) -> None:
+            super().__init__(reuse_key=REUSE_KEY, max_idle=timedelta(hours=1), **kwargs)
+
+    class WarmDelete(ops.BrevDeleteInstanceOperator):  # type: ignore[misc,valid-type]
+        def __init__(self, **kwargs: Any) -> None:
+            super().__init__(release="stop", **kwargs)
+
+    ops.BrevCreateInstanceOperator, ops.BrevDeleteInstanceOperator = WarmCreate, WarmDelete  # type: ignore[misc]
+
+
+def nominal(sim: Any, t: dict[str, Any], window: tuple[float, float]) -> dict[str, float]:
+    """The scaled cloud-side seconds of one run: boots (creates and starts, each until sshd answers), image
+    downloads (bytes over the pull rate) and the steps' nominal work."""
+    calls = [c for c in sim.calls() if window[0] <= c["ts"] <= window[1] and c.get("exit_code") == 0]
+    creates = sum(1 for c in calls if c.get("command") == "create" and "--help" not in c["argv"])
+    starts = sum(1 for c in calls if c.get("command") == "start")
+    pulled = sum(int(c.get("pull_bytes") or 0) for c in sim.docker_calls() if window[0] <= c["ts"] <= window[1])
+    return {
+        "boot": creates * (t["deploy_seconds"] + t["ssh_seconds"]) + starts * (t["start_seconds"] + t["ssh_seconds"]),
+        "pull": pulled / t["pull_bytes_per_second"],
+        "work": sum(t["nominal_work_seconds"].values()),
+        "creates": creates,
+        "starts": starts,
+        "pulled_bytes": pulled,
+    }
+
+
+def provider_run(sim: Any, dag: Any, conf: dict[str, Any], t: dict[str, Any]) -> dict[str, Any]:
+    started = time.time()
+    dag_run = dag.test(logical_date=None, run_conf=conf)
+    ended = time.time()
+    cloud = nominal(sim, t, (started, ended))
+    tis = {ti.task_id: ti for ti in dag_run.get_task_instances()}
+    report = tis["cost_report"].xcom_pull(task_ids="cost_report") or {}
+    seconds = dict(report.get("seconds") or {})
+    tasks_total = float(report.get("total_seconds") or 0.0)
+    lifetimes = report.get("lifetimes") or []
+    billed = sum(float(life.get("total_seconds") or 0.0) for life in lifetimes) or tasks_total
+    price = next((task.get("price_per_hour") for task in report.get("tasks", []) if task.get("price_per_hour")), None)
+    phases = {
+        "boot": seconds.get("boot", 0.0),
+        "pull": seconds.get("pull", 0.0),
+        "stage": seconds.get("stage", 0.0),
+        "work": seconds.get("work", 0.0),
+        "upload": seconds.get("upload", 0.0),
+        "lags": seconds.get("idle", 0.0) + max(billed - tasks_total, 0.0),
+    }
+    return {
+        "state": str(getattr(dag_run.state, "value", dag_run.state)),
+        "task_states": {k: str(getattr(v.state, "value", v.state)) for k, v in tis.items()},
+        "wall_s": round(ended - started, 1),
+        "billed_s": round(billed, 3),
+        "billed_from": "instance lifetime (teardown)" if lifetimes else "sum of the tasks' brev_cost",
+        "price_per_hour": price,
+        "nominal_cloud_seconds": cloud,
+        **summarise(phases, cloud, price, t["scale"]),
+    }
+
+
+def summarise(phases: dict[str, float], cloud: dict[str, float], price: float | None, scale: float) -> dict[str, Any]:
+    """Measured and projected seconds, non-work share and dollars; projected = measured + (scale - 1) x the phase's
+    nominal cloud-side seconds (host-side time in a phase is not multiplied)."""
+    from airflow_provider_brev.cli.instances.cost import dollars
+
+    measured = {k: round(float(v), 3) for k, v in phases.items()}
+    projected = {
+        k: round(v + (scale - 1) * float(cloud[k]) if k in CLOUD_PHASES else v, 3) for k, v in measured.items()
+    }
+
+    def side(values: dict[str, float]) -> dict[str, Any]:
+        total = sum(values.values())
+        return {
+            "seconds": values,
+            "total_s": round(total, 3),
+            "non_work_share": round(1 - values["work"] / total, 4) if total else None,
+            "dollars": dollars(price, total),
+        }
+
+    return {"measured": side(measured), "projected": side(projected)}
+
+
+def seed_work(marker: Path, t: dict[str, Any], images: tuple[str, str], bucket: str, prefix: str, name: str) -> str:
+    """The seed recipe's work command, extended with the flagship's steps (timestamps into ``marker``)."""
+    gap, train, evaluate = (t["nominal_work_seconds"][k] for k in ("gap_analysis", "train", "evaluate"))
+    ds, pyt = images
+    run = "docker run --rm --gpus all -v $HOME/data:/data -v $HOME/results:/results"
+    return (
+        f'set -e; t() {{ echo "$1 $(date +%s.%N)" >> {marker}; }}; '
+        f"t pull; docker pull {ds} >/dev/null; docker pull {pyt} >/dev/null; "
+        f"t stage; aws s3 sync s3://{bucket}/{prefix} data >/dev/null; "
+        f"t work; {run} {ds} sleep {gap:.3f}; {run} {pyt} sleep {train:.3f}; {run} {pyt} sleep {evaluate:.3f}; "
+        f"t upload; mkdir -p results; date > results/done.txt; aws s3 sync results s3://{bucket}/seed-runs/{name}/; "
+        "t end"
+    )
+
+
+def seed_run(sim: Any, watcher: InstanceWatcher, t: dict[str, Any], work: str, marker: Path, name: str) -> dict:
+    home = BASE / "seed-home"
+    home.mkdir(parents=True, exist_ok=True)
+    env = {"PATH": f"{sim.bin_dir}:/usr/bin:/bin", "HOME": str(home), "FAKE_BREV_STATE": str(sim.root)}
+    env["BREV_API_TOKEN"] = sim.valid_token
+    started = time.time()
+    proc = subprocess.run(
+        ["bash", str(BENCH_DIR / "seed_recipe.sh"), name, work],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=3600,
+        check=False,
+    )
+    time.sleep(0.3)  # let the watcher see the DELETING record
+    inst = watcher.by_name(name)[-1]
+    stamps: dict[str, float] = {}
+    for line in marker.read_text().splitlines():  # a re-run (the CLI re-runs failed commands) keeps the last
+        stamps[line.split()[0]] = float(line.split()[1])
+    if proc.returncode != 0 or "end" not in stamps:
+        raise RuntimeError(f"the seed recipe failed ({proc.returncode}): {proc.stdout[-800:]} {proc.stderr[-800:]}")
+    created, ssh_up = float(inst["created_at"]), float(inst["t_ssh_up"])
+    deleting = float(inst.get("t_deleting") or time.time())
+    cloud = nominal(sim, t, (started, time.time()))
+    phases = {
+        "boot": ssh_up - created,
+        "pull": stamps["stage"] - stamps["pull"],
+        "stage": stamps["work"] - stamps["stage"],
+        "work": stamps["upload"] - stamps["work"],
+        "upload": stamps["end"] - stamps["upload"],
+        "lags": (stamps["pull"] - ssh_up) + (deleting - stamps["end"]),
+    }
+    return {
+        "exit_code": proc.returncode,
+        "stderr_tail": proc.stderr[-400:],
+        "wall_s": round(time.time() - started, 1),
+        "billed_s": round(deleting - created, 3),
+        "instance_type": inst.get("instance_type"),
+        "nominal_cloud_seconds": cloud,
+        "phases_raw": phases,
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--scale", type=float, default=20.0)
+    parser.add_argument("--objects", type=int, default=10_000)
+    parser.add_argument("--object-bytes", type=int, default=50_000)
+    args = parser.parse_args()
+    sys.path.insert(0, str(REPO_ROOT / "scripts"))
+    import demo  # the flagship's local services (simulator, moto S3, connections), as `make demo` runs them
+
+    shutil.rmtree(BASE, ignore_errors=True)
+    BASE.mkdir(parents=True)
+    t = timings(args.scale)
+    demo._prepare_airflow(BASE)  # before anything imports Airflow (its configuration is read once)
+    warm = warm_reuse_supported()
+    if warm:
+        use_warm_reuse()
+    sim, server, endpoint = demo._start_local_services(BASE)
+    from airflow_provider_brev.testing import BrevSimulator
+
+    seed_sim = BrevSimulator(BASE / "seed-sim", profile="released").install()
+    for s in (sim, seed_sim):
+        configure(s, t)
+    seed_sim.set_docker(nvcr_anonymous_pull=True)  # the seed's docker login is not part of the comparison
+    seed_env = {"AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": "demo-access-key"}
+    seed_sim.set_config(sandbox_env=seed_env | {"AWS_SECRET_ACCESS_KEY": "demo-secret-key"})
+    seed_sim.add_tool("aws", f'#!/bin/sh\nexec {sys.executable} {BENCH_DIR / "bill_aws.py"} "$@"\n')
+    watchers = {"provider": InstanceWatcher(sim), "seed": InstanceWatcher(seed_sim)}
+    result: dict[str, Any] = {"timings": t, "real_timeline": REAL, "warm_reuse_supported": warm}
+    try:
+        objects = seed_dataset(demo.DEMO_BUCKET, demo.DATASET_PREFIX, args.objects, args.object_bytes)
+        result["dataset"] = {"objects": objects, "object_bytes": args.object_bytes}
+        progress(f"bill: {objects} dataset objects in S3; scale {args.scale:g}; warm reuse: {warm}")
+        from airflow.models import DagBag
+        from airflow.utils.db import initdb
+
+        initdb()
+        dag = DagBag(dag_folder=str(BASE / "dags")).get_dag(demo.DEFAULT_DAG)
+        conf = {"bucket": demo.DEMO_BUCKET, "dataset_prefix": demo.DATASET_PREFIX, "num_epochs": TRAIN_EPOCHS}
+        for w in watchers.values():
+            w.start()
+        images = (dag.get_task("gap_analysis").image, dag.get_task("train").image)
+        marker = BASE / "seed-marker"
+        work = seed_work(marker, t, images, demo.DEMO_BUCKET, demo.DATASET_PREFIX, "bill-seed")
+        seed_out: dict[str, Any] = {}
+        seed = threading.Thread(
+            target=lambda: seed_out.update(seed_run(seed_sim, watchers["seed"], t, work, marker, "bill-seed"))
+        )
+        seed.start()
+        progress("bill: provider fresh run and seed recipe")
+        result["provider_fresh"] = provider_run(sim, dag, conf, t)
+        seed.join()
+        if "error" in seed_out:
+            raise RuntimeError(seed_out["error"])
+        price = result["provider_fresh"]["price_per_hour"]
+        seed_out.update(summarise(seed_out.pop("phases_raw"), seed_out["nominal_cloud_seconds"], price, args.scale))
+        result["seed_recipe"] = seed_out
+        progress(f"bill: provider {'warm' if warm else 'second (cold: no warm reuse in the operators)'} run")
+        result["provider_second"] = provider_run(sim, dag, conf, t)
+        result["second_run_kind"] = "warm (reuse_key, release=stop)" if warm else "cold (operators lack reuse_key)"
+    finally:
+        for w in watchers.values():
+            w.stop()
+        settle = time.monotonic() + 10 * t["delete_seconds"]  # a deletion just requested is still DELETING
+        while time.monotonic() < settle and any(i.get("status") == "DELETING" for i in sim.instances()):
+            time.sleep(0.2)
+        left = [(i["name"], i.get("status")) for s in (sim, seed_sim) for i in s.instances()]
+        result["instances_left"] = left  # a warm reuse leaves its instance STOPPED on purpose
+        result["leaked_instances"] = sum(1 for _, status in left if status != "STOPPED")
+        for s in (sim, seed_sim):
+            s.kill_all()
+        server.stop()
+    write_json(Path(args.out), json.loads(json.dumps(result, default=str)))
+    for key in ("provider_fresh", "provider_second", "seed_recipe"):
+        p = result[key]["projected"]
+        progress(f"bill: {key}: projected {p['total_s']:.0f} s, non-work {p['non_work_share']:.1%}, ${p['dollars']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
