@@ -90,6 +90,25 @@ def test_listing_applies_filters_and_maps_keys_to_paths(aws_connection, hook):
     assert http(task.url)[0] == b"bb"
 
 
+def test_the_fast_page_reader_lists_what_botocores_own_parser_lists(aws_connection, hook):
+    """``list_prefix`` reads pages with the C XML parser (the staging client's ``before-parse`` hook): over several
+    pages, with non-ASCII and URL-escaped keys and a directory marker, it finds what a plain client finds."""
+    aws = aws_connection
+    keys = [f"ds/k{n:04d}" for n in range(1005)] + ["ds/\u00e9t\u00e9 1.txt", "ds/a%20b", "ds/<x>&y", "ds/", "other/k"]
+    for key in keys:
+        aws.client.put_object(Bucket=aws.bucket, Key=key, Body=key.encode())
+    plain = [
+        S3Object(o["Key"], o["Size"], o["ETag"].strip('"'))
+        for page in aws.client.get_paginator("list_objects_v2").paginate(Bucket=aws.bucket, Prefix="ds/")
+        for o in page.get("Contents", [])
+        if not o["Key"].endswith("/")
+    ]
+    assert len(plain) == 1008
+    assert hook.list_prefix("ds/") == plain
+    listed = {obj.key: obj for obj in hook.list_prefix("ds/")}
+    assert [listed[k] for k in keys[-5:-2]] == [S3Object(k, len(k.encode()), md5(k.encode())) for k in keys[-5:-2]]
+
+
 def test_single_put_is_verified_and_compared_with_what_exists(aws_connection, hook):
     data = b"payload\n"
     upload = StagedUpload(relpath="p.txt", key="out/p.txt", size=len(data), md5=md5(data), multipart=False)
