@@ -97,9 +97,9 @@ class TaoOperator(BrevStepOperator):
     """Run one TAO action, ``<task> <action> -e <spec> key=value ...``, in its container on a Brev instance.
 
     What runs is :class:`~airflow_provider_brev.steps.tao.TaoWorkload`: pre-launch checks before anything is paid
-    for, the spec written and the image pulled as its own timed step, ``train`` resumed from the run's newest
-    checkpoint in S3, and success verified beyond the exit code (``status.json`` SUCCESS, a new checkpoint). Where
-    it runs, its data and its recovery are those of every step operator
+    for, the spec written and the image pulled in the background while the inputs sync, ``train`` resumed from the
+    run's newest checkpoint in S3, and success verified beyond the exit code (``status.json`` SUCCESS, a new
+    checkpoint). Where it runs, its data and its recovery are those of every step operator
     (:class:`~airflow_provider_brev.operators.step.BrevStepOperator`).
 
     :param image: full image reference with an explicit tag or digest (never a default tag), e.g.
@@ -125,7 +125,8 @@ class TaoOperator(BrevStepOperator):
     :param s3_inputs: S3 URIs that must exist before anything is paid for.
     :param input_paths: paths the job reads that are not staged from S3 (refused unless in ``instance_paths``).
     :param instance_paths: paths declared as already on the instance; verified with ``test -e`` before GPU work.
-    :param pull_timeout: seconds for the image pull (its own timed step).
+    :param pull_timeout: seconds the step waits, once its inputs synced, for its image's background pull (then
+        :class:`~airflow_provider_brev.exceptions.BrevImagePullError`, and the pull is stopped).
     :param require_new_checkpoint: require a checkpoint written by this run (default: ``action == "train"``).
     :param kwargs: the step parameters of :class:`~airflow_provider_brev.operators.step.BrevStepOperator`
         (``instance_name`` or ``gpu``, ``timeout``, ``deferrable``, ``inputs``, ``outputs``, ``aws_conn_id`` ...).
