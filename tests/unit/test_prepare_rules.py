@@ -1,8 +1,11 @@
 """The pure rules of preparing an instance in parallel: one background pull per image and what its state means
 (``cli/jobs/pulls.py``), which images a step pulls ahead (``cli/tao/command.py``), and the fast read of an S3
-listing page (``cli/transfer/s3_pages.py``)."""
+listing page (``cli/transfer/s3_pages.py``); and the two ways a step stops waiting for a pull that does not end
+(``steps/pulls.py``, against a hook answering its two calls)."""
 
 from __future__ import annotations
+
+import logging
 
 import pytest
 
@@ -18,6 +21,8 @@ from airflow_provider_brev.cli.jobs.pulls import (
 from airflow_provider_brev.cli.jobs.remote import LaunchResult, PollResult
 from airflow_provider_brev.cli.tao.command import images_to_prefetch
 from airflow_provider_brev.cli.transfer.s3_pages import split_contents
+from airflow_provider_brev.exceptions import BrevImagePullError, BrevTaskKilledError
+from airflow_provider_brev.steps.pulls import await_pull
 
 PYT = "nvcr.io/nvidia/tao/tao-toolkit:6.26.3-pyt"
 DS = "nvcr.io/nvidia/tao/tao-toolkit:6.26.3-data-services"
@@ -107,3 +112,31 @@ def test_a_listing_page_is_split_into_its_objects_and_its_envelope():
     assert b"<NextContinuationToken>tok</NextContinuationToken>" in envelope and b"<IsTruncated>true" in envelope
     with pytest.raises(ValueError, match="Not an S3 listing page"):
         split_contents(b"<html>")
+
+
+class PullHook:
+    """The two calls :func:`await_pull` makes, answered as a pull that never ends (the I/O boundary only)."""
+
+    def __init__(self) -> None:
+        self.killed: list[str] = []
+
+    def poll_job(self, name, job, *, offset):
+        return PollResult(state=RUNNING, exit_code=None, log_size=5, pid=7, chunk=b"layer", offset=offset)
+
+    def kill_job(self, name, job, *, grace_seconds):
+        self.killed.append(job.job_id)
+        return "killed"
+
+
+def test_a_pull_that_outlives_pull_timeout_is_stopped_and_fails_the_step():
+    hook = PullHook()
+    with pytest.raises(BrevImagePullError, match=r"did not finish within pull_timeout \(0 s\)"):
+        await_pull(hook, "box", PYT, timeout=0, log=logging.getLogger("t"), killed=lambda: False)
+    assert hook.killed == [pull_job(PYT).job_id]
+
+
+def test_a_killed_task_stops_waiting_and_leaves_the_shared_pull_running():
+    hook = PullHook()
+    with pytest.raises(BrevTaskKilledError, match="killed while waiting for the pull"):
+        await_pull(hook, "box", PYT, timeout=60, log=logging.getLogger("t"), killed=lambda: True)
+    assert hook.killed == []
