@@ -39,6 +39,7 @@ __all__ = [
     "BrevCostCapError",
     "BrevDuplicateNameError",
     "BrevError",
+    "BrevImagePullError",
     "BrevInstanceFailedError",
     "BrevInstanceLostError",
     "BrevInstanceNotFoundError",
@@ -233,6 +234,11 @@ class BrevCommandError(BrevError):
     def __init__(self, message: str, *, exit_code: int, **kwargs: str | None) -> None:
         self.exit_code = exit_code
         super().__init__(message, **kwargs)  # type: ignore[arg-type]
+
+
+class BrevImagePullError(BrevError):
+    """A container image could not be pulled onto the instance (its background pull failed, or did not finish within
+    ``pull_timeout``); the message quotes the pull's last line. A retry pulls it again."""
 
 
 class BrevCLIError(BrevError):

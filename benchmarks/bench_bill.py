@@ -126,7 +126,7 @@ def nominal(sim: Any, t: dict[str, Any], window: tuple[float, float]) -> dict[st
     calls = [c for c in sim.calls() if window[0] <= c["ts"] <= window[1] and c.get("exit_code") == 0]
     creates = sum(1 for c in calls if c.get("command") == "create" and "--help" not in c["argv"])
     starts = sum(1 for c in calls if c.get("command") == "start")
-    pulled = sum(int(c.get("pull_bytes") or 0) for c in sim.docker_calls() if window[0] <= c["ts"] <= window[1])
+    pulled = sum(int(c.get("bytes") or 0) for c in sim.docker_calls() if window[0] <= c["ts"] <= window[1])
     return {
         "boot": creates * (t["deploy_seconds"] + t["ssh_seconds"]) + starts * (t["start_seconds"] + t["ssh_seconds"]),
         "pull": pulled / t["pull_bytes_per_second"],

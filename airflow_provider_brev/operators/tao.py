@@ -7,7 +7,9 @@ exactly once, resumable, deferrable, ephemeral mode, durable data) whose workloa
 * pre-launch checks before anything is created or paid for (S3 inputs readable, NGC key for nvcr.io images,
   ``HF_TOKEN`` when the spec references Hugging Face, local paths refused unless declared on the instance);
 * the spec written to the instance, NGC login with the key on stdin (literal user ``$oauthtoken``), and the
-  image pulled as its own timed step before the GPU work;
+  image pulled in the background while the inputs sync (at most once per image and instance); once its image is
+  there, a step starts the pulls of the images later TAO steps on the same instance declare
+  (:func:`later_images`), so they are there, or on their way, when those steps start;
 * ``docker run --gpus ... <image> <task> <action> -e <spec> key=value ...``;
 * success requires exit code 0 **and** a final ``SUCCESS`` record in ``status.json`` -- and for ``train`` a new
   checkpoint (TAO can report PASS without training); program faults (out of memory, CUDA assert, bad spec) and
@@ -95,9 +97,9 @@ class TaoOperator(BrevStepOperator):
     """Run one TAO action, ``<task> <action> -e <spec> key=value ...``, in its container on a Brev instance.
 
     What runs is :class:`~airflow_provider_brev.steps.tao.TaoWorkload`: pre-launch checks before anything is paid
-    for, the spec written and the image pulled as its own timed step, ``train`` resumed from the run's newest
-    checkpoint in S3, and success verified beyond the exit code (``status.json`` SUCCESS, a new checkpoint). Where
-    it runs, its data and its recovery are those of every step operator
+    for, the spec written and the image pulled in the background while the inputs sync, ``train`` resumed from the
+    run's newest checkpoint in S3, and success verified beyond the exit code (``status.json`` SUCCESS, a new
+    checkpoint). Where it runs, its data and its recovery are those of every step operator
     (:class:`~airflow_provider_brev.operators.step.BrevStepOperator`).
 
     :param image: full image reference with an explicit tag or digest (never a default tag), e.g.
@@ -123,7 +125,8 @@ class TaoOperator(BrevStepOperator):
     :param s3_inputs: S3 URIs that must exist before anything is paid for.
     :param input_paths: paths the job reads that are not staged from S3 (refused unless in ``instance_paths``).
     :param instance_paths: paths declared as already on the instance; verified with ``test -e`` before GPU work.
-    :param pull_timeout: seconds for the image pull (its own timed step).
+    :param pull_timeout: seconds the step waits, once its inputs synced, for its image's background pull (then
+        :class:`~airflow_provider_brev.exceptions.BrevImagePullError`, and the pull is stopped).
     :param require_new_checkpoint: require a checkpoint written by this run (default: ``action == "train"``).
     :param kwargs: the step parameters of :class:`~airflow_provider_brev.operators.step.BrevStepOperator`
         (``instance_name`` or ``gpu``, ``timeout``, ``deferrable``, ``inputs``, ``outputs``, ``aws_conn_id`` ...).
@@ -187,8 +190,37 @@ class TaoOperator(BrevStepOperator):
         self.pull_timeout = pull_timeout
         self.require_new_checkpoint = action == "train" if require_new_checkpoint is None else require_new_checkpoint
 
+    def parameters(self) -> dict[str, Any]:
+        return {**super().parameters(), "prefetch_images": later_images(self)}
+
     def workload(self, parameters: dict[str, Any]) -> Workload:
         return TaoWorkload(tao_spec(parameters))
+
+
+def _instance_key(value: Any) -> tuple[str, ...] | None:
+    """What names a step's instance in the DAG as written: the create task's output (an ``XComArg``: its task and
+    key) or a text; ``None`` for an ephemeral step (it has an instance of its own)."""
+    operator = getattr(value, "operator", None)
+    if operator is not None:
+        return ("xcom", str(getattr(operator, "task_id", "")), str(getattr(value, "key", "")))
+    return ("text", value) if isinstance(value, str) and value else None
+
+
+def later_images(task: Any) -> list[Any]:
+    """The ``image`` (as written in the DAG) of every TAO step downstream of ``task`` that runs on the same instance
+    (the same ``instance_name`` as written), nearest first; none outside a DAG. Which of them are pulled ahead is
+    :func:`~airflow_provider_brev.cli.tao.command.images_to_prefetch`'s rule."""
+    try:
+        written = task.dag.get_task(task.task_id)  # the DAG's own copy: its fields are not rendered
+        relatives = task.get_flat_relatives(upstream=False)
+    except Exception:  # not in a DAG (yet)
+        return []
+    mine = _instance_key(getattr(written, "instance_name", None))
+    if mine is None:
+        return []
+    later = [t for t in relatives if isinstance(t, TaoOperator) and _instance_key(t.instance_name) == mine]
+    later.sort(key=lambda t: (len(t.get_flat_relative_ids(upstream=True)), t.task_id))
+    return [t.image for t in later]
 
 
 class VisualChangeNetTrainOperator(TaoOperator):

@@ -9,11 +9,13 @@ phase      what                                                             on a
 acquire    the instance: an existing one (ready, ours by id) or an ephemeral  creation and waits stop; an ephemeral
            one (:class:`~airflow_provider_brev.steps.compute.BrevInstance-   instance is deleted
            Compute`), re-created when lost
-prepare    the workload's preparation (TAO: spec, ``docker login``/``pull``)  the foreground command is stopped
-launch     the inputs sync, the workload's command, then attach to an         nothing is launched
-           earlier try's job or launch this try's (deterministic job ids,
-           launch guard; :func:`~airflow_provider_brev.utils.job_runner.
-           attach_or_launch`)
+prepare    the workload's preparation (TAO: spec, ``docker login``, the     the foreground command is stopped
+           image's pull started in the background: it runs while the
+           inputs sync)
+launch     the inputs sync, the wait for what the sync did not hide of the  nothing is launched
+           pull, the workload's command, then attach to an earlier try's
+           job or launch this try's (deterministic job ids, launch guard;
+           :func:`~airflow_provider_brev.utils.job_runner.attach_or_launch`)
 follow     the job's log into the task log, periodic output syncs, the        the job is killed (or kept:
            deadline -- on the worker, or deferred to the triggerer           ``on_kill_action="keep"``)
 collect    the final output sync (success or failure) and the workload's      --
@@ -206,10 +208,14 @@ class StepService:
             self.workload.prepare(self.run, ref)
 
     def launch(self, ref: InstanceRef) -> JobLaunch:
-        """Right before a launch: sync the inputs, ask the workload what to launch (billed as ``stage``); nothing
-        after a kill."""
+        """Right before a launch: sync the inputs while the workload's preparation (the image pull) goes on in the
+        background, wait for it (billed as ``pull``), ask the workload what to launch (billed as ``stage``);
+        nothing after a kill."""
         with self.meter.phase("stage"):
             self.run.data.sync_inputs(ref.name)
+        with self.meter.phase("pull"):  # what the inputs' sync did not hide of the image pull
+            self.workload.ready(self.run, ref)
+        with self.meter.phase("stage"):
             launch = self.workload.launch(self.run, ref)
         if self.run.killed():  # on_kill found no job to kill then: nothing may be launched after it
             raise BrevTaskKilledError("The task was killed before its job was launched: not launching it.")

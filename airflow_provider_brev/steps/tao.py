@@ -8,8 +8,12 @@ service (:mod:`airflow_provider_brev.steps.service`):
   Hugging Face has a token; the declared S3 inputs are readable; local paths are refused unless declared on the
   instance;
 * **prepare** (on the ready instance): the results directories, the spec file, the declared instance paths
-  (``test -e``), ``docker login nvcr.io`` with the key on stdin (literal user ``$oauthtoken``), and the image pulled
-  as its own timed step;
+  (``test -e``), ``docker login nvcr.io`` with the key on stdin (literal user ``$oauthtoken``), and the image's
+  pull started in the background (:mod:`airflow_provider_brev.steps.pulls`; at most one pull per image and
+  instance), so that it runs while the inputs sync;
+* **ready** (after the inputs synced): wait for that pull (nothing to wait for when an earlier step pulled the
+  image), then start the background pulls of the images later steps on this instance declare
+  (``prefetch_images``, found in the DAG by the operator);
 * **launch**: for ``train`` whose ``outputs`` cover its results, the run's newest checkpoint is restored from S3
   when the instance lacks it, and TAO resumes from it (``train.resume_training_checkpoint_path``);
 * **result**: exit code 0 **and** a final ``SUCCESS`` record in ``status.json`` (and for ``train`` a new
@@ -20,9 +24,7 @@ service (:mod:`airflow_provider_brev.steps.service`):
 
 from __future__ import annotations
 
-import logging
 import shlex
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -34,7 +36,13 @@ from airflow_provider_brev.cli.tao.checkpoints import (
     newest_checkpoint,
     resume_overrides,
 )
-from airflow_provider_brev.cli.tao.command import build_tao_command, image_registry, remote_path, validate_image
+from airflow_provider_brev.cli.tao.command import (
+    build_tao_command,
+    image_registry,
+    images_to_prefetch,
+    remote_path,
+    validate_image,
+)
 from airflow_provider_brev.cli.tao.report import (
     NOT_VERIFIED,
     PROGRAM_FAULT,
@@ -60,11 +68,11 @@ from airflow_provider_brev.exceptions import (
     BrevError,
     BrevInvalidInputError,
     BrevPreflightError,
-    BrevTransientError,
     TaoProgramFaultError,
     TaoUnreachableKpiError,
     TaoVerificationError,
 )
+from airflow_provider_brev.steps.pulls import await_pull, start_pull
 from airflow_provider_brev.steps.workload import check_command, command_result, judge_exit_code
 from airflow_provider_brev.utils.job_runner import JobLaunch
 from airflow_provider_brev.utils.preflight import (
@@ -118,6 +126,7 @@ class TaoSpec:
     pull_timeout: float = 1800.0
     require_new_checkpoint: bool = False
     outputs: dict[str, str] = field(default_factory=dict)
+    prefetch_images: list[str] = field(default_factory=list)
 
     @property
     def spec_name(self) -> str:
@@ -183,8 +192,9 @@ def tao_spec(params: Mapping[str, Any]) -> TaoSpec:
     if not is_empty(spec) and not isinstance(spec, dict):
         raise BrevInvalidInputError(f"spec must be a dict (the experiment spec), got a {type(spec).__name__}.")
     require_new = params.get("require_new_checkpoint")
+    image = named("image", validate_image, params["image"])
     checked = TaoSpec(
-        image=named("image", validate_image, params["image"]),
+        image=image,
         task=safe_text("task", params["task"]),
         action=action,
         spec=spec or None,
@@ -207,6 +217,7 @@ def tao_spec(params: Mapping[str, Any]) -> TaoSpec:
         pull_timeout=duration_seconds("pull_timeout", params["pull_timeout"]),
         require_new_checkpoint=bool_value("require_new_checkpoint", require_new, default=action == "train"),
         outputs=dict(params.get("outputs") or {}),
+        prefetch_images=images_to_prefetch(image, params.get("prefetch_images") or ()),
     )
     try:
         command = checked.command(secret_names=sorted(checked.container_secret_env or {}))
@@ -313,19 +324,18 @@ class TaoWorkload:
             )
             if login.exit_code != 0:
                 raise BrevError(f"docker login nvcr.io failed on {name}: {login.last_error}")
-        started = time.monotonic()
-        pulled = hook.run_command(  # a line per layer and state: DEBUG; the outcome and its time are INFO
-            name, f"docker pull {shlex.quote(spec.image)}", timeout=spec.pull_timeout, log_level=logging.DEBUG
-        )
-        self.timings["pull_seconds"] = round(time.monotonic() - started, 3)
-        if pulled.exit_code != 0:
-            raise BrevTransientError(f"Pulling {spec.image} on {name} failed: {pulled.last_error}")
-        run.log.info(
-            "Pulled %s in %.1f s (its own step: the GPU work has not started).",
-            spec.image,
-            self.timings["pull_seconds"],
-        )
-        run.memory.tell_pull_seconds(self.timings["pull_seconds"])
+        start_pull(hook, name, spec.image, run.log)  # in the background: the inputs sync meanwhile
+
+    def ready(self, run: StepRun, ref: InstanceRef) -> None:
+        """After the inputs synced: wait for the image's pull (only for what is not there yet), then start the
+        pulls of the images later steps on this instance declare (they run while this step works)."""
+        spec = self.spec
+        waited = await_pull(run.hook, ref.name, spec.image, timeout=spec.pull_timeout, log=run.log, killed=run.killed)
+        self.timings["pull_seconds"] = waited
+        run.log.info("Image %s is on %s (waited %.1f s for it after the inputs synced).", spec.image, ref.name, waited)
+        run.memory.tell_pull_seconds(waited)
+        for image in spec.prefetch_images:
+            start_pull(run.hook, ref.name, image, run.log)
 
     # -- launch ------------------------------------------------------------------------------------
     def launch(self, run: StepRun, ref: InstanceRef) -> JobLaunch:

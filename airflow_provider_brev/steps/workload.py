@@ -4,10 +4,12 @@ A :class:`Workload` is asked by :class:`~airflow_provider_brev.steps.service.Ste
 
 1. :meth:`~Workload.check` -- before anything is created or paid for (pre-launch checks; no ``brev`` call);
 2. :meth:`~Workload.prepare` -- once the instance is ready, before the command is launched or re-attached to
-   (TAO: the spec file, ``docker login``, ``docker pull``);
-3. :meth:`~Workload.launch` -- right before a launch, after the inputs synced: the command to launch (TAO: resuming
-   from the newest checkpoint when there is one);
-4. :meth:`~Workload.result` -- once the command ended: judge it and say what the task returns.
+   (TAO: the spec file, ``docker login``, the image's pull started in the background);
+3. :meth:`~Workload.ready` -- right before a launch, after the inputs synced: wait for what ``prepare`` started in
+   the background (TAO: the image's pull, which ran while the inputs synced);
+4. :meth:`~Workload.launch` -- then: the command to launch (TAO: resuming from the newest checkpoint when there is
+   one);
+5. :meth:`~Workload.result` -- once the command ended: judge it and say what the task returns.
 
 :meth:`~Workload.mask` registers the workload's secret values with Airflow's masker in every process that handles
 the task (a task resumed after a deferral runs in another one). :class:`CommandWorkload` is the plain command of
@@ -67,8 +69,11 @@ class Workload(Protocol):
     def prepare(self, run: StepRun, ref: InstanceRef) -> None:
         """On the ready instance, before the command is launched or re-attached to."""
 
+    def ready(self, run: StepRun, ref: InstanceRef) -> None:
+        """Right before a launch (not a re-attach), after the inputs synced: wait for what ``prepare`` started."""
+
     def launch(self, run: StepRun, ref: InstanceRef) -> JobLaunch:
-        """Right before a launch (not a re-attach), after the inputs synced: what to launch."""
+        """Right before a launch (not a re-attach), after :meth:`ready`: what to launch."""
 
     def result(self, run: StepRun, ref: InstanceRef, job: RemoteJob | None, exit_code: int, last_line: str) -> Any:
         """Judge the ended command (raise on failure) and return the task's result."""
@@ -165,6 +170,9 @@ class CommandWorkload:
 
     def prepare(self, run: StepRun, ref: InstanceRef) -> None:
         """Nothing to prepare."""
+
+    def ready(self, run: StepRun, ref: InstanceRef) -> None:
+        """Nothing to wait for."""
 
     def launch(self, run: StepRun, ref: InstanceRef) -> JobLaunch:
         spec = self.spec

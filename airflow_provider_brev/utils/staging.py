@@ -17,8 +17,8 @@ Two layers, one code path:
     ``outputs`` (directory -> S3 URI prefix); shapes are checked by :func:`validate_inputs` /
     :func:`validate_outputs` (pure rules in :mod:`airflow_provider_brev.cli.transfer.manifest`).
 
-    - Inputs: one listing of the prefix, one listing of the directory that also reads its manifest
-      (``<dir>/.brev-manifest.jsonl``: key, size and ETag of every file a sync placed), then only new or changed
+    - Inputs: one listing of the prefix and, at the same time, one listing of the directory that also reads its
+      manifest (``<dir>/.brev-manifest.jsonl``: key, size and ETag of every file a sync placed), then only new or changed
       objects, or files whose local size changed (edited, deleted), are downloaded; the manifest is rewritten
       (``brev copy``) only when it changed. A second sync of an unchanged prefix downloads nothing and writes
       nothing. Local files that are no longer in S3 are left alone.
@@ -28,6 +28,10 @@ Two layers, one code path:
       runs (periodic checkpoint sync) and once more at the end; a file that changes between the listing and the
       upload of its last byte (size, times or inode: a checkpoint saved again in place) fails that file
       (``changed``) instead of reaching S3 with the md5 of its earlier content, and the next call picks it up.
+    - Handoff: the final output sync records every file it verified in S3 in the directory's input manifest
+      (:func:`~airflow_provider_brev.cli.transfer.manifest.handoff_manifest`), so a later step on the same instance
+      that declares the same prefix -> directory as an input finds the files present (evaluate does not download
+      the checkpoints train wrote there).
 
     Both return one :class:`SyncReport` per entry (``to_dict()`` for XCom: no secret in it) and raise
     :class:`~airflow_provider_brev.exceptions.BrevTransferError` naming each file that still failed after the
@@ -42,6 +46,7 @@ from __future__ import annotations
 import contextlib
 import secrets
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -49,6 +54,7 @@ from airflow_provider_brev.cli.transfer.listing import build_list_script
 from airflow_provider_brev.cli.transfer.manifest import (
     MANIFEST_NAME,
     entry_of,
+    handoff_manifest,
     manifest_remote_path,
     parse_manifest,
     plan_input_sync,
@@ -414,11 +420,13 @@ def sync_inputs(
     for pair, runner in _runners(hook, instance, validate_inputs(inputs), aws_conn_id, log, concurrency):
         started = time.monotonic()
         staging, remote = runner.staging, runner.settings.remote
-        listing = staging.select(staging.list_prefix(pair.prefix), pair.prefix, PathFilter(), log)
+        with ThreadPoolExecutor(1, thread_name_prefix="brev-s3-list") as pool:  # S3 and the instance at once
+            objects = pool.submit(staging.list_prefix, pair.prefix)
+            local = runner.list_remote(checksums=False, manifest=True)
+            listing = staging.select(objects.result(), pair.prefix, PathFilter(), log)
         if any(item.relpath == MANIFEST_NAME for item in listing):
             log.warning("Ignoring %s%s: that name is the sync manifest.", pair.uri, MANIFEST_NAME)
             listing = [item for item in listing if item.relpath != MANIFEST_NAME]
-        local = runner.list_remote(checksums=False, manifest=True)
         manifest = parse_manifest(local.manifest_lines, pair.uri)
         plan = plan_input_sync(listing, manifest, {f.relpath: f.size for f in local.files})
         log.info(
@@ -438,6 +446,25 @@ def sync_inputs(
             "Input %s -> %s: %d downloaded, %d unchanged.", pair.uri, remote, len(outcome.done), len(plan.unchanged)
         )
     return reports
+
+
+def _hand_off(
+    hook: BrevHook,
+    instance: str,
+    pair: StagingPair,
+    staging: S3StagingHook,
+    current: list[str],
+    verified: list[StagedUpload],
+) -> None:
+    """Record the files the final output sync verified in S3 in the directory's input manifest
+    (:func:`~airflow_provider_brev.cli.transfer.manifest.handoff_manifest`): a later step on this instance whose
+    ``inputs`` sync the same prefix into the same directory downloads none of them."""
+    if not verified:
+        return
+    stored = staging.list_prefix(pair.prefix)
+    text = handoff_manifest(pair.uri, current, [(u.relpath, u.key, u.size) for u in verified], stored)
+    if text is not None:
+        hook.write_file_to_instance(instance, text, manifest_remote_path(pair.directory), mode=0o644)
 
 
 def sync_outputs(
@@ -473,7 +500,7 @@ def sync_outputs(
         staging, remote = runner.staging, runner.settings.remote
         # A running step's periodic syncs read only the files that changed since the last sync; the last one
         # removes that md5 cache from the instance.
-        listed = runner.list_remote(md5_cache="drop" if final else "keep")
+        listed = runner.list_remote(md5_cache="drop" if final else "keep", manifest=final)
         if listed.missing_dir:
             log.info("Output %s does not exist (yet): nothing to upload to %s.", remote, pair.uri)
             reports.append(_finish(pair, "", TransferOutcome(), 0, started))
@@ -499,6 +526,8 @@ def sync_outputs(
         reports.append(
             _finish(pair, f"from {remote} were not uploaded to {pair.uri}", outcome, len(identical), started)
         )
+        if final:
+            _hand_off(hook, instance, pair, staging, listed.manifest_lines, [*identical, *outcome.done])
         if outcome.done:
             log.info(
                 "Outputs of %s are in %s: %d file(s) uploaded (%d bytes), %d already there.",

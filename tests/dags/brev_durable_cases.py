@@ -73,6 +73,30 @@ with DAG(dag_id="brev_durable_two_steps", schedule=None, start_date=START, param
     create >> first >> second >> delete.as_teardown(setups=create)
 
 
+with DAG(
+    dag_id="brev_durable_handoff", schedule=None, start_date=START, params={"bucket": "b"}, user_defined_filters=FILTERS
+):
+    # The first step's outputs are the second's inputs, on one instance: the second downloads none of them.
+    create = BrevCreateInstanceOperator(task_id="create", gpu="L40S:1", ready_timeout=60, poll_interval=0.2)
+    produced = "s3://{{ params.bucket }}/" + RUN_PREFIX + "/produced/"
+    produce = BrevExecOperator(
+        task_id="produce",
+        instance_name=create.output,
+        command="mkdir -p work/made/sub && echo one > work/made/a.txt && echo two > work/made/sub/b.txt",
+        outputs={"work/made": produced},
+        poll_interval=0.2,
+    )
+    consume = BrevExecOperator(
+        task_id="consume",
+        instance_name=create.output,
+        command="cat work/made/a.txt work/made/sub/b.txt",
+        inputs={produced: "work/made"},
+        poll_interval=0.2,
+    )
+    delete = BrevDeleteInstanceOperator(task_id="delete", instance_name=create.output)
+    create >> produce >> consume >> delete.as_teardown(setups=create)
+
+
 TRAIN_SPEC = {
     "dataset": {
         "classify": {

@@ -136,6 +136,18 @@ def test_second_step_with_the_same_inputs_downloads_nothing(run_dag, brev_sim, i
     wait_for_no_instances(brev_sim)
 
 
+def test_a_later_step_finds_an_earlier_steps_outputs_present(run_dag, brev_sim, inputs):
+    """Same-instance handoff: the files ``produce`` uploaded count as present for ``consume``'s inputs of that
+    prefix into that directory (no object downloaded)."""
+    dag_run = run_dag("brev_durable_handoff", conf={"bucket": inputs.bucket})
+    assert run_state(dag_run) == "success", task_states(dag_run)
+    produced = xcom(dag_run, "produce")["sync"]["outputs"]
+    assert [(r["transferred"], r["skipped"]) for r in produced] == [(2, 0)]
+    consumed = xcom(dag_run, "consume")["sync"]["inputs"]
+    assert [(r["transferred"], r["skipped"]) for r in consumed] == [(0, 2)]
+    wait_for_no_instances(brev_sim)
+
+
 @pytest.mark.parametrize("dag_id", ["brev_durable_tao_train_sync", "brev_durable_tao_train_deferrable"])
 def test_tao_train_lost_at_70_percent_resumes_from_its_last_checkpoint(
     run_dag, brev_sim, aws_connection, monkeypatch, task_logs, dag_id

@@ -260,7 +260,8 @@ def test_tao_failed_image_pull_is_retried_by_the_next_try(run_dag, brev_sim, tao
     assert task_states(dag_run)["train"] == "success"
     assert ti_of(dag_run, "train").try_number == 2
     assert f"Pulling {IMAGE} on tao-box failed: Error response from daemon: " in task_logs.text  # docker's reason
-    assert f"Pulled {IMAGE} in" in task_logs.text
+    assert "BrevImagePullError" in task_logs.text
+    assert f"Image {IMAGE} is on tao-box (waited" in task_logs.text
     assert "Pull complete" not in task_logs.text  # docker pull's line per layer is DEBUG; INFO has the outcome
     assert len(brev_sim.docker_calls(subcommand="pull")) == 2
     assert len(brev_sim.docker_calls(subcommand="run")) == 1  # the GPU work started only after the good pull

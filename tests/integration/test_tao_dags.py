@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections import Counter
 
 import pytest
 from helpers import cli_calls, run_state, task_states
@@ -12,6 +13,8 @@ from airflow_provider_brev.testing.datasets import upload_synthetic_vcn_dataset
 
 NGC_KEY = "ngc-key-" + "9f3a" * 8
 DATASET_PREFIX = "datasets/vcn-aoi/"
+DS_IMAGE = "nvcr.io/nvidia/tao/tao-toolkit:6.26.3-data-services"
+PYT_IMAGE = "nvcr.io/nvidia/tao/tao-toolkit:6.26.3-pyt"
 
 
 @pytest.fixture
@@ -60,6 +63,14 @@ def test_flagship_dag_end_to_end(run_dag, brev_sim, tao_env, task_logs):
     for docker_call in docker_calls:
         assert not docker_call.get("password_on_argv")
         assert not docker_call.get("inline_env_values")
+    # each image the steps declare is pulled once on the instance (train's image ahead, while gap analysis runs)
+    pulls = Counter(call["argv"][-1] for call in brev_sim.docker_calls(subcommand="pull"))
+    assert pulls == {DS_IMAGE: 1, PYT_IMAGE: 1}, pulls
+    # evaluate found train's checkpoints present: it downloaded none of train's uploaded objects
+    train_keys = [k for k in keys if "/train/" in k]
+    dataset_sync, checkpoints_sync = evaluate["sync"]["inputs"]
+    assert (checkpoints_sync["transferred"], checkpoints_sync["skipped"]) == (0, len(train_keys)), checkpoints_sync
+    assert dataset_sync["transferred"] == 0, dataset_sync
 
 
 def test_flagship_leaves_nothing_when_train_fails(run_dag, brev_sim, tao_env):

@@ -578,4 +578,4 @@ def test_pull_time_follows_the_image_size_and_the_pull_rate(gpu: BrevSimulator) 
     assert sh(gpu, f"docker pull {DS}").returncode == 0  # "*": size 0
     assert time.monotonic() - started < took
     pulls = gpu.docker_calls("gpu", subcommand="pull")
-    assert [c.get("pull_bytes", 0) for c in pulls] == [8_000_000, 0, 0]
+    assert [c.get("bytes", 0) for c in pulls] == [8_000_000, 0, 0]

@@ -11,7 +11,9 @@ import pytest
 from airflow_provider_brev.cli.transfer.manifest import (
     ManifestEntry,
     entry_of,
+    handoff_manifest,
     manifest_remote_path,
+    manifest_source,
     parse_manifest,
     plan_input_sync,
     render_manifest,
@@ -19,6 +21,7 @@ from airflow_provider_brev.cli.transfer.manifest import (
     validate_outputs,
 )
 from airflow_provider_brev.cli.transfer.rounds import StagedDownload
+from airflow_provider_brev.cli.transfer.types import S3Object
 from airflow_provider_brev.exceptions import BrevInvalidInputError
 
 SOURCE = "s3://bucket/ds/"
@@ -148,3 +151,46 @@ def test_the_home_and_a_directory_in_it_are_refused_not_taken_for_two_places():
         validate_outputs({"~": "s3://bucket/a/", "~/ckpt": "s3://bucket/b/"})
     with pytest.raises(BrevInvalidInputError, match="overlap"):
         validate_outputs({"ckpt": "s3://bucket/a/", "~/ckpt/best": "s3://bucket/b/"})
+
+
+# --- the handoff: a final output sync records what it verified in S3 ---------------------------------------------
+def stored(key: str, size: int = 10, etag: str = "e9") -> S3Object:
+    return S3Object(key, size, etag)
+
+
+def test_the_handoff_records_each_verified_file_with_the_etag_s3_lists():
+    text = handoff_manifest(
+        SOURCE, [], [("a", "ds/a", 10), ("sub/b", "ds/sub/b", 4)], [stored("ds/a"), stored("ds/sub/b", 4, "m-2")]
+    )
+    assert text is not None
+    assert parse_manifest(text.splitlines(), SOURCE) == {
+        "a": ManifestEntry("a", "ds/a", 10, "e9"),
+        "sub/b": ManifestEntry("sub/b", "ds/sub/b", 4, "m-2"),
+    }
+    # what a later input sync of that prefix then plans: nothing to download
+    listing = [obj("a", etag="e9"), StagedDownload(key="ds/sub/b", relpath="sub/b", size=4, etag="m-2")]
+    plan = plan_input_sync(listing, parse_manifest(text.splitlines(), SOURCE), {"a": 10, "sub/b": 4})
+    assert (plan.fetch, len(plan.unchanged)) == ([], 2)
+
+
+@pytest.mark.parametrize(
+    ("case", "verified", "objects"),
+    [
+        ("not in S3 after all", [("a", "ds/a", 10)], []),
+        ("S3 holds another size", [("a", "ds/a", 10)], [stored("ds/a", 11)]),
+        ("nothing verified", [], [stored("ds/a")]),
+    ],
+)
+def test_the_handoff_records_nothing_it_did_not_verify(case, verified, objects):
+    assert handoff_manifest(SOURCE, [], verified, objects) is None, case
+
+
+def test_the_handoff_keeps_an_input_manifest_of_the_same_source_and_leaves_another_sources_alone():
+    current = render_manifest(SOURCE, [entry_of(obj("old"))]).splitlines()
+    text = handoff_manifest(SOURCE, current, [("a", "ds/a", 10)], [stored("ds/a")])
+    assert text is not None and set(parse_manifest(text.splitlines(), SOURCE)) == {"old", "a"}
+    assert handoff_manifest(SOURCE, text.splitlines(), [("a", "ds/a", 10)], [stored("ds/a")]) is None  # unchanged
+    other = render_manifest("s3://bucket/elsewhere/", [entry_of(obj("x"))]).splitlines()
+    assert handoff_manifest(SOURCE, other, [("a", "ds/a", 10)], [stored("ds/a")]) is None
+    assert manifest_source(other) == "s3://bucket/elsewhere/"
+    assert manifest_source(["not json", "[1]"]) is None and manifest_source([]) is None

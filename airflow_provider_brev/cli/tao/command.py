@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from airflow_provider_brev.cli.protocol.remote_scripts import HomePath, shell_value
@@ -41,6 +41,23 @@ def validate_image(image: str) -> str:
             "e.g. 'nvcr.io/nvidia/tao/tao-toolkit:6.26.3-pyt' or '...@sha256:<digest>' (no implicit 'latest')."
         )
     return image.strip()
+
+
+def images_to_prefetch(own: str, declared: Iterable[object]) -> list[str]:
+    """The images a step starts pulling in the background once its own (``own``) is there: those later steps on
+    the same instance declare (``declared``, as written in the DAG), each once, in order -- only full references
+    (:func:`validate_image`) that are not templates (a template is rendered, and pulled, by its own step)."""
+    chosen: list[str] = []
+    for image in declared:
+        if not isinstance(image, str) or "{{" in image or "{%" in image:
+            continue
+        try:
+            checked = validate_image(image)
+        except ValueError:
+            continue
+        if checked != own and checked not in chosen:
+            chosen.append(checked)
+    return chosen
 
 
 def image_registry(image: str) -> str:

@@ -13,6 +13,12 @@ The decision (:func:`plan_input_sync`)
     An object is *unchanged*, and not downloaded, when the manifest records it under the same path with the same
     key, size and ETag, and the local file still has that size. Anything else (new object, changed ETag or size,
     a local file edited to another size or deleted, no manifest) is downloaded.
+
+The handoff (:func:`handoff_manifest`)
+    A step's final output sync records what it verified in S3 (uploaded and checked, or found identical by size
+    and md5/ETag) in the manifest of that directory, as if an input sync of the same prefix had placed it: a later
+    step on the same instance whose ``inputs`` sync that prefix into that directory finds the files present and
+    downloads none of them. A manifest of another source is left alone (that input's own sync owns it).
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
 
     from airflow_provider_brev.cli.transfer.rounds import StagedDownload
+    from airflow_provider_brev.cli.transfer.types import S3Object
 
 
 _BUCKET_RE = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
@@ -144,6 +151,18 @@ def parse_manifest(lines: Iterable[str], source: str) -> dict[str, ManifestEntry
     return entries
 
 
+def manifest_source(lines: Iterable[str]) -> str | None:
+    """The source a manifest was written for (its first JSON object's ``source``), or ``None``: no manifest, or
+    none that can be read."""
+    for line in lines:
+        try:
+            data = json.loads(line)
+        except ValueError:
+            continue
+        return str(data["source"]) if isinstance(data, dict) and isinstance(data.get("source"), str) else None
+    return None
+
+
 def render_manifest(source: str, entries: Iterable[ManifestEntry]) -> str:
     """The manifest file (see the module doc), entries sorted by path."""
     lines = [json.dumps({"source": source})]
@@ -177,3 +196,29 @@ def plan_input_sync(
         same = known is not None and known == entry_of(item) and local_sizes.get(item.relpath) == item.size
         (unchanged if same else fetch).append(item)
     return InputSyncPlan(fetch=fetch, unchanged=unchanged)
+
+
+def handoff_manifest(
+    source: str, current: Sequence[str], verified: Iterable[tuple[str, str, int]], stored: Iterable[S3Object]
+) -> str | None:
+    """The manifest an output sync of ``source`` leaves in its directory (see the module doc), or ``None`` when
+    the directory's manifest (``current``, its lines) belongs to another source or nothing changes.
+
+    :param source: the output's S3 URI prefix (normalised, as :func:`validate_outputs` gives it).
+    :param current: the lines of the directory's manifest now (none: no manifest).
+    :param verified: ``(relpath, key, size)`` of every file the sync verified in S3.
+    :param stored: the objects under the prefix after the sync (their ETags are what an input sync compares).
+    """
+    owner = manifest_source(current)
+    if owner is not None and owner != source:
+        return None
+    known = parse_manifest(current, source)
+    objects = {obj.key: obj for obj in stored}
+    entries = dict(known)
+    for relpath, key, size in verified:
+        obj = objects.get(key)
+        if obj is not None and obj.size == size:
+            entries[relpath] = ManifestEntry(relpath, key, size, obj.etag)
+    if not entries or (entries == known and owner is not None):
+        return None
+    return render_manifest(source, entries.values())

@@ -31,9 +31,10 @@ DEFAULT_DOCKER_CONFIG: dict = {
     "nvcr_anonymous_pull": False,  # nvcr.io pulls work without a prior `docker login nvcr.io`
     "missing_images": [],  # image refs (or repositories) whose manifest does not exist
     "fail_pull": False,  # pulls time out: True (always), an int (the next N pulls) or a list of refs
-    # a pull that downloads takes the image's size / this many seconds (0: at once); each pull has the full rate
-    "pull_bytes_per_second": 0,
-    "image_bytes": {},  # image ref (or repository) -> bytes a pull downloads; "*": any other image (default 0)
+    "image_bytes": 0,  # bytes a pull of an absent image downloads: an int, or {ref: bytes} (key "*": the rest)
+    "pull_bytes_per_second": 0,  # download speed of a pull (0: instant); a pull takes image_bytes / this
+    "pull_gate": "",  # a path under the sandbox HOME: a download completes only once it exists (ordering tests)
+    "pull_gate_timeout": 60,  # seconds a download waits for the gate, then fails like a registry timeout
 }
 
 
@@ -164,14 +165,28 @@ class Docker:
     def images(self) -> dict[str, dict]:
         return _c.read_json(os.path.join(self.ddir, "images.json"), {}) or {}
 
-    def _download(self, ref: Ref, repo: str) -> None:
-        """The time a download takes (``image_bytes`` / ``pull_bytes_per_second``), recorded with its size."""
-        sizes = self.cfg.get("image_bytes") or {}
-        size = next((sizes[k] for k in (ref.familiar, ref.canonical, repo, "*") if k in sizes), 0)
-        rate = float(self.cfg.get("pull_bytes_per_second") or 0)
-        self.record["pull_bytes"] = self.record.get("pull_bytes", 0) + int(size)
-        if rate > 0 and size:
-            time.sleep(float(size) / rate)
+    def image_size(self, ref: Ref) -> int:
+        """``image_bytes`` of ``ref`` (an int for every image, or by reference with ``"*"`` for the rest)."""
+        sizes: Any = self.cfg.get("image_bytes") or 0
+        if isinstance(sizes, dict):
+            sizes = sizes.get(ref.familiar, sizes.get(ref.canonical, sizes.get("*", 0)))
+        return int(sizes or 0)
+
+    def download(self, ref: Ref, head: str) -> int:
+        """The download of an absent image: ``image_bytes`` at ``pull_bytes_per_second``, completing only once the
+        ``pull_gate`` file exists; returns the bytes downloaded."""
+        size, speed = self.image_size(ref), float(self.cfg.get("pull_bytes_per_second") or 0)
+        gate = str(self.cfg.get("pull_gate") or "")
+        if gate:
+            home = os.environ.get("HOME") or os.path.expanduser("~")
+            waited_until = time.monotonic() + float(self.cfg.get("pull_gate_timeout") or 60)
+            while not os.path.exists(os.path.join(home, gate)):
+                if time.monotonic() > waited_until:
+                    raise DockerError(f'Error response from daemon: Get "{head}": net/http: TLS handshake timeout')
+                time.sleep(0.05)
+        if size and speed > 0:
+            time.sleep(size / speed)
+        return size
 
     def pull(self, ref: Ref, write: Callable[[str], None]) -> None:
         """Pull ``ref`` into the instance's image store (auth, missing-manifest and failure knobs)."""
@@ -198,15 +213,17 @@ class Docker:
                 f"Error response from daemon: manifest for {ref.familiar} not found: manifest unknown: manifest unknown"
             )
         write(f"{ref.reference}: Pulling from {ref.path}\n")
-        if ref.canonical not in self.images():
-            self._download(ref, repo)
-        with _c.flocked(os.path.join(self.ddir, "lock")):
-            imgs = self.images()
-            present = ref.canonical in imgs
-            img = imgs.setdefault(ref.canonical, {"pull_count": 0, "downloads": 0, "first_pulled": time.time()})
-            img["pull_count"] += 1
-            img["downloads"] += 0 if present else 1
-            _c.write_json_atomic(os.path.join(self.ddir, "images.json"), imgs)
+        with _c.flocked(os.path.join(self.ddir, f"pull-{sha(ref.canonical)[:16]}.lock")):  # one download per image
+            present = ref.canonical in self.images()
+            size = 0 if present else self.download(ref, head)
+            with _c.flocked(os.path.join(self.ddir, "lock")):
+                imgs = self.images()
+                img = imgs.setdefault(ref.canonical, {"pull_count": 0, "downloads": 0, "first_pulled": time.time()})
+                img["pull_count"] += 1
+                img["downloads"] += 0 if present else 1
+                img["bytes"] = int(img.get("bytes", 0)) + size
+                _c.write_json_atomic(os.path.join(self.ddir, "images.json"), imgs)
+        self.record["bytes"] = int(self.record.get("bytes", 0)) + size
         if not present:
             write("".join(f"{sha(f'layer{i}:{ref.canonical}')[:12]}: Pull complete\n" for i in range(3)))
         status = "Image is up to date for" if present else "Downloaded newer image for"

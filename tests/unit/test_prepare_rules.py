@@ -1,0 +1,142 @@
+"""The pure rules of preparing an instance in parallel: one background pull per image and what its state means
+(``cli/jobs/pulls.py``), which images a step pulls ahead (``cli/tao/command.py``), and the fast read of an S3
+listing page (``cli/transfer/s3_pages.py``); and the two ways a step stops waiting for a pull that does not end
+(``steps/pulls.py``, against a hook answering its two calls)."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from airflow_provider_brev.cli.jobs.handle import FINISHED, LOST, MISSING, RUNNING
+from airflow_provider_brev.cli.jobs.pulls import (
+    PULL_BASE_DIR,
+    next_poll_delay,
+    pull_command,
+    pull_job,
+    pull_outcome,
+    pull_start,
+)
+from airflow_provider_brev.cli.jobs.remote import LaunchResult, PollResult
+from airflow_provider_brev.cli.tao.command import images_to_prefetch
+from airflow_provider_brev.cli.transfer.s3_pages import split_contents
+from airflow_provider_brev.exceptions import BrevImagePullError, BrevTaskKilledError
+from airflow_provider_brev.steps.pulls import await_pull
+
+PYT = "nvcr.io/nvidia/tao/tao-toolkit:6.26.3-pyt"
+DS = "nvcr.io/nvidia/tao/tao-toolkit:6.26.3-data-services"
+
+
+def poll(state: str, exit_code: int | None = None) -> PollResult:
+    return PollResult(state=state, exit_code=exit_code, log_size=0, pid=None)
+
+
+def test_one_pull_job_per_image_apart_from_the_steps_jobs():
+    assert pull_job(PYT) == pull_job(PYT) and pull_job(PYT) != pull_job(DS)
+    assert pull_job(PYT).base_dir == PULL_BASE_DIR and pull_job(PYT).job_id.startswith("pull-")
+    assert pull_command("reg.io/a b:1") == "docker pull 'reg.io/a b:1'"
+
+
+@pytest.mark.parametrize(
+    ("launch", "found"),
+    [
+        (LaunchResult(launched=True, pid=7), "started"),
+        (LaunchResult(launched=False, existing=poll(RUNNING)), "running"),
+        (LaunchResult(launched=False, existing=poll(FINISHED, 0)), "done"),
+        (LaunchResult(launched=False, existing=poll(FINISHED, 1)), "restart"),
+        (LaunchResult(launched=False, existing=poll(FINISHED, None)), "restart"),
+        (LaunchResult(launched=False, existing=poll(LOST)), "restart"),
+        (LaunchResult(launched=False, existing=poll(MISSING)), "restart"),
+        (LaunchResult(launched=False), "restart"),
+    ],
+)
+def test_what_starting_a_pull_finds(launch, found):
+    assert pull_start(launch) == found
+
+
+@pytest.mark.parametrize(
+    ("state", "exit_code", "outcome"),
+    [
+        (RUNNING, None, "wait"),
+        (FINISHED, 0, "done"),
+        (FINISHED, 1, "failed"),
+        (LOST, None, "failed"),
+        (MISSING, None, "failed"),
+    ],
+)
+def test_what_a_poll_of_a_pull_means(state, exit_code, outcome):
+    assert pull_outcome(poll(state, exit_code)) == outcome
+
+
+def test_polls_start_short_and_back_off_to_a_ceiling():
+    delays = [0.0]
+    for _ in range(8):
+        delays.append(next_poll_delay(delays[-1]))
+    assert delays[1:] == [0.2, 0.4, 0.8, 1.6, 3.2, 5.0, 5.0, 5.0]
+
+
+def test_the_images_pulled_ahead_are_later_full_untemplated_references_each_once():
+    declared = [
+        PYT,
+        DS,
+        PYT,
+        "{{ params.image }}",
+        "nvcr.io/x/y",
+        None,
+        " " + DS,
+        "ubuntu:22.04",
+        "docker.io/library/ubuntu:22.04",
+    ]
+    assert images_to_prefetch(DS, declared) == [PYT, "docker.io/library/ubuntu:22.04"]
+    assert images_to_prefetch(PYT, []) == []
+
+
+PAGE = (
+    b'<?xml version="1.0" encoding="UTF-8"?>\n<ListBucketResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/">'
+    b"<Name>b</Name><Prefix>ds/</Prefix><KeyCount>2</KeyCount><MaxKeys>1000</MaxKeys><IsTruncated>true</IsTruncated>"
+    b"<Contents><Key>ds/a&lt;Contents&gt;.jpg</Key><LastModified>2026-01-01T00:00:00.000Z</LastModified>"
+    b"<ETag>&quot;0cc175b9c0f1b6a831c399e269772661&quot;</ETag><Size>1</Size><StorageClass>STANDARD</StorageClass>"
+    b"</Contents><Contents><Key>ds/b%20c</Key><ETag>&quot;abc-2&quot;</ETag><Size>20</Size></Contents>"
+    b"<NextContinuationToken>tok</NextContinuationToken></ListBucketResult>"
+)
+
+
+def test_a_listing_page_is_split_into_its_objects_and_its_envelope():
+    contents, envelope = split_contents(PAGE)
+    assert contents == [
+        {"Key": "ds/a<Contents>.jpg", "Size": 1, "ETag": '"0cc175b9c0f1b6a831c399e269772661"'},
+        {"Key": "ds/b%20c", "Size": 20, "ETag": '"abc-2"'},
+    ]
+    assert b"Contents>" not in envelope.replace(b"&lt;Contents&gt;", b"")
+    assert b"<NextContinuationToken>tok</NextContinuationToken>" in envelope and b"<IsTruncated>true" in envelope
+    with pytest.raises(ValueError, match="Not an S3 listing page"):
+        split_contents(b"<html>")
+
+
+class PullHook:
+    """The two calls :func:`await_pull` makes, answered as a pull that never ends (the I/O boundary only)."""
+
+    def __init__(self) -> None:
+        self.killed: list[str] = []
+
+    def poll_job(self, name, job, *, offset):
+        return PollResult(state=RUNNING, exit_code=None, log_size=5, pid=7, chunk=b"layer", offset=offset)
+
+    def kill_job(self, name, job, *, grace_seconds):
+        self.killed.append(job.job_id)
+        return "killed"
+
+
+def test_a_pull_that_outlives_pull_timeout_is_stopped_and_fails_the_step():
+    hook = PullHook()
+    with pytest.raises(BrevImagePullError, match=r"did not finish within pull_timeout \(0 s\)"):
+        await_pull(hook, "box", PYT, timeout=0, log=logging.getLogger("t"), killed=lambda: False)
+    assert hook.killed == [pull_job(PYT).job_id]
+
+
+def test_a_killed_task_stops_waiting_and_leaves_the_shared_pull_running():
+    hook = PullHook()
+    with pytest.raises(BrevTaskKilledError, match="killed while waiting for the pull"):
+        await_pull(hook, "box", PYT, timeout=60, log=logging.getLogger("t"), killed=lambda: True)
+    assert hook.killed == []
