@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from airflow_provider_brev.cli.instances.reuse import (
@@ -179,3 +181,148 @@ def test_next_run_at_reads_the_timetable():
     manual = DAG(dag_id="reuse_manual", schedule=None, start_date=datetime(2026, 1, 1, tzinfo=UTC))
     assert next_run_at({"dag": manual, "dag_run": today_run}, now=now) is None
     assert next_run_at({}) is None  # no DAG: the break-even falls back to max_idle
+
+
+# --- the stored records: field names, defaults, shapes -------------------------------------------------------------
+
+FULL = {
+    "key": "weekly",
+    "id": "i-7",
+    "name": "brev-weekly",
+    "instance_type": "g6e.xlarge",
+    "state": "stopped",
+    "since": 12.5,
+    "max_idle": 7200.0,
+    "max_lifetime": 900.0,
+    "saved_seconds": 930.0,
+    "claimed_by": "d/r/t/-1",
+    "price_per_hour": 2.24,
+    "created_at": 11.0,
+}
+#: What a record holding only key, id and name reads as (and what a new entry holds): the documented defaults.
+DEFAULTS = {
+    "instance_type": "",
+    "state": "in_use",
+    "since": 0.0,
+    "max_idle": 86400.0,  # a day
+    "max_lifetime": 86400.0,
+    "saved_seconds": 0.0,
+    "claimed_by": "",
+    "price_per_hour": None,
+    "created_at": None,
+}
+MINIMAL = {"key": "weekly", "id": "i-7", "name": "brev-weekly"}
+
+
+def test_a_full_record_round_trips_under_its_stored_field_names():
+    read = ReuseEntry.from_dict(FULL)
+    assert read is not None and read.to_dict() == FULL  # every field is written and read back under its name
+    assert entries_value(entries_in({"weekly": [FULL]})) == {"weekly": [FULL]}
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        pytest.param(MINIMAL, id="fields-missing"),
+        pytest.param({**MINIMAL, **dict.fromkeys(DEFAULTS)}, id="fields-null"),
+        pytest.param({**MINIMAL, "instance_type": 5, "claimed_by": ["x"], "max_idle": "1h"}, id="fields-wrong-type"),
+        pytest.param({**MINIMAL, "state": "running", "since": True, "saved_seconds": False}, id="unknown-state-bools"),
+    ],
+)
+def test_a_record_missing_a_field_reads_with_its_default(record):
+    read = ReuseEntry.from_dict(record)
+    assert read is not None and read.to_dict() == {**MINIMAL, **DEFAULTS}
+    assert ReuseEntry(**MINIMAL).to_dict() == {**MINIMAL, **DEFAULTS}  # a new entry holds the same defaults
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        pytest.param("weekly", id="not-a-dict"),
+        pytest.param(None, id="none"),
+        pytest.param({**MINIMAL, "key": 5}, id="key-not-text"),
+        pytest.param({**MINIMAL, "key": ""}, id="key-empty"),
+        pytest.param({**MINIMAL, "id": 7}, id="id-not-text"),
+        pytest.param({**MINIMAL, "id": ""}, id="id-empty"),
+        pytest.param({**MINIMAL, "name": 7}, id="name-not-text"),
+        pytest.param({**MINIMAL, "name": ""}, id="name-empty"),
+        pytest.param({"key": "weekly", "id": "i-7"}, id="name-missing"),
+    ],
+)
+def test_a_record_of_a_wrong_shape_is_dropped(record):
+    assert ReuseEntry.from_dict(record) is None
+    assert entries_in({"weekly": [record, MINIMAL]}) == {"weekly": [ReuseEntry(**MINIMAL)]}  # the rest is kept
+
+
+def test_records_are_immutable():
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        ReuseEntry(**MINIMAL).state = STATE_STOPPED  # type: ignore[misc]
+    verdict = break_even(None, price_per_hour=None, saved_seconds=1, idle_seconds=1)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        verdict.stop = True  # type: ignore[misc]
+
+
+# --- the break-even's edges ----------------------------------------------------------------------------------------
+
+
+def test_break_even_when_the_disk_costs_exactly_the_warm_saving_deletes():
+    # 730 GB at $1/GB-month = $1/h for 1 h against 1000 s at $3.60/h = $1: not less, so delete
+    verdict = break_even(
+        offer(target_disk_gb=730, disk_price_per_gb_mo=1), price_per_hour=3.6, saved_seconds=1000, idle_seconds=3600
+    )
+    assert (verdict.stop, verdict.disk_dollars, verdict.warm_dollars) == (False, 1.0, 1.0)
+    assert verdict.message.startswith("deleting") and "not less" in verdict.message
+
+
+def test_break_even_counts_negative_times_as_none():
+    verdict = break_even(offer(), price_per_hour=None, saved_seconds=-60, idle_seconds=-3600)
+    assert (verdict.idle_hours, verdict.disk_dollars, verdict.warm_dollars, verdict.stop) == (0.0, 0.0, 0.0, False)
+
+
+def test_break_even_of_an_unknown_type_names_it_and_deletes():
+    verdict = break_even(None, price_per_hour=2.0, saved_seconds=390, idle_seconds=60)
+    assert verdict.message == "its type cannot be stopped (not stoppable): deleting"
+    assert break_even(offer(False), price_per_hour=2.0, saved_seconds=390, idle_seconds=60).message.startswith(
+        "g6e.xlarge cannot be stopped"
+    )
+
+
+def bare_offer(**raw) -> InstanceTypeOffer:
+    return InstanceTypeOffer("g6e.xlarge", "L40S", 1, 48, 48, 2.24, boot_time_seconds=390, raw=raw)
+
+
+@pytest.mark.parametrize(
+    ("raw", "gb"),
+    [
+        pytest.param({"disk_min_gb": 250, "disk_max_gb": 16000}, 500, id="default-within-range"),
+        pytest.param({"disk_min_gb": 1000, "disk_max_gb": 16000}, 1000, id="default-below-min"),
+        pytest.param({"disk_min_gb": 100, "disk_max_gb": 300}, 300, id="default-above-max"),
+        pytest.param({"disk_min_gb": 250}, 250, id="no-max-is-the-min"),
+        pytest.param({"disk_min_gb": 800, "disk_max_gb": 400}, 800, id="max-below-min-is-the-min"),
+        pytest.param({}, 0, id="no-range-no-disk"),
+        pytest.param({"disk_max_gb": 16000}, 500, id="no-min"),
+        pytest.param({"target_disk_gb": 64, "disk_min_gb": 250}, 64, id="target-wins"),
+    ],
+)
+def test_disk_size_is_the_create_default_clamped_to_the_type_range(raw, gb):
+    assert disk_dollars_per_hour(bare_offer(disk_price_per_gb_mo=0.73, **raw)) == pytest.approx(gb * 0.001)
+
+
+def test_an_unpriced_disk_costs_nothing():
+    assert disk_dollars_per_hour(bare_offer(disk_min_gb=250, disk_max_gb=16000)) == 0.0
+
+
+@pytest.mark.parametrize(
+    ("boot", "catalog", "saved"),
+    [
+        pytest.param(0, None, 0, id="no-catalog-boot-is-no-floor"),
+        pytest.param(10.0004, None, 10.0, id="kept-to-the-millisecond"),
+        pytest.param(0, 0, 0, id="zero-catalog-boot"),
+    ],
+)
+def test_saved_seconds_edges(boot, catalog, saved):
+    assert saved_seconds(boot_seconds=boot, pull_seconds=0, stage_seconds=0, catalog_boot_seconds=catalog) == saved
+
+
+def test_reuse_key_value_accepts_exactly_200_characters():
+    assert reuse_key_value("x" * 200) == "x" * 200

@@ -114,18 +114,17 @@ class ReuseEntry:
         key, ident, name = value.get("key"), value.get("id"), value.get("name")
         if not (isinstance(key, str) and key and isinstance(ident, str) and ident and isinstance(name, str) and name):
             return None
-        state = value.get("state") if value.get("state") in (STATE_STOPPED, STATE_IN_USE) else STATE_IN_USE
         return cls(
             key=key,
             id=ident,
             name=name,
-            instance_type=str(value.get("instance_type") or ""),
-            state=str(state),
+            instance_type=_text(value.get("instance_type")),
+            state=STATE_STOPPED if value.get("state") == STATE_STOPPED else STATE_IN_USE,
             since=_number(value.get("since")) or 0.0,
             max_idle=_number(value.get("max_idle")) or DEFAULT_MAX_IDLE_SECONDS,
             max_lifetime=_number(value.get("max_lifetime")) or DEFAULT_MAX_IDLE_SECONDS,
             saved_seconds=_number(value.get("saved_seconds")) or 0.0,
-            claimed_by=str(value.get("claimed_by") or ""),
+            claimed_by=_text(value.get("claimed_by")),
             price_per_hour=_number(value.get("price_per_hour")),
             created_at=_number(value.get("created_at")),
         )
@@ -137,6 +136,10 @@ class ReuseEntry:
 
 def _number(value: Any) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
 
 
 def entries_in(value: Any) -> dict[str, list[ReuseEntry]]:
@@ -226,7 +229,7 @@ def disk_dollars_per_hour(offer: InstanceTypeOffer | None) -> float:
     price = _number(raw.get("disk_price_per_gb_mo")) or 0.0
     target = _number(raw.get("target_disk_gb"))
     low, high = _number(raw.get("disk_min_gb")) or 0.0, _number(raw.get("disk_max_gb")) or 0.0
-    size = target or (min(max(DEFAULT_DISK_GB, low), high) if high > low else low)
+    size = target or max(min(DEFAULT_DISK_GB, high), low)  # the default clamped to [low, high]; low if high < low
     return size * price / HOURS_PER_MONTH
 
 
