@@ -68,8 +68,15 @@ def test_token_expiry_mid_job(run_dag, brev_sim, task_logs, secret):
 
 def test_token_expiry_while_deferred_on_readiness(run_dag, brev_sim, task_logs, secret):
     """The session dies while the triggerer polls readiness: the trigger's async path logs in again."""
-    brev_sim.set_fault("ssh_refused", seconds=3)  # keep the trigger polling for a while
-    with ChaosAgent(lambda: cli_calls(brev_sim, "exec"), lambda _: brev_sim.expire_sessions()) as agent:
+    brev_sim.set_timings(deploy=3)  # keep the trigger polling `brev ls` (every 0.2 s) while the instance deploys
+
+    def polling_in_the_triggerer():
+        # the create task lists at most twice before it defers; the fourth listing after `brev create` is the
+        # trigger's (readiness reaches sshd through plain ssh, so its polls are the listings)
+        created = [c["ts"] for c in cli_calls(brev_sim, "create")]
+        return created and len([c for c in cli_calls(brev_sim, "ls") if c["ts"] > created[0]]) >= 4
+
+    with ChaosAgent(polling_in_the_triggerer, lambda _: brev_sim.expire_sessions()) as agent:
         dag_run = run_dag("brev_chaos_deferrable", conf=chaos_conf("echo job-done", secret))
     assert agent.fired
     logins = cli_calls(brev_sim, "login")
@@ -91,7 +98,9 @@ def test_token_expiry_while_deferred_on_readiness(run_dag, brev_sim, task_logs, 
         pytest.param("create", {"stage": "post"}, id="create-post"),
         pytest.param("create", {"stage": "post", "side_effect": True}, id="create-post-answer-lost"),
         pytest.param("copy", {}, id="copy"),
-        pytest.param("exec", {}, id="exec"),
+        # the API call of reaching an instance: readiness runs `brev refresh` for its ssh host entry, after which
+        # every `brev exec` takes the CLI's fast path (plain ssh, no API call, so no 5xx to serve)
+        pytest.param("refresh", {}, id="refresh"),
         pytest.param("delete", {}, id="delete"),
         pytest.param("login", {}, id="login"),  # a 502 on login is retried, not blamed on the token
     ],
@@ -152,7 +161,8 @@ def test_boot_failure_fails_naming_failure_and_leaves_nothing(run_dag, brev_sim,
 def test_ssh_refused_for_a_while_after_running_is_waited_out(run_dag, brev_sim, task_logs, secret, dag_id):
     brev_sim.set_fault("ssh_refused", seconds=4)
     dag_run = run_dag(dag_id, conf=chaos_conf("echo job-done", secret))
-    assert "not reachable over SSH yet" in task_logs.text  # readiness saw RUNNING without ssh, and waited
+    codes = [call["exit_code"] for call in brev_sim.ssh_calls()]  # readiness probes sshd through plain ssh
+    assert codes[:1] == [255] and codes[-1] == 0, codes  # it saw RUNNING with sshd refusing, and waited it out
     assert_chaos_invariants(brev_sim, task_logs, secrets=[secret], counters=["try-1"], dag_run=dag_run)
 
 
