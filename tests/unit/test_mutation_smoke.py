@@ -18,7 +18,7 @@ KILLED = [
     ("protocol.classify:<module>:string:9b666cc2", "'instance with id/name X not found' is no longer 'not found'"),
     ("instances.recovery:validate_budget:compare-boundary:0a99b4e3", "max_instance_recoveries=0 is refused"),
     ("instances.readiness:next_poll_interval:compare-boundary:e7f00e0c", "the back-off starts a tick later"),
-    ("instances.readiness:<module>:number:4a1d91b5", "the back-off cap is 3 s"),
+    ("instances.readiness:<module>:number:7e41b70e", "the back-off cap is 2.5 s"),
     ("transfer.paths:normalize_prefix:element-drop:92e72f8b", "a NUL in an S3 prefix is accepted"),
     ("transfer.paths:glob_to_regex:string:fcc85e2a", "a leading '**/' no longer matches zero directories"),
     ("transfer.rounds:StagedDownload.settle:boolop-drop:ed107d01", "the size is unchecked when the md5 is unknown"),
