@@ -30,4 +30,4 @@ def __getattr__(name: str) -> str:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["__version__"]
+__all__ = ["__version__"]  # noqa: F822 - module __getattr__ provides it, read lazily

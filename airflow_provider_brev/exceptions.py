@@ -60,6 +60,16 @@ __all__ = [
     "BrevTransferConflictError",
     "BrevTransferError",
     "BrevTransientError",
+    "LeptonAuthError",
+    "LeptonConfigurationError",
+    "LeptonError",
+    "LeptonJobExistsError",
+    "LeptonJobFailedError",
+    "LeptonJobLostError",
+    "LeptonNotFoundError",
+    "LeptonRejectedError",
+    "LeptonResourcesUnavailableError",
+    "LeptonTransientError",
     "RetryPolicy",
     "TaoProgramFaultError",
     "TaoUnreachableKpiError",
@@ -266,6 +276,58 @@ class BrevTransferError(BrevError):
 
 class BrevTransferConflictError(BrevTransferError, AirflowFailException):
     """The destination already holds different objects and ``overwrite`` is off (a retry cannot help)."""
+
+
+# --- DGX Cloud Lepton (a job-based compute; hooks/lepton.py maps the API's answers, cli/lepton/errors.py) --------
+
+
+class LeptonError(BrevError):
+    """Base of the errors of DGX Cloud Lepton steps (the retry rule is still :func:`retry_policy`, by type)."""
+
+
+class LeptonAuthError(LeptonError, BrevAuthError):
+    """The workspace token was rejected (401) or has no access to the workspace or the resource (403): issue a new
+    token (dashboard, Settings > Tokens) and put it in the ``lepton`` connection's password. Never carries the
+    token."""
+
+
+class LeptonConfigurationError(LeptonAuthError, AirflowFailException):
+    """The ``lepton`` connection is missing or incomplete (workspace id, token), or the ``leptonai`` SDK is not
+    installed (``pip install 'airflow-provider-brev[lepton]'``): no retry is spent."""
+
+
+class LeptonRejectedError(LeptonError, AirflowFailException, ValueError):
+    """The API refused the request as invalid (400/422: a shape, node group or image the workspace does not know):
+    the same request cannot succeed, no retry is spent."""
+
+
+class LeptonResourcesUnavailableError(LeptonError, BrevNoCapacityError):
+    """The workspace has no quota or free resources for the job right now: its creation was refused, or it waited
+    in its node group's queue longer than ``queue_timeout`` (then it was stopped). The task's retries may find
+    resources later; a higher ``priority`` or another node group may too."""
+
+
+class LeptonNotFoundError(LeptonError):
+    """The workspace or the job does not exist (or is not visible to this token)."""
+
+
+class LeptonJobExistsError(LeptonError, BrevDuplicateNameError):
+    """A job of that name exists already (409): the provider's names are per try, so it is this try's own job,
+    submitted before a worker was lost -- the step attaches to it."""
+
+
+class LeptonTransientError(LeptonError, BrevTransientError):
+    """A transient API failure (5xx, 429, connection trouble); retried inside the hook, then by task retries."""
+
+
+class LeptonJobLostError(LeptonError, BrevJobLostError):
+    """The job was stopped or removed by someone else, or vanished before the step read its result; a retry
+    submits it again."""
+
+
+class LeptonJobFailedError(LeptonError):
+    """The job failed before its command could report an exit code (image pull, container start, OOM kill, every
+    ``max_failure_retry`` restart used up); the message quotes the end of its log."""
 
 
 def error_from_event(message: str, error_type: str | None) -> BrevError:

@@ -19,43 +19,73 @@ def get_provider_info() -> dict:
                 "integration-name": "NVIDIA Brev",
                 "external-doc-url": "https://docs.nvidia.com/brev/",
                 "tags": ["software"],
-            }
+            },
+            {
+                "integration-name": "NVIDIA DGX Cloud Lepton",
+                "external-doc-url": "https://docs.nvidia.com/dgx-cloud/lepton/",
+                "tags": ["software"],
+            },
         ],
         "hooks": [
             {
                 "integration-name": "NVIDIA Brev",
                 "python-modules": [
                     "airflow_provider_brev.hooks.base",
+                    "airflow_provider_brev.hooks.driver",
                     "airflow_provider_brev.hooks.instances",
                     "airflow_provider_brev.hooks.brev",
+                    "airflow_provider_brev.hooks.connection_form",
+                    "airflow_provider_brev.hooks.listing",
+                    "airflow_provider_brev.hooks.process",
                     "airflow_provider_brev.hooks.s3_staging",
                 ],
-            }
+            },
+            {"integration-name": "NVIDIA DGX Cloud Lepton", "python-modules": ["airflow_provider_brev.hooks.lepton"]},
         ],
         "operators": [
             {
                 "integration-name": "NVIDIA Brev",
                 "python-modules": [
+                    "airflow_provider_brev.operators.base",
                     "airflow_provider_brev.operators.brev",
                     "airflow_provider_brev.operators.exec",
                     "airflow_provider_brev.operators.janitor",
+                    "airflow_provider_brev.operators.step",
                     "airflow_provider_brev.operators.tao",
                 ],
-            }
+            },
+            {
+                "integration-name": "NVIDIA DGX Cloud Lepton",
+                "python-modules": ["airflow_provider_brev.operators.lepton"],
+            },
         ],
         "sensors": [
             {
                 "integration-name": "NVIDIA Brev",
-                "python-modules": ["airflow_provider_brev.sensors.brev"],
+                "python-modules": ["airflow_provider_brev.sensors.base", "airflow_provider_brev.sensors.brev"],
             }
         ],
         "triggers": [
             {
                 "integration-name": "NVIDIA Brev",
                 "python-modules": ["airflow_provider_brev.triggers.brev"],
-            }
+            },
+            {
+                "integration-name": "NVIDIA DGX Cloud Lepton",
+                "python-modules": ["airflow_provider_brev.triggers.lepton"],
+            },
         ],
         "transfers": [
+            {
+                "source-integration-name": "Amazon Simple Storage Service (S3)",
+                "target-integration-name": "NVIDIA Brev",
+                "python-module": "airflow_provider_brev.transfers.base",
+            },
+            {
+                "source-integration-name": "NVIDIA Brev",
+                "target-integration-name": "Amazon Simple Storage Service (S3)",
+                "python-module": "airflow_provider_brev.transfers.base",
+            },
             {
                 "source-integration-name": "Amazon Simple Storage Service (S3)",
                 "target-integration-name": "NVIDIA Brev",
@@ -77,7 +107,7 @@ def get_provider_info() -> dict:
                     "relabeling": {"password": "Brev API token"},
                     "placeholders": {
                         "password": "token from https://brev.nvidia.com/settings/cli "
-                        "(or leave empty and set an API key)",
+                        "(or leave empty and use an API key)",
                         "extra": '{"cli_path": "/usr/local/bin/brev"}',
                     },
                 },
@@ -121,9 +151,23 @@ def get_provider_info() -> dict:
                         "schema": {"type": ["string", "null"]},
                     },
                 },
-            }
+            },
+            {
+                "connection-type": "lepton",
+                "hook-class-name": "airflow_provider_brev.hooks.lepton.LeptonHook",
+                "hook-name": "NVIDIA DGX Cloud Lepton",
+                "ui-field-behaviour": {
+                    "hidden-fields": ["schema", "port", "extra"],
+                    "relabeling": {"login": "Workspace id", "password": "Workspace token", "host": "Workspace API URL"},
+                    "placeholders": {
+                        "host": "(optional) https://gateway.dgxc-lepton.nvidia.com/api/v2/workspaces/<workspace id>",
+                    },
+                },
+            },
         ],
         "extra-links": [],
+        # `airflow brev instances|sweep` (Airflow 3.2+; older versions ignore the key)
+        "cli": ["airflow_provider_brev.commands.definition.get_brev_cli_commands"],
         "config": {
             "brev": {
                 "description": "Settings of the NVIDIA Brev provider.",

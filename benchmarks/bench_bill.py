@@ -4,16 +4,17 @@ The realistic timeline (one retraining run): boot 180 s to RUNNING + 60 s until 
 per image used (~200 s each), 10,000 x 50 KB dataset objects from S3, gap analysis 300 s, train 3,600 s, evaluate
 300 s. Every **cloud-side** duration of the simulator is divided by one scale factor (``--scale``, 20 by default):
 the deploy and sshd times, the image pull time (through the fake docker's ``pull_bytes_per_second``) and the work
-(fake TAO ``epoch_seconds``). Host-side work -- staging through S3 (a local moto server), ``brev`` processes,
-Airflow's task overhead -- takes its real time. **Projected** seconds add (scale - 1) x the nominal cloud-side
-seconds of a phase (boots from the ``create``/``start`` calls, image downloads from the bytes pulled, the steps'
-nominal work) to what was measured, so host-side time is never multiplied.
+(fake TAO ``epoch_seconds`` and ``gap_analysis_seconds``). Host-side work -- staging through S3 (a local moto
+server in its own process), ``brev`` processes, Airflow's task overhead -- takes its real time. The provider's runs
+are **projected** from their own timeline (``_bill_timeline.py``: every instant of billed time labelled once,
+cloud-side intervals stretched back by the scale, host-side ones kept); the seed recipe, serial, adds
+(scale - 1) x the nominal cloud-side seconds of boot, pulls and work to what was measured.
 
 Three lifecycles in one session:
 
 1. **provider, fresh run** -- ``dags_examples/tao_visual_changenet_retrain.py`` with ``dag.test()``; its
-   ``num_epochs`` param is set so that training is 12 epochs (the fake TAO's train : evaluate : gap analysis take
-   12 : 1 : 0.5 epochs; with 15 s epochs at scale 20 that is 180 : 15 : 7.5 s);
+   ``num_epochs`` param is set so that training is 12 epochs (the fake TAO's train : evaluate take 12 : 1 epochs;
+   with 15 s epochs and a 15 s gap analysis at scale 20 that is 180 : 15 : 15 s);
 2. **provider, warm second run** -- the same DAG again. When ``BrevCreateInstanceOperator`` accepts ``reuse_key``
    / ``max_idle`` and ``BrevDeleteInstanceOperator`` accepts ``release`` (looked up in their signatures), both runs
    use ``reuse_key="bench-bill"`` and ``release="stop"``, so the second run finds the first run's instance; without
@@ -23,9 +24,9 @@ Three lifecycles in one session:
    of the three steps (``sleep`` for the provider's nominal step durations) and ``aws s3 sync`` of the results. It
    runs at the same time as the fresh run, on its own simulator root with the same timings.
 
-Per phase (boot, pull, stage, work, upload, lags): the provider's from its ``cost_report`` (every task's
-``brev_cost``; the instance's lifetime when the teardown reported it, the time between tasks counting as lags); the
-seed's from the simulator's records and the work command's timestamps. Non-work share = 1 - work / billed. Dollars
+Per label (boot, pull, stage, work, upload, setup, launch, detection, delete): the provider's from its timeline
+(``_bill_timeline.py``), the seed's from the simulator's records and the work command's timestamps. Non-work share =
+1 - work / billed. Dollars
 with the instance type's price (``brev search``), as the cost model computes them (``cli/instances/cost.py``).
 
     python benchmarks/bench_bill.py --out result.json [--scale 20 --objects 10000 --object-bytes 50000]
@@ -46,20 +47,22 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from _bill_timeline import LABELS
 from _common import BENCH_DIR, REPO_ROOT, WORK_DIR, InstanceWatcher, progress, write_json
 
 BASE = WORK_DIR / "bill"
+SPANS: list[dict[str, Any]] = []  # every closed cost phase of every task (``_bill_timeline.record_meter_spans``)
 REAL = {"deploy": 180.0, "ssh": 60.0, "pull_per_image": 200.0, "gap_analysis": 300.0, "train": 3600.0}
 REAL |= {"evaluate": 300.0, "start": 60.0}
 IMAGE_BYTES = 14 * 10**9
-TRAIN_EPOCHS = 12  # train : evaluate : gap analysis = 12 : 1 : 0.5 epochs of the fake TAO
+TRAIN_EPOCHS = 12  # train : evaluate = 12 : 1 epochs of the fake TAO; gap analysis has its own knob
 REUSE_KEY = "bench-bill"
 CLOUD_PHASES = ("boot", "pull", "work")
-PHASES = ("boot", "pull", "stage", "work", "upload", "lags")
 
 
 def timings(scale: float) -> dict[str, Any]:
     epoch = REAL["train"] / TRAIN_EPOCHS / scale
+    gap = REAL["gap_analysis"] / scale
     return {
         "scale": scale,
         "deploy_seconds": REAL["deploy"] / scale,
@@ -70,7 +73,8 @@ def timings(scale: float) -> dict[str, Any]:
         "pull_bytes_per_second": IMAGE_BYTES / (REAL["pull_per_image"] / scale),
         "image_bytes": IMAGE_BYTES,
         "epoch_seconds": epoch,
-        "nominal_work_seconds": {"gap_analysis": epoch / 2, "train": epoch * TRAIN_EPOCHS, "evaluate": epoch},
+        "gap_analysis_seconds": gap,
+        "nominal_work_seconds": {"gap_analysis": gap, "train": epoch * TRAIN_EPOCHS, "evaluate": epoch},
     }
 
 
@@ -78,7 +82,7 @@ def configure(sim: Any, t: dict[str, Any]) -> None:
     sim.set_timings(deploy=t["deploy_seconds"], ssh=t["ssh_seconds"], build=t["build_seconds"])
     sim.set_timings(delete=t["delete_seconds"], start=t["start_seconds"])
     sim.set_docker(pull_bytes_per_second=t["pull_bytes_per_second"], image_bytes={"*": t["image_bytes"]})
-    sim.set_tao(epoch_seconds=t["epoch_seconds"])
+    sim.set_tao(epoch_seconds=t["epoch_seconds"], gap_analysis_seconds=t["gap_analysis_seconds"])
 
 
 def seed_dataset(bucket: str, prefix: str, objects: int, size: int) -> int:
@@ -137,58 +141,82 @@ def nominal(sim: Any, t: dict[str, Any], window: tuple[float, float]) -> dict[st
     }
 
 
-def provider_run(sim: Any, dag: Any, conf: dict[str, Any], t: dict[str, Any]) -> dict[str, Any]:
+def provider_run(sim: Any, watcher: InstanceWatcher, dag: Any, conf: dict[str, Any], t: dict[str, Any]) -> dict:
+    """One ``dag.test()`` run of the flagship, projected from its own timeline (``_bill_timeline.py``)."""
+    from _bill_timeline import billed_intervals, downloads, project, tao_runs
+
+    first_span = len(SPANS)
     started = time.time()
     dag_run = dag.test(logical_date=None, run_conf=conf)
     ended = time.time()
-    cloud = nominal(sim, t, (started, ended))
+    watcher.sample()
+    window = (started, ended)
+    cloud = nominal(sim, t, window)
     tis = {ti.task_id: ti for ti in dag_run.get_task_instances()}
     report = tis["cost_report"].xcom_pull(task_ids="cost_report") or {}
-    seconds = dict(report.get("seconds") or {})
-    tasks_total = float(report.get("total_seconds") or 0.0)
-    lifetimes = report.get("lifetimes") or []
-    billed = sum(float(life.get("total_seconds") or 0.0) for life in lifetimes) or tasks_total
     price = next((task.get("price_per_hour") for task in report.get("tasks", []) if task.get("price_per_hour")), None)
-    phases = {
-        "boot": seconds.get("boot", 0.0),
-        "pull": seconds.get("pull", 0.0),
-        "stage": seconds.get("stage", 0.0),
-        "work": seconds.get("work", 0.0),
-        "upload": seconds.get("upload", 0.0),
-        "lags": seconds.get("idle", 0.0) + max(billed - tasks_total, 0.0),
+    name = str(tis["create_instance"].xcom_pull(task_ids="create_instance"))
+    boot_nominal = {"deploy": t["deploy_seconds"] + t["ssh_seconds"], "start": t["start_seconds"] + t["ssh_seconds"]}
+    billed, boots = [], []
+    for record in watcher.by_name(name):
+        more = billed_intervals(record, window, boot_nominal)
+        billed += more[0]
+        boots += more[1]
+    steps = ("gap_analysis", "train", "evaluate")
+    timeline = project(
+        billed=billed,
+        boots=boots,
+        runs=tao_runs(sim.root, name, window),
+        pulls=downloads(sim, name, window, t["pull_bytes_per_second"]),
+        spans=[s for s in SPANS[first_span:] if started <= s["start"] <= ended],
+        nominal_work=t["nominal_work_seconds"],
+        step_images={task: dag.get_task(task).image for task in steps},
+        scale=t["scale"],
+    )
+    staged = {
+        task: [
+            {k: entry.get(k) for k in ("transferred", "skipped")}
+            for entry in ((tis[task].xcom_pull(task_ids=task) or {}).get("sync") or {}).get("inputs") or []
+        ]
+        for task in steps
     }
     return {
         "state": str(getattr(dag_run.state, "value", dag_run.state)),
         "task_states": {k: str(getattr(v.state, "value", v.state)) for k, v in tis.items()},
+        "instance": name,
         "wall_s": round(ended - started, 1),
-        "billed_s": round(billed, 3),
-        "billed_from": "instance lifetime (teardown)" if lifetimes else "sum of the tasks' brev_cost",
+        "billed_intervals": billed,
         "price_per_hour": price,
         "nominal_cloud_seconds": cloud,
-        **summarise(phases, cloud, price, t["scale"]),
+        "inputs_staged": staged,
+        "cost_report_seconds": report.get("seconds"),
+        "timeline": {k: v for k, v in timeline.items() if k not in ("measured", "projected")},
+        "measured": side(timeline["measured"], price),
+        "projected": side(timeline["projected"], price),
+    }
+
+
+def side(values: dict[str, float], price: float | None) -> dict[str, Any]:
+    """Seconds per label, their total (the billed time), the non-work share and the dollars."""
+    from airflow_provider_brev.cli.instances.cost import dollars
+
+    total = sum(values.values())
+    return {
+        "seconds": {k: round(float(v), 3) for k, v in values.items()},
+        "total_s": round(total, 3),
+        "non_work_share": round(1 - values["work"] / total, 4) if total else None,
+        "dollars": dollars(price, total),
     }
 
 
 def summarise(phases: dict[str, float], cloud: dict[str, float], price: float | None, scale: float) -> dict[str, Any]:
-    """Measured and projected seconds, non-work share and dollars; projected = measured + (scale - 1) x the phase's
-    nominal cloud-side seconds (host-side time in a phase is not multiplied)."""
-    from airflow_provider_brev.cli.instances.cost import dollars
-
+    """The seed recipe's measured and projected seconds: it runs every phase one after the other, so projected =
+    measured + (scale - 1) x the phase's nominal cloud-side seconds (host-side time in a phase is not multiplied)."""
     measured = {k: round(float(v), 3) for k, v in phases.items()}
     projected = {
         k: round(v + (scale - 1) * float(cloud[k]) if k in CLOUD_PHASES else v, 3) for k, v in measured.items()
     }
-
-    def side(values: dict[str, float]) -> dict[str, Any]:
-        total = sum(values.values())
-        return {
-            "seconds": values,
-            "total_s": round(total, 3),
-            "non_work_share": round(1 - values["work"] / total, 4) if total else None,
-            "dollars": dollars(price, total),
-        }
-
-    return {"measured": side(measured), "projected": side(projected)}
+    return {"measured": side(measured, price), "projected": side(projected, price)}
 
 
 def seed_work(marker: Path, t: dict[str, Any], images: tuple[str, str], bucket: str, prefix: str, name: str) -> str:
@@ -230,13 +258,14 @@ def seed_run(sim: Any, watcher: InstanceWatcher, t: dict[str, Any], work: str, m
     created, ssh_up = float(inst["created_at"]), float(inst["t_ssh_up"])
     deleting = float(inst.get("t_deleting") or time.time())
     cloud = nominal(sim, t, (started, time.time()))
-    phases = {
+    phases = dict.fromkeys(LABELS, 0.0) | {
         "boot": ssh_up - created,
         "pull": stamps["stage"] - stamps["pull"],
         "stage": stamps["work"] - stamps["stage"],
         "work": stamps["upload"] - stamps["work"],
         "upload": stamps["end"] - stamps["upload"],
-        "lags": (stamps["pull"] - ssh_up) + (deleting - stamps["end"]),
+        "detection": stamps["pull"] - ssh_up,  # sshd up -> the seed's poll noticed and its work command began
+        "delete": deleting - stamps["end"],
     }
     return {
         "exit_code": proc.returncode,
@@ -266,15 +295,27 @@ def main() -> int:
     warm = warm_reuse_supported()
     if warm:
         use_warm_reuse()
-    sim, server, endpoint = demo._start_local_services(BASE)
+    from _bill_timeline import record_meter_spans
+    from bench_stage_small import BASE as MOTO_LOG_DIR
+    from bench_stage_small import Moto
+
+    record_meter_spans(SPANS)
+    MOTO_LOG_DIR.mkdir(parents=True, exist_ok=True)  # Moto writes its log there
+    moto = Moto()  # its own process: its CPU does not compete with the measured one for this process's GIL
+    sim, _, endpoint = demo._start_local_services(BASE, s3_endpoint=moto.endpoint)
     from airflow_provider_brev.testing import BrevSimulator
 
     seed_sim = BrevSimulator(BASE / "seed-sim", profile="released").install()
     for s in (sim, seed_sim):
         configure(s, t)
     seed_sim.set_docker(nvcr_anonymous_pull=True)  # the seed's docker login is not part of the comparison
-    seed_env = {"AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": "demo-access-key"}
-    seed_sim.set_config(sandbox_env=seed_env | {"AWS_SECRET_ACCESS_KEY": "demo-secret-key"})
+    from airflow_provider_brev.testing.local_s3 import (  # demo's aws_default
+        DUMMY_ACCESS_KEY_ID,
+        DUMMY_SECRET_ACCESS_KEY,
+    )
+
+    seed_env = {"AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": DUMMY_ACCESS_KEY_ID}
+    seed_sim.set_config(sandbox_env=seed_env | {"AWS_SECRET_ACCESS_KEY": DUMMY_SECRET_ACCESS_KEY})
     seed_sim.add_tool("aws", f'#!/bin/sh\nexec {sys.executable} {BENCH_DIR / "bill_aws.py"} "$@"\n')
     watchers = {"provider": InstanceWatcher(sim), "seed": InstanceWatcher(seed_sim)}
     result: dict[str, Any] = {"timings": t, "real_timeline": REAL, "warm_reuse_supported": warm}
@@ -299,7 +340,7 @@ def main() -> int:
         )
         seed.start()
         progress("bill: provider fresh run and seed recipe")
-        result["provider_fresh"] = provider_run(sim, dag, conf, t)
+        result["provider_fresh"] = provider_run(sim, watchers["provider"], dag, conf, t)
         seed.join()
         if "error" in seed_out:
             raise RuntimeError(seed_out["error"])
@@ -307,7 +348,7 @@ def main() -> int:
         seed_out.update(summarise(seed_out.pop("phases_raw"), seed_out["nominal_cloud_seconds"], price, args.scale))
         result["seed_recipe"] = seed_out
         progress(f"bill: provider {'warm' if warm else 'second (cold: no warm reuse in the operators)'} run")
-        result["provider_second"] = provider_run(sim, dag, conf, t)
+        result["provider_second"] = provider_run(sim, watchers["provider"], dag, conf, t)
         result["second_run_kind"] = "warm (reuse_key, release=stop)" if warm else "cold (operators lack reuse_key)"
     finally:
         for w in watchers.values():
@@ -320,7 +361,7 @@ def main() -> int:
         result["leaked_instances"] = sum(1 for _, status in left if status != "STOPPED")
         for s in (sim, seed_sim):
             s.kill_all()
-        server.stop()
+        moto.stop()
     write_json(Path(args.out), json.loads(json.dumps(result, default=str)))
     for key in ("provider_fresh", "provider_second", "seed_recipe"):
         p = result[key]["projected"]

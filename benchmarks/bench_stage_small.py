@@ -34,18 +34,14 @@ from typing import Any
 
 from _common import WORK_DIR, progress, quiet_provider_logs, use_simulator, write_json
 
+from airflow_provider_brev.testing.local_s3 import free_port
+
 BASE = WORK_DIR / "stage-small"
 INSTANCE = "bench-stage"
 BUCKET = "bench-stage"
 PREFIX = "dataset/images/"
 REGION = "us-east-1"
 KEY_ID, SECRET = "AKIABENCHDUMMYKEY000", "benchDummySecretKeyNeverOnTheInstance000"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class Moto:

@@ -6,6 +6,7 @@ goes to stderr; the provider's own log lines of each child go to ``benchmarks/.w
 
     .venv/bin/python benchmarks/run.py            # everything (about 30 minutes on 2 cores)
     .venv/bin/python benchmarks/run.py --only idle,concurrent --quick   # development: partial, not saved
+    .venv/bin/python benchmarks/run.py --only bill --merge   # re-run one, merged into the saved results
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any
 
 from _bill_report import BILL_BUDGETS, bill_checks, bill_markdown
 from _common import BENCH_DIR, WORK_DIR, child_env, progress, write_json
+from _rerun import merged, rerun_lines, saved_details
 
 RESULTS_JSON = BENCH_DIR / "results.json"
 RESULTS_MD = BENCH_DIR / "results.md"
@@ -529,6 +531,7 @@ def markdown(results: dict[str, Any]) -> str:
         f"1-min load average at start / end: {m['load_average_at_start'][0]:.1f} / {m['load_average_at_end'][0]:.1f} "
         "(other processes on the same CPUs add noise, mostly to the import timings).",
         "",
+        *rerun_lines(results),
         "| metric | value | budget | met? |",
         "| --- | --- | --- | --- |",
     ]
@@ -561,6 +564,7 @@ def main() -> int:
     parser.add_argument("--only", default="", help=f"comma-separated subset of {', '.join(BENCHMARKS)}")
     parser.add_argument("--quick", action="store_true", help="fewer repetitions / smaller sizes (development)")
     parser.add_argument("--strict", action="store_true", help="exit 1 when a budget is not met")
+    parser.add_argument("--merge", action="store_true", help="with --only: merge into the saved results")
     args = parser.parse_args()
     selected = [b.strip() for b in args.only.split(",") if b.strip()] or list(BENCHMARKS)
     unknown = sorted(set(selected) - set(BENCHMARKS))
@@ -570,9 +574,13 @@ def main() -> int:
     WORK_DIR.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     host = machine()
+    if args.merge and (args.quick or not args.only):
+        parser.error("--merge re-runs the benchmarks of --only at full size into the saved results")
     details = {name: run_benchmark(name, args.quick) for name in selected}
-    results = assemble(details, started, args.quick, host)
-    partial = selected != list(BENCHMARKS) or args.quick
+    saved = saved_details(RESULTS_JSON) if args.merge else {}  # the saved run's numbers, the new ones replacing
+    details, overrides = merged(saved, details, host["load_average_at_start"]) if saved else (details, {})
+    results = assemble(details, started, args.quick, host) | overrides
+    partial = (selected != list(BENCHMARKS) or args.quick) and not saved
     json_path = WORK_DIR / "results.partial.json" if partial else RESULTS_JSON
     md_path = WORK_DIR / "results.partial.md" if partial else RESULTS_MD
     write_json(json_path, results)

@@ -1,7 +1,10 @@
 """Mixed CPU and GPU stages on different Brev instance types, handing data over through S3.
 
 A cheap CPU instance prepares the data, a GPU instance trains on it. Each instance has its own setup/teardown
-pair, so the GPU is only rented while the GPU stage runs, and each is deleted whatever happens.
+pair, so the GPU is only rented while the GPU stage runs, and each is deleted whatever happens. A preflight task
+checks first that the hand-over bucket exists (``bucket`` param, default ``$BREV_EXAMPLE_BUCKET`` or
+``brev-examples``; ``make airflow`` and ``make demo`` create it in their local S3): a missing bucket fails the run
+before any instance is created.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from airflow_provider_brev.operators.brev import (
     BrevDeleteInstanceOperator,
     BrevExecOperator,
 )
+from airflow_provider_brev.operators.tao import BrevPreflightOperator
 from airflow_provider_brev.transfers import BrevToS3Operator, S3ToBrevOperator
 from airflow_provider_brev.utils.templates import run_slug
 
@@ -32,6 +36,8 @@ with DAG(
     user_defined_filters={"run_slug": run_slug},
 ):
     # [START howto_brev_mixed_stages]
+    # Before anything is rented: the bucket the hand-over writes to exists and aws_default may list it.
+    preflight = BrevPreflightOperator(task_id="preflight", s3_outputs=["s3://{{ params.bucket }}/" + PREFIX])
     cpu = BrevCreateInstanceOperator(task_id="create_cpu", instance_types="{{ params.cpu_type }}")
     prepare = BrevExecOperator(
         task_id="prepare_data",
@@ -62,6 +68,6 @@ with DAG(
     )
     delete_gpu = BrevDeleteInstanceOperator(task_id="delete_gpu", instance_name=gpu.output)
 
-    cpu >> prepare >> hand_over >> delete_cpu.as_teardown(setups=cpu)
+    preflight >> cpu >> prepare >> hand_over >> delete_cpu.as_teardown(setups=cpu)
     hand_over >> gpu >> stage >> train >> delete_gpu.as_teardown(setups=gpu)
     # [END howto_brev_mixed_stages]

@@ -189,7 +189,7 @@ with DAG(
         **common,
     )
 
-    @task(outlets=[PROMOTED_MODEL])
+    @task(outlets=[PROMOTED_MODEL], multiple_outputs=False)  # the decision is one XCom value
     def promote(evaluation: dict, gap: dict, training: dict, params=None, outlet_events=None) -> dict:
         """Metrics gate with an explicit direction; emits the "model promoted" asset event only when it passes,
         naming the checkpoint in S3 and where each step's outputs are."""
@@ -221,7 +221,7 @@ with DAG(
 
     delete = BrevDeleteInstanceOperator(task_id="delete_instance", instance_name=create.output)
 
-    @task(trigger_rule="all_done")
+    @task(trigger_rule="all_done", multiple_outputs=False)  # the cost table is one XCom value
     def cost_report(ti=None) -> dict:
         """What the run cost: every task's ``brev_cost`` (type, $/h, seconds per phase, $) in one table."""
         return run_cost(ti)

@@ -12,6 +12,8 @@ every component is healthy, then:
   machine is loaded (scripts/cpu_load.py: busy-loops, twice the cores): the run succeeds, and every TAO step ran
   its job exactly once (one job directory per step on the simulated instance, one TAO run per action) -- a retry
   after Airflow's deferral race must collect the finished job, never launch it again;
+* ``example_brev_mixed_stages`` triggered through REST with its default params (its bucket, ``brev-examples``, is
+  one the local S3 creates): the run succeeds, every task green;
 * stop: no process carrying LocalAirflow's marker variable is left.
 
 Screenshots, component logs and task logs go to ``artifacts/airflow-smoke/``. Exit code 1 on any failed check;
@@ -55,6 +57,16 @@ FLAGSHIP = "tao_visual_changenet_retrain"
 #: The flagship's TAO steps and the action each runs.
 FLAGSHIP_STEPS = {"gap_analysis": "vcn_aoi", "train": "train", "evaluate": "evaluate"}
 FLAGSHIP_TIMEOUT = 900.0
+#: The examples the REST checks trigger once each, at the same time, with their default params (the lifecycle
+#: example and the flagship run in the checks above): every task of each must succeed.
+OTHER_EXAMPLES = (
+    "example_brev_mixed_stages",
+    "example_brev_ephemeral_exec",
+    "example_mixed_brev_lepton",
+    "tao_visual_changenet_export_inference",
+    "brev_janitor",
+)
+EXAMPLES_TIMEOUT = 900.0
 
 
 def log(msg: str) -> None:
@@ -140,6 +152,29 @@ class Smoke:
             except Exception as err:
                 text = f"<could not fetch: {err}>"
             (out / f"{task_id}.log").write_text(text)
+
+    def rest_other_examples(self) -> str:
+        """Every example not run above, triggered at once with its default params (``example_brev_mixed_stages``
+        writes to ``brev-examples``, the Lepton one trains on the fake Lepton workspace): success, every task green."""
+        assert self.api is not None
+        t0 = time.monotonic()
+        runs = {}
+        for dag_id in OTHER_EXAMPLES:
+            self.api.wait_dag(dag_id, timeout=120)
+            self.api.unpause(dag_id)
+            runs[dag_id] = self.api.trigger(dag_id)
+        failed, done = [], []
+        for dag_id, run_id in runs.items():
+            left = max(1.0, EXAMPLES_TIMEOUT - (time.monotonic() - t0))
+            state = self.api.wait_run(dag_id, run_id, timeout=left)
+            tis = {ti.task_id: state_of(ti) for ti in self.api.task_instances(dag_id, run_id)}
+            self.save_task_logs(run_id, list(tis), dag_id=dag_id)
+            if state != "success" or set(tis.values()) != {"success"}:
+                failed.append(f"{dag_id} {run_id} is {state}: {tis}")
+            else:
+                done.append(f"{dag_id} ({len(tis)} tasks)")
+        assert not failed, "; ".join(failed)
+        return f"all success within {round(time.monotonic() - t0, 1)} s: {', '.join(done)}"
 
     # ---------------------------------------------------------------------------------------- browser
     def ui_add_connection(self, page: Page) -> str:
@@ -324,6 +359,7 @@ def main() -> int:
                         checks.run("browser", _fail(f"{type(err).__name__}: {err}"))
                 if not any(name == "rest_run_success" for name, _, _ in checks.results):
                     checks.run("rest_run_success", lambda: smoke.wait_success(smoke.rest_run_id))
+                checks.run("rest_other_examples", smoke.rest_other_examples)
     finally:
         checks.run("stop", smoke.stop)
     seconds = round(time.monotonic() - t0, 1)

@@ -16,15 +16,17 @@ import subprocess
 import time
 import urllib.parse
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Mapping
-    from pathlib import Path
 
     from playwright.sync_api import Locator, Page
 
 CHROMIUM = "/usr/bin/chromium"
+#: installs it with apt-get (also `make chromium`, which `make test` runs)
+INSTALL_SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "install_chromium.sh"
 CHROMIUM_ARGS = (
     "--headless",
     "--no-sandbox",
@@ -52,13 +54,12 @@ def ensure_chromium(logfile: Path, log: Callable[[str], None] = print) -> subpro
     if os.geteuid() != 0 or not shutil.which("apt-get"):
         log(f"{CHROMIUM} is missing and cannot be installed here (needs root and apt-get): browser checks will fail")
         return None
-    log("installing Debian's chromium in the background (apt-get)")
-    script = (
-        "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium"
-    )
+    log(f"installing Debian's chromium in the background ({INSTALL_SCRIPT.name}: apt-get)")
     fh = logfile.open("wb")
     try:
-        return subprocess.Popen(["bash", "-c", script], stdin=subprocess.DEVNULL, stdout=fh, stderr=subprocess.STDOUT)
+        return subprocess.Popen(
+            ["bash", str(INSTALL_SCRIPT)], stdin=subprocess.DEVNULL, stdout=fh, stderr=subprocess.STDOUT
+        )
     finally:
         fh.close()  # the child keeps its own descriptor
 
@@ -80,7 +81,10 @@ def chromium_page(
     from playwright.sync_api import sync_playwright
 
     if not os.access(CHROMIUM, os.X_OK):
-        raise AssertionError(f"{CHROMIUM} is not installed (Debian's chromium package; ensure_chromium installs it)")
+        raise AssertionError(
+            f"{CHROMIUM} is not installed: install Debian's chromium package (`make chromium` does as root, or"
+            " `apt-get install -y chromium`); Playwright drives it, it downloads no browser"
+        )
     artifacts_dir.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as pw:
         launch_env: dict[str, str | float | bool] | None = dict(env) if env is not None else None

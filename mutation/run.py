@@ -59,7 +59,11 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--sample", type=int, help="run a random sample of this many mutants")
     parser.add_argument("--seed", type=int, default=17, help="seed of --sample (default 17)")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="mutants at once (default: CPUs)")
-    parser.add_argument("--tests", nargs="+", help="run these tests for every mutant (no coverage map)")
+    parser.add_argument(
+        "--tests",
+        nargs="+",
+        help="run these tests (files, test functions or node ids) for every mutant (no coverage map)",
+    )
     parser.add_argument("--map", type=Path, help="reuse this coverage map instead of running the baseline")
     parser.add_argument("--keep-map", type=Path, help="write the baseline's coverage map here")
     parser.add_argument("--report", type=Path, default=ROOT / "mutation" / "report.md")

@@ -6,7 +6,8 @@
   or (for public names) in any module of the core, and every test of a test file that imports the name.
 * Anything else that runs at import time (class bodies, default values), or a mutant whose lines no test
   reaches, runs every test that executes a line of its module and every test of a test file that imports a name
-  from it (a dataclass's ``frozen=True`` or a field default: its generated methods have no lines of their own).
+  from it or the module itself (a dataclass's ``frozen=True`` or a field default: its generated methods have no
+  lines of their own).
 * A mutant none of these reach runs nothing (reported as ``no-tests``).
 
 Tests are ordered fastest first (with ``-x`` a killed mutant then stops early).
@@ -88,11 +89,19 @@ class Selector:
         package = ".".join(package_dir.parts[-2:])
         for test_file in sorted(test_dir.glob("test_*.py")) if test_dir is not None else []:
             for node in ast.walk(ast.parse(test_file.read_text(encoding="utf-8"))):
-                if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(package + "."):
-                    module_file = (node.module or "").removeprefix(package + ".")
-                    relative = f"{test_file.parent.parent.name}/{test_file.parent.name}/{test_file.name}"
-                    for alias in node.names:
-                        self.importers[(module_file, alias.name)].add(relative)
+                if not isinstance(node, ast.ImportFrom):
+                    continue
+                module = node.module or ""
+                if module != package and not module.startswith(package + "."):
+                    continue
+                module_file = module.removeprefix(package).removeprefix(".")
+                relative = f"{test_file.parent.parent.name}/{test_file.parent.name}/{test_file.name}"
+                for alias in node.names:
+                    self.importers[(module_file, alias.name)].add(relative)
+                    # ``from ...cli.transfer import manifest``: the test file imports the module itself
+                    submodule = f"{module_file}.{alias.name}".removeprefix(".")
+                    if package_dir.joinpath(*submodule.split(".")).with_suffix(".py").is_file():
+                        self.importers[(submodule, "*")].add(relative)
         self.assignments: dict[str, list[tuple[int, int, set[str]]]] = {}
         self.reads: dict[str, dict[str, set[int]]] = {}
         for path in sorted(package_dir.rglob("*.py")):

@@ -73,15 +73,17 @@ class MutationSession:
             raise session.Interrupted("collection failed")
         items = {item.nodeid: item for item in session.items}
         by_file: dict[str, list[pytest.Item]] = {}
+        by_function: dict[str, list[pytest.Item]] = {}  # a test function's id without parameters: all of its cases
         for item in session.items:
             by_file.setdefault(item.nodeid.split("::", 1)[0], []).append(item)
+            by_function.setdefault(item.nodeid.split("[", 1)[0], []).append(item)
         self.collected = len(items)
         conftests = [p for p in session.config.pluginmanager.get_plugins() if isinstance(p, ModuleType)]
 
         def body(job: Job) -> int:
             selected: list[pytest.Item] = []
-            for name in job.tests:  # a node id, or a test file (all of its tests); a stale map's gone ids are skipped
-                selected += [items[name]] if name in items else by_file.get(name, [])
+            for name in job.tests:  # a node id, a test function or a test file; a stale map's gone ids are skipped
+                selected += [items[name]] if name in items else by_file.get(name) or by_function.get(name, [])
             if not selected:
                 return MISSING_TESTS
             if job.code is not None:

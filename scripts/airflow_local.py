@@ -3,14 +3,16 @@
 One command starts, each in its own process group with its log under ``.airflow-local/logs/``:
 
 * a moto S3 server seeded with the demo dataset (the bucket and prefix of ``scripts/demo.py``, the objects of
-  :func:`airflow_provider_brev.testing.datasets.upload_synthetic_vcn_dataset`);
+  :func:`airflow_provider_brev.testing.datasets.upload_synthetic_vcn_dataset`) and holding every bucket the
+  examples default to (``EXAMPLE_BUCKETS`` of ``scripts/demo.py``);
 * ``airflow db migrate`` (SQLite), then api-server, scheduler, dag-processor and triggerer (LocalExecutor);
   the dags folder is ``dags_examples/`` itself, so an edited example shows up after the next parse.
 
 The Brev simulator (:class:`airflow_provider_brev.testing.BrevSimulator`) puts its fake ``brev`` first on every
-component's PATH. ``brev_default`` (the simulator, with a token valid for 30 days), ``aws_default`` (moto) and
-``ngc_default`` are environment-variable connections (``AIRFLOW_CONN_*``), so they are not listed on the UI's
-Connections page. Everything lives under the git-ignored ``.airflow-local/`` of the checkout: AIRFLOW_HOME (the
+component's PATH. ``brev_default`` (the simulator, with a token valid for 30 days), ``aws_default`` (moto),
+``ngc_default`` and ``lepton_default`` (a fake DGX Cloud Lepton workspace,
+:mod:`airflow_provider_brev.testing.fake_lepton`, on a port of its own) are environment-variable connections
+(``AIRFLOW_CONN_*``), so they are not listed on the UI's Connections page. Everything lives under the git-ignored ``.airflow-local/`` of the checkout: AIRFLOW_HOME (the
 SQLite database, task logs), the simulator, the HOME of every component (``~/.brev``), the component logs; the
 user's own ``~/.brev`` and ``~/airflow`` are never touched. Examples stay paused until unpaused in the UI.
 
@@ -39,9 +41,11 @@ from typing import TYPE_CHECKING
 
 import process_groups  # scripts/process_groups.py, beside this file
 
+from airflow_provider_brev.testing.local_s3 import free_port
+
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from types import FrameType, TracebackType
+    from types import FrameType, ModuleType, TracebackType
 
     from airflow_provider_brev.testing import BrevSimulator
 
@@ -56,19 +60,15 @@ MARKER = "BREV_AIRFLOW_LOCAL_ID"
 TOKEN_SECONDS = 30 * 24 * 3600
 COMPONENTS = ("api-server", "scheduler", "dag-processor", "triggerer")
 HEALTH_COMPONENTS = ("metadatabase", "scheduler", "triggerer", "dag_processor")
-S3_LOGIN, S3_SECRET = "demo-access-key", "demo-secret-key"  # moto accepts any; the values scripts/demo.py uses
+#: the fake Lepton workspace of ``lepton_default``
+LEPTON_WORKSPACE = "ws-local"
+S3_LOGIN, S3_SECRET = "demo-access-key", "demo-secret-key"  # moto accepts any keys
 #: ``moto_server`` without its request log: a presigned URL's signature must not land in a log file
 MOTO_QUIET = (
     "import sys; from werkzeug.serving import WSGIRequestHandler; "
     "WSGIRequestHandler.log_request = lambda *args, **kwargs: None; "
     "from moto.server import main; main(sys.argv[1:])"
 )
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def port_in_use(port: int) -> bool:
@@ -81,12 +81,19 @@ def marked_pids(run_id: str) -> list[int]:
     return process_groups.marked_pids(MARKER, run_id)
 
 
-def demo_dataset() -> tuple[str, str]:
-    """The bucket and dataset prefix of ``make demo`` (scripts/demo.py), which the flagship example reads."""
+def demo_module() -> ModuleType:
+    """``scripts/demo.py``: the bucket and dataset prefix of ``make demo`` (which the flagship example reads), the
+    buckets every example defaults to and how the local S3 is seeded with them."""
     if str(HERE) not in sys.path:
         sys.path.insert(0, str(HERE))
     import demo
 
+    return demo
+
+
+def demo_dataset() -> tuple[str, str]:
+    """The bucket and dataset prefix of ``make demo`` (scripts/demo.py), which the flagship example reads."""
+    demo = demo_module()
     return demo.DEMO_BUCKET, demo.DATASET_PREFIX
 
 
@@ -130,6 +137,8 @@ class LocalAirflow:
         self.sim: BrevSimulator | None = None
         self.env: dict[str, str] = {}
         self.s3_url = ""
+        self.lepton_port = 0
+        self.lepton_token = "lep-local-" + secrets.token_hex(12)
         self.bucket, self.dataset_prefix = demo_dataset()
         self.seeded_objects = 0
         self.timings: dict[str, float] = {}
@@ -144,10 +153,16 @@ class LocalAirflow:
             d.mkdir(parents=True, exist_ok=True)
         self._prepare_simulator()
         self.s3_url = f"http://127.0.0.1:{free_port()}"
+        self.lepton_port = free_port()
         self.env = self._environment()
         self._write_env_file()
         self._start_s3()
-        self.say(f"moto S3 on {self.s3_url}: s3://{self.bucket}/{self.dataset_prefix} ({self.seeded_objects} objects)")
+        others = ", ".join(b for b in demo_module().EXAMPLE_BUCKETS if b != self.bucket)
+        self.say(
+            f"moto S3 on {self.s3_url}: s3://{self.bucket}/{self.dataset_prefix} ({self.seeded_objects} objects);"
+            f" the examples' other bucket(s): {others}"
+        )
+        self._start_lepton()
         self._migrate()
         self.say(f"airflow db migrate (SQLite): {self.timings['db_migrate_seconds']} s")
         for name in COMPONENTS:
@@ -234,6 +249,14 @@ class LocalAirflow:
                     }
                 ),
                 "AIRFLOW_CONN_NGC_DEFAULT": json.dumps({"conn_type": "generic", "password": "demo-ngc-api-key"}),
+                "AIRFLOW_CONN_LEPTON_DEFAULT": json.dumps(
+                    {
+                        "conn_type": "lepton",
+                        "login": LEPTON_WORKSPACE,
+                        "password": self.lepton_token,
+                        "host": f"http://127.0.0.1:{self.lepton_port}/api/v2/workspaces/{LEPTON_WORKSPACE}",
+                    }
+                ),
                 "AWS_EC2_METADATA_DISABLED": "true",
                 "AWS_CONFIG_FILE": "/dev/null",
                 "AWS_SHARED_CREDENTIALS_FILE": "/dev/null",
@@ -275,8 +298,6 @@ class LocalAirflow:
     def _start_s3(self) -> None:
         import boto3
 
-        from airflow_provider_brev.testing.datasets import upload_synthetic_vcn_dataset
-
         port = self.s3_url.rsplit(":", 1)[1]
         self._spawn("moto", [sys.executable, "-c", MOTO_QUIET, "-H", "127.0.0.1", "-p", port])
         client = boto3.client(
@@ -292,8 +313,22 @@ class LocalAirflow:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"moto did not listen on {self.s3_url} within 60 s (see {self.logs}/moto.log)")
             time.sleep(0.2)
-        client.create_bucket(Bucket=self.bucket)
-        self.seeded_objects = upload_synthetic_vcn_dataset(client, self.bucket, self.dataset_prefix)
+        self.seeded_objects = demo_module().seed_local_s3(client)  # the dataset, and every example's bucket
+
+    def _start_lepton(self) -> None:
+        """The fake DGX Cloud Lepton workspace (``lepton_default``), with the example's nvcr.io registry secret."""
+        root = self.root / "lepton"
+        shutil.rmtree(root, ignore_errors=True)  # its jobs' containers ended with the previous start
+        argv = [sys.executable, "-m", "airflow_provider_brev.testing.fake_lepton", "--root", str(root)]
+        argv += ["--port", str(self.lepton_port), "--token", self.lepton_token, "--workspace", LEPTON_WORKSPACE]
+        self._spawn("lepton", [*argv, "--pull-secret", "nvcr-ngc"])
+        deadline = time.monotonic() + 60
+        while not port_in_use(self.lepton_port):
+            self.assert_running()
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the fake Lepton API did not listen within 60 s (see {self.logs}/lepton.log)")
+            time.sleep(0.2)
+        self.say(f"fake DGX Cloud Lepton workspace {LEPTON_WORKSPACE} on http://127.0.0.1:{self.lepton_port}")
 
     def _migrate(self) -> None:
         t0 = time.monotonic()
@@ -364,7 +399,8 @@ class LocalAirflow:
                 f"  DAGs: {DAGS_FOLDER.relative_to(ROOT)}/ (a new DAG starts paused: nothing runs until you unpause it).",
                 f"  Connections (environment variables, not listed on the Connections page): brev_default -> the Brev"
                 f" simulator (token valid {TOKEN_SECONDS // 86400} days), aws_default -> moto S3 {self.s3_url}"
-                f" (s3://{self.bucket}/{self.dataset_prefix}: {self.seeded_objects} objects), ngc_default.",
+                f" (s3://{self.bucket}/{self.dataset_prefix}: {self.seeded_objects} objects), ngc_default,"
+                f" lepton_default -> the fake Lepton workspace on port {self.lepton_port}.",
                 f"  State and logs: {rel}/ (component logs in {rel}/logs/).",
                 f"  CLI in another shell: (source {rel}/env.sh && airflow connections test brev_default)",
                 "  Ctrl-C stops everything.",

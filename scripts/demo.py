@@ -12,10 +12,10 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import socket
 import sys
 import tempfile
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -23,9 +23,41 @@ ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DAG = "tao_visual_changenet_retrain"
 DEMO_BUCKET = "tao-vcn-demo"
 DATASET_PREFIX = "datasets/vcn-aoi/"
+#: Every bucket an example DAG defaults to (its ``bucket`` param without BREV_EXAMPLE_BUCKET/TAO_VCN_BUCKET): the
+#: local S3 of ``make demo`` and ``make airflow`` (scripts/airflow_local.py) creates each, so every example runs as
+#: triggered. tests/integration/test_examples.py fails when an example defaults to a bucket missing here.
+EXAMPLE_BUCKETS = (DEMO_BUCKET, "brev-examples")
+
+
+def seed_local_s3(client: Any) -> int:
+    """Create every bucket of :data:`EXAMPLE_BUCKETS` in a local S3 and upload the synthetic dataset to
+    ``s3://DEMO_BUCKET/DATASET_PREFIX``; returns how many objects the dataset has."""
+    from airflow_provider_brev.testing.datasets import upload_synthetic_vcn_dataset
+
+    for bucket in EXAMPLE_BUCKETS:
+        client.create_bucket(Bucket=bucket)
+    return upload_synthetic_vcn_dataset(client, DEMO_BUCKET, DATASET_PREFIX)
+
+
+#: Warnings the demo's own ``dag.test()`` causes and a user can do nothing about: Airflow runs its execution API
+#: in-process through Starlette's ``TestClient``, which warns (a ``UserWarning``, so shown by default) when only
+#: ``httpx`` is installed, not ``httpx2``. A real deployment never uses that client.
+DEMO_IGNORED_WARNINGS = (r"Using `httpx` with `starlette\.testclient` is deprecated",)
+
+
+def _quiet_known_warnings() -> None:
+    """Ignore :data:`DEMO_IGNORED_WARNINGS`, and Airflow's deprecation notices about its own code (Airflow 3.0
+    calls names it deprecated itself, e.g. ``Connection.get_connection_from_secrets``). Importing Airflow puts its
+    own "show DeprecationWarning of airflow.*" filter first, so this runs again once Airflow is imported; the
+    provider's own warnings (``airflow_provider_brev``) stay visible."""
+    for message in DEMO_IGNORED_WARNINGS:
+        warnings.filterwarnings("ignore", message=message)
+    warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"airflow(\.|$)")
 
 
 def _prepare_airflow(workdir: Path) -> None:
+    from cryptography.fernet import Fernet
+
     dags = workdir / "dags"
     dags.mkdir()
     for path in (ROOT / "dags_examples").glob("*.py"):
@@ -40,25 +72,25 @@ def _prepare_airflow(workdir: Path) -> None:
             # dag.test() runs triggers inline, with no scheduler whose deferral race the settling time guards
             # against (airflow_provider_brev/triggers/brev.py): no reason to hold events back here.
             "AIRFLOW__BREV__DEFERRAL_SETTLE_SECONDS": "0",
+            # a fresh key per demo: connections and variables in its throw-away DB are stored encrypted, and
+            # Airflow does not warn "empty cryptography key"
+            "AIRFLOW__CORE__FERNET_KEY": os.environ.get("AIRFLOW__CORE__FERNET_KEY") or Fernet.generate_key().decode(),
         }
     )
+    _quiet_known_warnings()
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+def _start_local_services(workdir: Path, s3_endpoint: str | None = None) -> tuple[Any, Any, str]:
+    """The Brev simulator, a moto S3 server with the synthetic dataset, and the three connections.
 
-
-def _start_local_services(workdir: Path) -> tuple[Any, Any, str]:
-    """The Brev simulator, a moto S3 server with the synthetic dataset, and the three connections."""
+    :param workdir: where the simulator and the worker's home live.
+    :param s3_endpoint: a moto server already running elsewhere (e.g. in its own process, as the bill benchmark
+        starts it); ``None``: one is started in this process (the returned server, ``None`` otherwise).
+    """
     import json
 
-    import boto3
-    from moto.server import ThreadedMotoServer
-
     from airflow_provider_brev.testing import BrevSimulator
-    from airflow_provider_brev.testing.datasets import upload_synthetic_vcn_dataset
+    from airflow_provider_brev.testing.local_s3 import LocalS3Server, isolated_aws_environment, s3_client
 
     sim = BrevSimulator(workdir / "brev-sim", profile="released").install()
     os.environ.update(sim.env())
@@ -67,34 +99,22 @@ def _start_local_services(workdir: Path) -> tuple[Any, Any, str]:
     os.environ["HOME"] = str(home)
     os.environ["AIRFLOW_CONN_BREV_DEFAULT"] = sim.connection_json()
 
-    from werkzeug.serving import WSGIRequestHandler
-
-    WSGIRequestHandler.log_request = lambda *args, **kwargs: None  # type: ignore[method-assign]  # URLs are signed
-    port = _free_port()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    endpoint = f"http://127.0.0.1:{port}"
-    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
+    server: Any = None
+    endpoint = s3_endpoint or ""
+    if not endpoint:
+        server = LocalS3Server().start()  # the pytest plugin's local S3 (brev_s3): its request log is silenced
+        endpoint = server.endpoint
+    env, removed = isolated_aws_environment(endpoint)  # aws_default -> moto, dummy keys
+    for name in removed:
         os.environ.pop(name, None)
-    os.environ["AIRFLOW_CONN_AWS_DEFAULT"] = json.dumps(
-        {
-            "conn_type": "aws",
-            "login": "demo-access-key",
-            "password": "demo-secret-key",
-            "extra": {"endpoint_url": endpoint, "region_name": "us-east-1"},
-        }
-    )
+    os.environ.update(env)
     os.environ["AIRFLOW_CONN_NGC_DEFAULT"] = json.dumps({"conn_type": "generic", "password": "demo-ngc-api-key"})
-    client = boto3.client(
-        "s3",
-        endpoint_url=endpoint,
-        region_name="us-east-1",
-        aws_access_key_id="demo-access-key",
-        aws_secret_access_key="demo-secret-key",
+    count = seed_local_s3(s3_client(endpoint))
+    others = ", ".join(bucket for bucket in EXAMPLE_BUCKETS if bucket != DEMO_BUCKET)
+    print(
+        f"Local S3 (moto) at {endpoint}: seeded s3://{DEMO_BUCKET}/{DATASET_PREFIX} with {count} objects"
+        f" (and the other examples' bucket(s): {others})."
     )
-    client.create_bucket(Bucket=DEMO_BUCKET)
-    count = upload_synthetic_vcn_dataset(client, DEMO_BUCKET, DATASET_PREFIX)
-    print(f"Local S3 (moto) at {endpoint}: seeded s3://{DEMO_BUCKET}/{DATASET_PREFIX} with {count} objects.")
     return sim, server, endpoint
 
 
@@ -235,7 +255,12 @@ def main(argv: list[str] | None = None) -> int:
         from airflow.models import DagBag
         from airflow.utils.db import initdb
 
+        _quiet_known_warnings()  # again: importing Airflow put its own DeprecationWarning filter first
+
+        from airflow_provider_brev.testing.dag_sync import sync_dag_bundles_to_db
+
         initdb()
+        sync_dag_bundles_to_db()  # what the DAG processor does: on Airflow 3.0 dag.test() leaves assets inactive
         bag = DagBag(dag_folder=os.environ["AIRFLOW__CORE__DAGS_FOLDER"])
         if bag.import_errors:
             print(f"DAG import errors: {bag.import_errors}", file=sys.stderr)

@@ -11,7 +11,6 @@ import atexit
 import contextlib
 import copy
 import functools
-import importlib
 import logging
 import os
 import shutil
@@ -19,14 +18,28 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from helpers import add_dag_files, airflow_logs_through_stdlib, configure_dag_test_logging
+from helpers import (
+    add_dag_files,
+    airflow_logs_through_stdlib,
+    bundles_already_parsed,
+    check_param_schemas_once,
+    configure_dag_test_logging,
+)
 
 # The simulator plugin is opt-in (no pytest11 entry point): users add the same line to their conftest.py.
 pytest_plugins = ["airflow_provider_brev.testing.pytest_plugin", "fixtures_s3"]
 ROOT = Path(__file__).resolve().parents[1]
+#: What every process of one run shares: the dags folder and a metadata DB migrated and synced once (the template
+#: each process copies). The first process to import this file (pytest itself, or xdist's controller, whose
+#: environment its workers inherit) makes it and removes it when it exits.
+SHARED_ENV = "BREV_TEST_SHARED_DIR"
+_MADE_SHARED = SHARED_ENV not in os.environ
+SHARED = Path(os.environ.setdefault(SHARED_ENV, tempfile.mkdtemp(prefix="brev-airflow-shared-")))
+if _MADE_SHARED:
+    atexit.register(shutil.rmtree, SHARED, True)
 AIRFLOW_HOME = Path(tempfile.mkdtemp(prefix="brev-airflow-home-"))
-DAGS_FOLDER = AIRFLOW_HOME / "dags"
-DAGS_FOLDER.mkdir()
+DAGS_FOLDER = SHARED / "dags"
+DAGS_FOLDER.mkdir(exist_ok=True)
 add_dag_files(DAGS_FOLDER, [*(ROOT / "dags_examples").glob("*.py"), *(ROOT / "tests" / "dags").glob("*.py")])
 
 os.environ.update(
@@ -47,11 +60,25 @@ atexit.register(shutil.rmtree, AIRFLOW_HOME, True)
 
 @pytest.fixture(scope="session")
 def airflow_db():
-    """Migrate the metadata DB once per test session (about 5 s)."""
-    from airflow.utils.db import initdb
+    """A metadata DB, migrated and holding every DAG of the dags folder: the first process of the run migrates its
+    own and writes every bundle's DAGs to it (about 15 s of CPU), then leaves a copy that the other processes
+    (xdist's workers) start from instead of doing the same."""
+    template = SHARED / "airflow.db"
+    with _shared_setup_lock():
+        if template.exists():
+            _copy_sqlite(template, AIRFLOW_HOME / "airflow.db")
+        else:
+            from airflow.utils.db import initdb
 
-    initdb()
+            from airflow_provider_brev.testing.dag_sync import sync_dag_bundles_to_db
+
+            initdb()
+            sync_dag_bundles_to_db()  # as the DAG processor would (and 3.0's dag.test() needs for assets)
+            partial = SHARED / f"airflow.db.{os.getpid()}.partial"
+            _copy_sqlite(AIRFLOW_HOME / "airflow.db", partial)
+            partial.replace(template)
     configure_dag_test_logging()
+    check_param_schemas_once()
     _build_the_in_process_execution_api_once()
     return AIRFLOW_HOME
 
@@ -71,35 +98,24 @@ def dagbag(airflow_db):
 
     bag = DagBag(dag_folder=str(DAGS_FOLDER))
     assert not bag.import_errors, bag.import_errors
-    _sync_every_bundle_to_db()
     return bag
 
 
-def _sync_every_bundle_to_db() -> None:
-    """Do once what the DAG processor would: write every bundle's DAGs (and their assets) to the metadata DB.
+@contextlib.contextmanager
+def _shared_setup_lock():
+    import fcntl
 
-    Then each ``dag.test()`` knows its DAG's bundle and parses that one file only (helpers.add_dag_files). On
-    Airflow 3.0 it is also needed because 3.0's ``dag.test()`` does not write the DAG's assets, so a task with an
-    asset outlet fails with AirflowInactiveAssetInInletOrOutletException (apache/airflow#51644).
-    """
-    from airflow.dag_processing.bundles.manager import DagBundlesManager
-    from airflow.models import DagBag
+    with (SHARED / "setup.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
 
-    sync_bag_to_db = None  # a function since Airflow 3.1 (airflow.models.dagbag), moved in 3.2; a method on 3.0
-    for module in ("airflow.dag_processing.dagbag", "airflow.models.dagbag"):
-        with contextlib.suppress(ImportError):
-            sync_bag_to_db = getattr(importlib.import_module(module), "sync_bag_to_db", None)
-        if sync_bag_to_db is not None:
-            break
-    manager = DagBundlesManager()
-    manager.sync_bundles_to_db()
-    for bundle in manager.get_all_dag_bundles():
-        bag = DagBag(dag_folder=bundle.path, bundle_path=bundle.path)
-        assert not bag.import_errors, bag.import_errors
-        if sync_bag_to_db is None:
-            bag.sync_to_db(bundle.name, None)
-        else:
-            sync_bag_to_db(bag, bundle.name, bundle.version)
+
+def _copy_sqlite(source: Path, target: Path) -> None:
+    """Copy a SQLite DB page by page (consistent even while another connection has it open)."""
+    import sqlite3
+
+    with contextlib.closing(sqlite3.connect(source)) as src, contextlib.closing(sqlite3.connect(target)) as dst:
+        src.backup(dst)
 
 
 @pytest.fixture
@@ -130,7 +146,8 @@ def run_dag(dagbag, active_sim, monkeypatch):
         assert dag is not None, f"no DAG {dag_id}"
         dag = copy.deepcopy(dag)  # dag.test(run_conf=...) would otherwise leak params into later tests
         test_kwargs.setdefault("logical_date", None)
-        return dag.test(run_conf=conf, **test_kwargs)
+        with bundles_already_parsed():
+            return dag.test(run_conf=conf, **test_kwargs)
 
     return _run
 
@@ -222,6 +239,35 @@ def task_logs(airflow_db):
         _ACTIVE_CAPTURES.remove(lines)
         if handler:
             logging.getLogger().removeHandler(handler)
+
+
+#: Where a test module sits in the run: the slowest first (long DAG runs with several instances or retries), unit
+#: tests last, so that a worker finishing early picks up short tests instead of one long test starting at the end
+#: (the run's tail). Modules not listed keep their collection order within their group.
+_SLOW_FIRST = (
+    "tests/integration/test_simulator_guide.py",  # one test of a minute or more each: started first
+    "tests/integration/test_demo.py",
+    "tests/chaos/",
+    "tests/integration/test_durable_steps.py",
+    "tests/integration/test_proof_exec.py",
+    "tests/integration/test_ephemeral_kill.py",
+    "tests/integration/test_image_pulls.py",
+    "tests/integration/test_tao_dags.py",
+    "tests/integration/test_warm_reuse.py",
+    "tests/integration/test_instance_identity.py",
+    "tests/integration/test_tao_preflight.py",
+    "tests/integration/",
+    "tests/system/",
+)
+
+
+def _run_order(item: pytest.Item) -> int:
+    path = item.nodeid.split("::", 1)[0]
+    return next((rank for rank, prefix in enumerate(_SLOW_FIRST) if path.startswith(prefix)), len(_SLOW_FIRST))
+
+
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    items.sort(key=_run_order)  # stable: the order inside a group is pytest's
 
 
 _SESSION_STARTED: list[float] = []

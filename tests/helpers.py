@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable
+    from collections.abc import Callable, Iterable, Iterator
     from datetime import datetime
 
 
@@ -32,9 +32,15 @@ def add_dag_files(dags_folder: Path, files: Iterable[Path]) -> None:
     """
     bundles = json.loads(os.environ.get(BUNDLES_ENV) or "[]")
     for path in files:
+        if path.name.startswith("_"):  # a package's __init__.py holds no DAG
+            continue
         folder = dags_folder / path.stem
         folder.mkdir(exist_ok=True)
-        shutil.copy(path, folder / path.name)
+        target, content = folder / path.name, path.read_bytes()
+        if not target.exists() or target.read_bytes() != content:  # processes of one run share the folder
+            partial = folder / f".{path.name}.{os.getpid()}.partial"
+            partial.write_bytes(content)
+            os.replace(partial, target)
         if all(bundle["name"] != path.stem for bundle in bundles):
             bundles.append(
                 {
@@ -44,6 +50,73 @@ def add_dag_files(dags_folder: Path, files: Iterable[Path]) -> None:
                 }
             )
     os.environ[BUNDLES_ENV] = json.dumps(bundles)
+
+
+@contextlib.contextmanager
+def bundles_already_parsed() -> Iterator[None]:
+    """Within this block, ``dag.test()`` trusts the DAGs the session wrote to the metadata DB once
+    (tests/conftest.py ``_sync_every_bundle_to_db``), as a scheduler trusts its DAG processor.
+
+    Airflow 3.3's ``dag.test()`` re-parses and re-serialises its DAG's whole bundle on every call
+    (apache/airflow#64884), so that sibling DAGs exist in the DB: for a file of 35 DAGs with 130 params that was 55 %
+    of a run's CPU (every Param's JSON schema checked again). Every DAG file here is already parsed and
+    serialised, unchanged, so the re-parse is skipped; the run still serialises and deserialises its own DAG, and
+    its tasks run as before. Releases without the re-parse (3.0) are left as they are.
+    """
+    try:
+        from airflow.dag_processing import dagbag
+    except ImportError:  # pragma: no cover - every supported release has the module
+        yield
+        return
+    if not hasattr(dagbag, "BundleDagBag") or not hasattr(dagbag, "sync_bag_to_db"):
+        yield
+        return
+
+    class _ParsedBundle:
+        def __init__(self, **_: object) -> None:
+            pass
+
+    def _already_synced(*_: object, **__: object) -> None:
+        return None
+
+    saved = dagbag.BundleDagBag, dagbag.sync_bag_to_db
+    dagbag.BundleDagBag, dagbag.sync_bag_to_db = _ParsedBundle, _already_synced  # type: ignore[assignment,misc]
+    try:
+        yield
+    finally:
+        dagbag.BundleDagBag, dagbag.sync_bag_to_db = saved
+
+
+def check_param_schemas_once() -> None:
+    """Check each Param's JSON schema against its meta-schema once per process, not on every validation.
+
+    ``jsonschema.validate`` checks the *schema* before it validates the value, and Airflow validates every Param of
+    a DAG several times per ``dag.test()`` (parse, serialise, run): a quarter of a short run's CPU went to checking
+    the same unchanging schemas again. Values are still validated every time, with the same validator and the same
+    errors; an invalid schema still raises ``SchemaError`` (it is never remembered).
+    """
+    import jsonschema
+    from jsonschema.exceptions import best_match
+    from jsonschema.validators import validator_for
+
+    if getattr(jsonschema.validate, "_schemas_checked_once", False):
+        return
+    original = jsonschema.validate
+    checked: set[str] = set()
+
+    def validate(instance: Any, schema: Any, cls: Any = None, *args: Any, **kwargs: Any) -> None:
+        key = json.dumps(schema, sort_keys=True, default=repr)
+        if key not in checked:
+            (cls or validator_for(schema)).check_schema(schema)
+            checked.add(key)
+        validator = (cls or validator_for(schema))(schema, *args, **kwargs)
+        error = best_match(validator.iter_errors(instance))
+        if error is not None:
+            raise error
+
+    validate._schemas_checked_once = True  # type: ignore[attr-defined]
+    validate.__wrapped__ = original  # type: ignore[attr-defined]
+    jsonschema.validate = validate
 
 
 def dag_file_path(dags_folder: Path | str, file_name: str) -> Path:
@@ -85,11 +158,11 @@ def deleted_names(sim) -> list[str]:
 
 
 def wait_for_no_instances(sim, timeout: float = 20.0) -> None:
-    """Wait until the simulator has no instance left (``brev delete`` is asynchronous: DELETING, then gone)."""
-    deadline = time.monotonic() + timeout
-    while sim.instances():
-        assert time.monotonic() < deadline, sim.instances()
-        time.sleep(0.05)
+    """Wait until the simulator has no instance left (``brev delete`` is asynchronous: DELETING, then gone): every
+    deletion finishes (:meth:`~airflow_provider_brev.testing.simulator.BrevSimulator.wait_for_deletions`), then
+    nothing may be left."""
+    sim.wait_for_deletions(timeout)
+    assert sim.instances() == [], sim.instances()
 
 
 def airflow_logs_through_stdlib() -> bool:
@@ -118,6 +191,21 @@ def configure_dag_test_logging() -> None:
     )
 
 
+SSH_HELD_SECONDS = 600
+
+
+def ssh_refused_until_a_try_times_out(sim, task_logs) -> ChaosAgent:
+    """Refuse ssh on the next instance (in simulated time) until a readiness wait has timed out, then let sshd answer.
+
+    A fixed refusal of a few seconds against a ``ready_timeout`` a second shorter is a race on a busy machine (the
+    create call alone can outlast the refusal, and the first try then succeeds); this holds the refusal until the
+    first try has really given up. Use as a context manager around ``run_dag``.
+    """
+    sim.set_fault("ssh_refused", seconds=SSH_HELD_SECONDS)
+    timed_out = lambda: [line for line in task_logs.lines if "was not ready after" in line]  # noqa: E731
+    return ChaosAgent(timed_out, lambda _: sim.advance(SSH_HELD_SECONDS + 60), timeout=300)
+
+
 class ChaosAgent(threading.Thread):
     """Act from the background (inject a fault, open a gate) once ``condition()`` returns something truthy.
 
@@ -133,6 +221,7 @@ class ChaosAgent(threading.Thread):
         self.action = action
         self.timeout = timeout
         self.fired = False
+        self.fired_at: float | None = None  # time.monotonic() when the action ended
         self.error: BaseException | None = None
         self._halt = threading.Event()
 
@@ -143,7 +232,7 @@ class ChaosAgent(threading.Thread):
                 value = self.condition()
                 if value:
                     self.action(value)
-                    self.fired = True
+                    self.fired, self.fired_at = True, time.monotonic()
                     return
                 self._halt.wait(0.02)
         except BaseException as err:  # surfaced in __exit__
@@ -186,11 +275,13 @@ class DagWorker:
                 from helpers import configure_dag_test_logging
                 configure_dag_test_logging()
                 from airflow.models import DagBag
-                from helpers import dag_file_path
+                from helpers import bundles_already_parsed, check_param_schemas_once, dag_file_path
+                check_param_schemas_once()
                 folder = os.environ["AIRFLOW__CORE__DAGS_FOLDER"]
                 dag = DagBag(dag_folder=str(dag_file_path(folder, {dag_file!r}))).get_dag({dag_id!r})
                 when = datetime.datetime.fromisoformat({when.isoformat()!r})
-                dag.test(logical_date=when, run_after=when, run_conf={conf!r})
+                with bundles_already_parsed():
+                    dag.test(logical_date=when, run_after=when, run_conf={conf!r})
                 """
             )
         )

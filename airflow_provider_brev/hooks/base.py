@@ -37,7 +37,12 @@ import tenacity
 
 from airflow_provider_brev._compat import AIRFLOW_V_3_1_PLUS, AirflowNotFoundException, BaseHook, mask_secret
 from airflow_provider_brev.cli.protocol.classify import login_failure
-from airflow_provider_brev.cli.protocol.config import BrevCapabilities, BrevConnectionConfig, login_args
+from airflow_provider_brev.cli.protocol.config import (
+    DEFAULT_BREV_CONN_ID,
+    BrevCapabilities,
+    BrevConnectionConfig,
+    login_args,
+)
 from airflow_provider_brev.cli.protocol.invocation import EnsureLogin, Invocation, OutputView
 from airflow_provider_brev.cli.protocol.output import parse_help_flags, parse_version
 from airflow_provider_brev.exceptions import (
@@ -48,6 +53,7 @@ from airflow_provider_brev.exceptions import (
     BrevTimeoutError,
     retry_policy,
 )
+from airflow_provider_brev.hooks.connection_form import form_widgets, ui_field_behaviour
 from airflow_provider_brev.hooks.driver import adrive, drive
 from airflow_provider_brev.hooks.process import LineCallback, ProcessResult, arun_process, run_process
 
@@ -136,7 +142,7 @@ class BrevBaseHook(BaseHook):
     """
 
     conn_name_attr = "brev_conn_id"
-    default_conn_name = "brev_default"
+    default_conn_name = DEFAULT_BREV_CONN_ID
     conn_type = "brev"
     hook_name = "NVIDIA Brev"
 
@@ -170,36 +176,14 @@ class BrevBaseHook(BaseHook):
     # ------------------------------------------------------------------ connection form (Airflow < 3.2)
     @classmethod
     def get_ui_field_behaviour(cls) -> dict[str, Any]:
-        """Hide host/schema/port/login; the password holds the Brev token."""
-        return {
-            "hidden_fields": ["host", "schema", "port", "login"],
-            "relabeling": {"password": "Brev API token"},
-            "placeholders": {
-                "password": "token from https://brev.nvidia.com/settings/cli (or leave empty and use an API key)",
-                "extra": json.dumps(
-                    {"cli_path": "/usr/local/bin/brev", "cloud_cred_id": "", "workspace_group_id": ""},
-                    indent=1,
-                ),
-            },
-        }
+        """Hide host/schema/port/login; the password holds the Brev token (from the provider metadata,
+        :mod:`airflow_provider_brev.hooks.connection_form`)."""
+        return ui_field_behaviour(cls.conn_type)
 
     @classmethod
     def get_connection_form_widgets(cls) -> dict[str, Any]:
-        """Extra fields for the connection form (FAB/wtforms imported lazily)."""
-        try:
-            from flask_appbuilder.fieldwidgets import BS3PasswordFieldWidget, BS3TextFieldWidget
-            from flask_babel import lazy_gettext
-            from wtforms import PasswordField, StringField
-        except ImportError:  # Airflow 3.2+ reads the declarative form from get_provider_info()
-            return {}
-        return {
-            "api_key": PasswordField(lazy_gettext("API key (bak-...)"), widget=BS3PasswordFieldWidget()),
-            "org_id": StringField(lazy_gettext("Org id (for the API key)"), widget=BS3TextFieldWidget()),
-            "org": StringField(lazy_gettext("Org name"), widget=BS3TextFieldWidget()),
-            "cli_path": StringField(lazy_gettext("brev CLI path"), widget=BS3TextFieldWidget()),
-            "cloud_cred_id": StringField(lazy_gettext("Cloud credential id"), widget=BS3TextFieldWidget()),
-            "workspace_group_id": StringField(lazy_gettext("Workspace group id"), widget=BS3TextFieldWidget()),
-        }
+        """The extra fields of the connection form: the metadata's ``conn-fields`` (FAB/wtforms imported lazily)."""
+        return form_widgets(cls.conn_type)
 
     # ------------------------------------------------------------------ configuration
     @cached_property

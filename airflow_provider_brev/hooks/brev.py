@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_brev._compat import mask_secret
+from airflow_provider_brev.cli.jobs.notices import StderrNoticeFilter
 from airflow_provider_brev.cli.jobs.remote import (
     DEFAULT_MAX_BYTES,
     LaunchResult,
@@ -200,6 +201,7 @@ class BrevHook(BrevInstancesHook):
             if self._foreground is None:  # stop_foreground ran (on_kill): no retry may start it again
                 raise BrevCommandError(f"The command on {name!r} was stopped (the task was killed).", exit_code=-15)
             pending: deque[str] = deque()
+            notices = StderrNoticeFilter()
 
             def on_stdout(line: str) -> None:
                 pending.append(line)
@@ -207,7 +209,7 @@ class BrevHook(BrevInstancesHook):
                     emit(pending.popleft())
 
             def on_stderr(line: str) -> None:
-                if marker in line or not line:
+                if marker in line or not line or not notices.keep(line):
                     return
                 errors.append(line)
                 if log_output:
@@ -387,24 +389,27 @@ class BrevHook(BrevInstancesHook):
             raise BrevCLIError(f"Could not launch job {job.job_id} on {name!r}: {launch.error}", command="exec")
         return launch  # type: ignore[no-any-return]
 
-    def poll_job(self, name: str, job: RemoteJob, *, offset: int, max_bytes: int = DEFAULT_MAX_BYTES) -> PollResult:
-        """Status and the next log chunk of ``job`` in one ``brev exec`` (transient failures retried)."""
-        script = build_poll_command(job, offset=offset, max_bytes=max_bytes)
+    def poll_job(
+        self, name: str, job: RemoteJob, *, offset: int, max_bytes: int = DEFAULT_MAX_BYTES, wait: float = 0.0
+    ) -> PollResult:
+        """Status and the next log chunk of ``job`` in one ``brev exec`` (transient failures retried), after waiting
+        on the instance up to ``wait`` seconds for the job to end."""
+        script = build_poll_command(job, offset=offset, max_bytes=max_bytes, wait=wait)
 
         def once() -> PollResult:
-            result = self.exec_script(name, script)
+            result = self.exec_script(name, script, timeout=DEFAULT_PROBE_TIMEOUT + wait)
             return self._parse_or_lost(lambda: parse_poll_output(result.stdout_lines, job.job_id, offset), result)  # type: ignore[no-any-return]
 
         return self.retry_sync(once)  # type: ignore[no-any-return]
 
     async def apoll_job(
-        self, name: str, job: RemoteJob, *, offset: int, max_bytes: int = DEFAULT_MAX_BYTES
+        self, name: str, job: RemoteJob, *, offset: int, max_bytes: int = DEFAULT_MAX_BYTES, wait: float = 0.0
     ) -> PollResult:
         """Async twin of :meth:`poll_job` (same script, same parser, same retry policy)."""
-        script = build_poll_command(job, offset=offset, max_bytes=max_bytes)
+        script = build_poll_command(job, offset=offset, max_bytes=max_bytes, wait=wait)
 
         async def once() -> PollResult:
-            result = await self.aexec_script(name, script)
+            result = await self.aexec_script(name, script, timeout=DEFAULT_PROBE_TIMEOUT + wait)
             return self._parse_or_lost(lambda: parse_poll_output(result.stdout_lines, job.job_id, offset), result)  # type: ignore[no-any-return]
 
         return await self.retry_async(once)  # type: ignore[no-any-return]

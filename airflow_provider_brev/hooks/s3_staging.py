@@ -68,20 +68,37 @@ class S3StagingHook(BaseHook):
     :param bucket: the bucket.
     :param aws_conn_id: the Amazon connection (its keys never leave the worker).
     :param url_expires_in: lifetime of every presigned URL, in seconds.
+    :param shares: another staging hook (of another bucket) whose ``S3Hook`` and client this one uses: one
+        connection lookup per step, whatever the number of buckets
+        (:class:`~airflow_provider_brev.utils.staging.StagingHooks`).
     """
 
+    conn_name_attr = "aws_conn_id"
+    default_conn_name = "aws_default"
+    conn_type = "aws"
+    hook_name = "Amazon Web Services (S3 staging for Brev)"
+
     def __init__(
-        self, *, bucket: str, aws_conn_id: str | None = "aws_default", url_expires_in: int = DEFAULT_URL_EXPIRES_IN
+        self,
+        *,
+        bucket: str,
+        aws_conn_id: str | None = default_conn_name,
+        url_expires_in: int = DEFAULT_URL_EXPIRES_IN,
+        shares: S3StagingHook | None = None,
     ) -> None:
         super().__init__()
         self.bucket = bucket
         self.aws_conn_id = aws_conn_id
         self.url_expires_in = url_expires_in
         self.open_uploads: dict[str, str] = {}
+        self._shares = shares
 
     # -- connection ------------------------------------------------------------------------------
     @cached_property
     def s3_hook(self) -> S3Hook:
+        """The Amazon provider's hook (built at the first S3 call; shared with :attr:`shares` when given)."""
+        if self._shares is not None:
+            return self._shares.s3_hook
         from airflow.providers.amazon.aws.hooks.s3 import S3Hook
 
         return S3Hook(aws_conn_id=self.aws_conn_id)
@@ -90,6 +107,8 @@ class S3StagingHook(BaseHook):
     def client(self) -> Any:
         """The connection's S3 client, presigning with SigV4 unless the connection chose a signature version
         (botocore's default presigned URLs are SigV2, which newer regions reject)."""
+        if self._shares is not None:
+            return self._shares.client
         from botocore.config import Config
 
         hook = self.s3_hook

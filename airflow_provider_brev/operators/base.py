@@ -6,7 +6,7 @@ import threading
 from typing import Any
 
 from airflow_provider_brev._compat import BaseOperator
-from airflow_provider_brev.hooks.brev import BrevHook
+from airflow_provider_brev.cli.protocol.config import DEFAULT_BREV_CONN_ID
 from airflow_provider_brev.utils.mixins import BrevBaseHookMixin, brev_template_fields
 
 #: How long Airflow's SIGTERM handler waits for the kill cleanup before the interrupted code resumes: long enough
@@ -26,7 +26,7 @@ class BrevBaseOperator(BrevBaseHookMixin, BaseOperator):
     template_fields = brev_template_fields()
     ui_color = "#76b900"  # NVIDIA green
 
-    def __init__(self, *, brev_conn_id: str = BrevHook.default_conn_name, **kwargs: Any) -> None:
+    def __init__(self, *, brev_conn_id: str = DEFAULT_BREV_CONN_ID, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.brev_conn_id = brev_conn_id
 

@@ -11,22 +11,17 @@ from typing import TYPE_CHECKING, Any
 
 from airflow_provider_brev._compat import conf, default_deferrable, deferral_settle_seconds
 from airflow_provider_brev.cli.instances.cost import lifetime_cost, money
+from airflow_provider_brev.cli.instances.reuse import DEFAULT_MAX_IDLE
+from airflow_provider_brev.cli.protocol.names import DEFAULT_MAX_LIFETIME
 from airflow_provider_brev.cli.validation import instance_name
 from airflow_provider_brev.cli.values import bool_value, conn_id, duration_seconds, optional
 from airflow_provider_brev.exceptions import BrevInstanceFailedError, BrevTimeoutError
 from airflow_provider_brev.operators.base import BrevBaseOperator
-from airflow_provider_brev.operators.exec import (  # re-exported: the exec operator lives in its own module
-    XCOM_INSTANCE_NAME,
-    XCOM_JOB,
-    BrevExecOperator,
-)
 from airflow_provider_brev.sensors.brev import DEFAULT_READY_TIMEOUT
 from airflow_provider_brev.steps.metering import CostMeter
 from airflow_provider_brev.utils.events import EVENT_SUCCESS, EVENT_TIMEOUT, raise_for_error_event, validate_event
 from airflow_provider_brev.utils.mixins import brev_template_fields
 from airflow_provider_brev.utils.provisioning import (
-    DEFAULT_MAX_IDLE,
-    DEFAULT_MAX_LIFETIME,
     InstanceProvisioner,
     InstanceRequest,
     ProvisionedInstance,
@@ -40,21 +35,31 @@ from airflow_provider_brev.utils.release import (
     release_policy,
     release_recorded,
 )
-from airflow_provider_brev.utils.task_memory import XCOM_INSTANCE, XCOM_INSTANCE_RECORD, TaskMemory
+from airflow_provider_brev.utils.task_memory import (
+    XCOM_INSTANCE,
+    XCOM_INSTANCE_NAME,
+    XCOM_INSTANCE_RECORD,
+    XCOM_JOB,
+    TaskMemory,
+)
 from airflow_provider_brev.utils.warm_reuse import next_run_at
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
 
+    from airflow_provider_brev.operators.exec import BrevExecOperator
+
 
 class BrevCreateInstanceOperator(BrevBaseOperator):
     """Create a Brev instance (idempotently), optionally wait until it is usable, and return its name.
 
-    Use it as the setup of a setup/teardown pair so the instance is deleted whatever happens to the work::
+    Use it as the setup of a setup/teardown pair so the instance is deleted whatever happens to the work:
 
-        create = BrevCreateInstanceOperator(task_id="create", gpu="L40S:1")
-        delete = BrevDeleteInstanceOperator(task_id="delete", instance_name=create.output)
-        create >> work >> delete.as_teardown(setups=create)
+    ```python
+    create = BrevCreateInstanceOperator(task_id="create", gpu="L40S:1")
+    delete = BrevDeleteInstanceOperator(task_id="delete", instance_name=create.output)
+    create >> work >> delete.as_teardown(setups=create)
+    ```
 
     **Idempotent.** Without ``instance_name`` the name is derived from dag id, run id, task id and map index
     (never the try number), carries the owner prefix and an expiry the janitor can read, and a retry or a
@@ -103,7 +108,7 @@ class BrevCreateInstanceOperator(BrevBaseOperator):
     :param poll_interval: seconds between readiness checks.
     :param deferrable: wait in the triggerer (default: ``[operators] default_deferrable``).
     :param delete_on_failure: delete the instance when this task fails after it exists (default on).
-    :param max_lifetime: how long after the run the janitor may consider the instance expired.
+    :param max_lifetime: how long after the run the janitor may consider the instance expired (default 24 hours).
     :param name_prefix: owner prefix of derived names (default: connection extra ``name_prefix`` or ``afbrev``).
     :param max_price_per_hour: the highest price (dollars per hour, ``brev search``) of the instance to create.
     :param reuse_key: warm reuse across DAG runs (templated): first look for a STOPPED instance this provider created
@@ -337,10 +342,12 @@ class BrevCreateInstanceOperator(BrevBaseOperator):
 class BrevDeleteInstanceOperator(BrevBaseOperator):
     """Delete a Brev instance this DAG run created. Idempotent: an instance that is already gone counts as success.
 
-    Meant as the teardown of the create operator, so it runs even when the work failed::
+    Meant as the teardown of the create operator, so it runs even when the work failed:
 
-        delete = BrevDeleteInstanceOperator(task_id="delete", instance_name=create.output)
-        create >> work >> delete.as_teardown(setups=create)
+    ```python
+    delete = BrevDeleteInstanceOperator(task_id="delete", instance_name=create.output)
+    create >> work >> delete.as_teardown(setups=create)
+    ```
 
     **Deletes only what the DAG run owns, known by its id.** The records upstream tasks pushed (XCom key
     ``brev_instance``: the create task's, and the new ids of instances a step re-created after a loss) decide:
@@ -498,6 +505,16 @@ class BrevDeleteInstanceOperator(BrevBaseOperator):
             return sorted(t for t in task_ids if isinstance(dag.task_dict.get(t), BrevCreateInstanceOperator))
 
         return creates(set(self.upstream_task_ids)) or creates(self.get_flat_relative_ids(upstream=True))
+
+
+def __getattr__(name: str) -> Any:
+    """``BrevExecOperator``, imported from :mod:`airflow_provider_brev.operators.exec` when asked for: a DAG that only
+    creates and deletes instances does not import the step engine."""
+    if name == "BrevExecOperator":
+        from airflow_provider_brev.operators.exec import BrevExecOperator
+
+        return BrevExecOperator
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = [

@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_brev.operators.step import DEFAULT_OUTPUT_SYNC_INTERVAL, BrevStepOperator
-from airflow_provider_brev.steps.workload import CommandWorkload, command_spec
 from airflow_provider_brev.utils.release import ON_KILL_TIMEOUT
 from airflow_provider_brev.utils.task_memory import XCOM_INSTANCE_NAME, XCOM_JOB
 
@@ -79,4 +78,6 @@ class BrevExecOperator(BrevStepOperator):
         self.skip_on_exit_code = skip_on_exit_code
 
     def workload(self, parameters: dict[str, Any]) -> Workload:
+        from airflow_provider_brev.steps.workload import CommandWorkload, command_spec
+
         return CommandWorkload(command_spec(parameters))

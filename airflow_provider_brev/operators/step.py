@@ -1,28 +1,29 @@
-"""The base of the GPU step operators: template fields, a spec, ``defer`` -- the step service does the rest.
+"""The bases of the GPU step operators: template fields, a spec, ``defer`` -- the step service does the rest.
 
-:class:`~airflow_provider_brev.operators.exec.BrevExecOperator` (a shell command) and the TAO operators
-(:mod:`airflow_provider_brev.operators.tao`) are :class:`BrevStepOperator` subclasses that say what runs (their
-workload, :mod:`airflow_provider_brev.steps.workload`); where it runs, how it is followed, its data, its recovery
-and its cleanup are the step service's (:mod:`airflow_provider_brev.steps.service`), the same for all of them.
+:class:`StepOperatorBase` is what every step operator shares, on any compute: its rendered parameters, the spec and
+workload it builds from them, and the step service (:mod:`airflow_provider_brev.steps.service`) it hands them to,
+naming its compute (``compute_kind``). :class:`~airflow_provider_brev.operators.exec.BrevExecOperator` (a shell
+command) and the TAO operators (:mod:`airflow_provider_brev.operators.tao`) are :class:`BrevStepOperator` subclasses
+(compute ``brev``) that say what runs (their workload, :mod:`airflow_provider_brev.steps.workload`); the Lepton
+operators (:mod:`airflow_provider_brev.operators.lepton`) are ``LeptonStepOperator`` subclasses (compute ``lepton``).
+Where it runs, how it is followed, its data, its recovery and its cleanup are the step service's and its compute's.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from airflow_provider_brev._compat import conf, default_deferrable
 from airflow_provider_brev.cli.instances.recovery import DEFAULT_MAX_INSTANCE_RECOVERIES
+from airflow_provider_brev.cli.instances.reuse import DEFAULT_MAX_IDLE
 from airflow_provider_brev.cli.jobs.remote import DEFAULT_MAX_BYTES
+from airflow_provider_brev.cli.protocol.names import DEFAULT_MAX_LIFETIME
+from airflow_provider_brev.cli.transfer.lineage import mapping_keys, mapping_values
 from airflow_provider_brev.operators.base import BrevBaseOperator
 from airflow_provider_brev.sensors.brev import DEFAULT_READY_TIMEOUT
-from airflow_provider_brev.steps.service import StepService
-from airflow_provider_brev.steps.spec import step_spec
+from airflow_provider_brev.utils.lineage import BrevLineageMixin
 from airflow_provider_brev.utils.mixins import brev_template_fields
-from airflow_provider_brev.utils.provisioning import DEFAULT_MAX_IDLE, DEFAULT_MAX_LIFETIME
-from airflow_provider_brev.utils.recovery import upstream_task_ids
 from airflow_provider_brev.utils.release import RELEASE_DELETE
-from airflow_provider_brev.utils.step_data import render_keys
-from airflow_provider_brev.utils.task_memory import TaskMemory
 
 if TYPE_CHECKING:
     from datetime import timedelta
@@ -30,7 +31,9 @@ if TYPE_CHECKING:
     from airflow.sdk import Context
     from airflow.triggers.base import BaseTrigger
 
-    from airflow_provider_brev.steps.workload import Workload
+    from airflow_provider_brev.steps.service import StepService
+    from airflow_provider_brev.steps.spec import StepSpec
+
 
 #: Default seconds between output syncs while the command runs.
 DEFAULT_OUTPUT_SYNC_INTERVAL = 300.0
@@ -66,7 +69,81 @@ STEP_PARAMETERS = (
 )
 
 
-class BrevStepOperator(BrevBaseOperator):
+class StepOperatorBase(BrevBaseOperator):
+    """What every step operator shares, on any compute (see the module docstring).
+
+    A subclass names its compute (``compute_kind``, a key of :data:`~airflow_provider_brev.steps.service.COMPUTES`)
+    and its parameters (``step_parameters``, and ``workload_parameters`` for what its workload reads), and builds
+    the spec (:meth:`build_spec`) and the workload (:meth:`workload`) from them; the rest is the step service's.
+    """
+
+    #: The compute the step runs on (a key of :data:`~airflow_provider_brev.steps.service.COMPUTES`).
+    compute_kind: str = ""
+    #: The parameters every step of this kind takes (what :meth:`build_spec` reads).
+    step_parameters: tuple[str, ...] = ()
+    #: Parameters of the subclass that its workload reads.
+    workload_parameters: tuple[str, ...] = ()
+    _service: StepService | None = None
+
+    def render_template_fields(self, context: Context, jinja_env: Any = None) -> None:
+        """Also render the keys of ``inputs`` (S3 URIs) and ``outputs`` (directories): Airflow renders values only."""
+        from airflow_provider_brev.utils.step_data import render_keys  # when a task runs, not when a DAG is parsed
+
+        super().render_template_fields(context, jinja_env)
+        render_keys(self, context, jinja_env, "inputs", "outputs")
+
+    def parameters(self) -> dict[str, Any]:
+        """The rendered parameters by name (read, never changed: a resumed task builds the same spec)."""
+        return {name: getattr(self, name) for name in (*self.step_parameters, *self.workload_parameters)}
+
+    def build_spec(self, parameters: dict[str, Any]) -> Any:
+        """The checked, frozen spec of the compute (subclasses), from the rendered ``parameters``."""
+        raise NotImplementedError
+
+    def workload(self, parameters: dict[str, Any]) -> Any:
+        """What runs (subclasses), from the checked ``parameters``."""
+        raise NotImplementedError
+
+    def service(self, context: Context) -> StepService:
+        """The step service of this try (every parameter checked first: bad input costs nothing)."""
+        from airflow_provider_brev.steps.compute import StepTask  # the engine: imported when a task runs
+        from airflow_provider_brev.steps.service import StepService
+        from airflow_provider_brev.utils.task_memory import TaskMemory
+
+        parameters = self.parameters()
+        spec = self.build_spec(parameters)
+        self._service = StepService(
+            self.compute_kind,
+            spec=spec,
+            workload=self.workload(parameters),
+            task=StepTask(self, self.log, TaskMemory(context, self.log), killed=lambda: self._killed),
+            retries=getattr(self, "retries", None),
+            defer=self._defer,
+        )
+        return self._service
+
+    def _defer(self, trigger: BaseTrigger) -> NoReturn:
+        self.defer(trigger=trigger, method_name="execute_complete")
+
+    def execute(self, context: Context) -> Any:
+        try:
+            return self.service(context).execute()
+        finally:
+            self.wait_for_kill_cleanup()
+
+    def execute_complete(self, context: Context, event: dict[str, Any] | None = None) -> Any:
+        try:
+            return self.service(context).execute_complete(event)
+        finally:
+            self.wait_for_kill_cleanup()
+
+    def _cleanup_on_kill(self) -> None:
+        """What the step's compute undoes on a kill (the service's ``on_kill``)."""
+        if self._service is not None:
+            self._service.on_kill()
+
+
+class BrevStepOperator(BrevLineageMixin, StepOperatorBase):
     """Base of the GPU step operators: a workload runs exactly once on a Brev instance, durably.
 
     **Where.** On an existing instance (``instance_name``, e.g. ``create.output``), which must be ready and -- when
@@ -89,6 +166,9 @@ class BrevStepOperator(BrevBaseOperator):
     instance types above it; ``max_run_cost`` refuses a step whose estimate -- price x (``ready_timeout`` for an
     instance it creates + ``timeout``) -- exceeds it, before any ``brev create`` and any launch.
 
+    **Lineage.** With the OpenLineage provider installed, the S3 prefixes of ``inputs`` are the task's input datasets
+    and those of ``outputs`` its output datasets (:mod:`airflow_provider_brev.utils.lineage`).
+
     Every parameter is checked at the start of ``execute``, before any ``brev`` call
     (:mod:`airflow_provider_brev.steps.spec`); the flow is :class:`~airflow_provider_brev.steps.service.StepService`.
 
@@ -96,9 +176,9 @@ class BrevStepOperator(BrevBaseOperator):
     :param gpu: ephemeral mode: GPU request such as ``"L40S:1"``.
     :param instance_types: ephemeral mode: explicit instance types.
     :param min_vram: ephemeral mode: minimum VRAM per GPU in GB.
-    :param ready_timeout: seconds to wait for a created (or re-created) instance.
+    :param ready_timeout: seconds to wait for a created (or re-created) instance (default 20 minutes).
     :param require_docker: readiness of a created instance also requires ``docker info``.
-    :param max_lifetime: ephemeral mode: expiry written into the instance name for the janitor.
+    :param max_lifetime: ephemeral mode: expiry written into the instance name for the janitor (default 24 hours).
     :param timeout: seconds (or timedelta) for the whole command: an absolute deadline that also holds across
         deferrals; on expiry the remote job is killed and the task fails.
     :param deferrable: follow the job from the triggerer, holding no worker slot.
@@ -129,6 +209,8 @@ class BrevStepOperator(BrevBaseOperator):
         only with a ``reuse_key``, a stoppable type and a break-even in favour (logged with both numbers).
     """
 
+    compute_kind = "brev"
+    step_parameters = STEP_PARAMETERS
     template_fields = brev_template_fields(
         "instance_name",
         "gpu",
@@ -202,57 +284,12 @@ class BrevStepOperator(BrevBaseOperator):
         self.reuse_key = reuse_key
         self.max_idle = max_idle
         self.release = release
-        self._service: StepService | None = None
 
-    #: Parameters of the subclass that its workload reads (besides :data:`STEP_PARAMETERS`).
-    workload_parameters: tuple[str, ...] = ()
+    def lineage_uris(self) -> tuple[list[Any], list[Any]]:
+        """The S3 URIs of ``inputs`` (read) and ``outputs`` (written)."""
+        return mapping_keys(self.inputs), mapping_values(self.outputs)
 
-    def render_template_fields(self, context: Context, jinja_env: Any = None) -> None:
-        """Also render the keys of ``inputs`` (S3 URIs) and ``outputs`` (directories): Airflow renders values only."""
-        super().render_template_fields(context, jinja_env)
-        render_keys(self, context, jinja_env, "inputs", "outputs")
+    def build_spec(self, parameters: dict[str, Any]) -> StepSpec:
+        from airflow_provider_brev.steps.spec import step_spec
 
-    def parameters(self) -> dict[str, Any]:
-        """The rendered parameters by name (read, never changed: a resumed task builds the same spec)."""
-        return {name: getattr(self, name) for name in (*STEP_PARAMETERS, *self.workload_parameters)}
-
-    def workload(self, parameters: dict[str, Any]) -> Workload:
-        """What runs (subclasses), from the checked ``parameters``."""
-        raise NotImplementedError
-
-    def service(self, context: Context) -> StepService:
-        """The step service of this try (every parameter checked first: bad input costs nothing)."""
-        parameters = self.parameters()
-        spec = step_spec(parameters, deferrable_default=default_deferrable())
-        self._service = StepService(
-            spec=spec,
-            workload=self.workload(parameters),
-            hook=self.hook,
-            log=self.log,
-            memory=TaskMemory(context, self.log),
-            upstream=upstream_task_ids(self),
-            retries=getattr(self, "retries", None),
-            killed=lambda: self._killed,
-            defer=self._defer,
-        )
-        return self._service
-
-    def _defer(self, trigger: BaseTrigger) -> None:
-        self.defer(trigger=trigger, method_name="execute_complete")
-
-    def execute(self, context: Context) -> Any:
-        try:
-            return self.service(context).execute()
-        finally:
-            self.wait_for_kill_cleanup()
-
-    def execute_complete(self, context: Context, event: dict[str, Any] | None = None) -> Any:
-        try:
-            return self.service(context).execute_complete(event)
-        finally:
-            self.wait_for_kill_cleanup()
-
-    def _cleanup_on_kill(self) -> None:
-        """Stop the foreground command, kill (or keep) the job, delete an ephemeral instance (the service's)."""
-        if self._service is not None:
-            self._service.on_kill()
+        return step_spec(parameters, deferrable_default=default_deferrable())

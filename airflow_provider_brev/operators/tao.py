@@ -26,6 +26,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_brev.cli.tao.checkpoints import CHECKPOINT_LOG_REGEX
+from airflow_provider_brev.cli.transfer.lineage import listed
 from airflow_provider_brev.exceptions import (  # re-exported
     BrevPreflightError,
     TaoProgramFaultError,
@@ -34,13 +35,13 @@ from airflow_provider_brev.exceptions import (  # re-exported
 )
 from airflow_provider_brev.operators.base import BrevBaseOperator
 from airflow_provider_brev.operators.step import BrevStepOperator
-from airflow_provider_brev.steps.tao import TaoWorkload, preflight_spec, tao_spec
 from airflow_provider_brev.utils.mixins import brev_template_fields
 from airflow_provider_brev.utils.preflight import (
     check_hf_token,
     check_input_paths,
     check_ngc_key,
     check_s3_inputs,
+    check_s3_outputs,
     connection_secret,
 )
 
@@ -193,7 +194,14 @@ class TaoOperator(BrevStepOperator):
     def parameters(self) -> dict[str, Any]:
         return {**super().parameters(), "prefetch_images": later_images(self)}
 
+    def lineage_uris(self) -> tuple[list[Any], list[Any]]:
+        """Also read: the spec in S3 (``spec_s3_uri``) and the URIs checked before launch (``s3_inputs``)."""
+        inputs, outputs = super().lineage_uris()
+        return [*inputs, *listed(self.spec_s3_uri), *listed(self.s3_inputs)], outputs
+
     def workload(self, parameters: dict[str, Any]) -> Workload:
+        from airflow_provider_brev.steps.tao import TaoWorkload, tao_spec
+
         return TaoWorkload(tao_spec(parameters))
 
 
@@ -260,10 +268,28 @@ class VisualChangeNetGapAnalysisOperator(TaoOperator):
         super().__init__(task="gap_analysis", action="vcn_aoi", **kwargs)
 
 
+#: The preflight operator's parameters (what :func:`~airflow_provider_brev.steps.tao.preflight_spec` reads).
+PREFLIGHT_PARAMETERS = (
+    "brev_conn_id",
+    "s3_inputs",
+    "s3_outputs",
+    "image",
+    "spec",
+    "input_paths",
+    "instance_paths",
+    "aws_conn_id",
+    "ngc_conn_id",
+    "hf_conn_id",
+    "check_brev",
+)
+
+
 class BrevPreflightOperator(BrevBaseOperator):
     """The seed's pre-launch checks as their own task, run before anything is created or paid for.
 
     :param s3_inputs: S3 URIs (objects or prefixes) that must exist and be readable with ``aws_conn_id``.
+    :param s3_outputs: S3 URI prefixes the pipeline will write: each bucket must exist and be listable with
+        ``aws_conn_id`` (else :class:`~airflow_provider_brev.exceptions.BrevS3LocationError` naming it).
     :param image: a TAO image: must be a full reference; nvcr.io images need an NGC key (``ngc_conn_id``).
     :param spec: a spec to scan for Hugging Face references (then ``HF_TOKEN`` / ``hf_conn_id`` is required).
     :param input_paths: local paths the pipeline uses: refused unless listed in ``instance_paths``.
@@ -271,14 +297,13 @@ class BrevPreflightOperator(BrevBaseOperator):
     :param check_brev: also check that the Brev connection works (CLI found, login, listing).
     """
 
-    template_fields = brev_template_fields(
-        "s3_inputs", "image", "spec", "input_paths", "instance_paths", "aws_conn_id", "ngc_conn_id", "hf_conn_id"
-    )
+    template_fields = brev_template_fields(*(name for name in PREFLIGHT_PARAMETERS if name != "check_brev"))
 
     def __init__(
         self,
         *,
         s3_inputs: list[str] | None = None,
+        s3_outputs: list[str] | None = None,
         image: str | None = None,
         spec: dict[str, Any] | None = None,
         input_paths: list[str] | None = None,
@@ -291,6 +316,7 @@ class BrevPreflightOperator(BrevBaseOperator):
     ) -> None:
         super().__init__(**kwargs)
         self.s3_inputs = s3_inputs
+        self.s3_outputs = s3_outputs
         self.image = image
         self.spec = spec
         self.input_paths = input_paths
@@ -301,6 +327,8 @@ class BrevPreflightOperator(BrevBaseOperator):
         self.check_brev = check_brev
 
     def execute(self, context: Context) -> dict[str, Any]:
+        from airflow_provider_brev.steps.tao import preflight_spec
+
         spec = preflight_spec({name: getattr(self, name) for name in PREFLIGHT_PARAMETERS})
         report: dict[str, Any] = {}
         if spec.check_brev:
@@ -309,35 +337,22 @@ class BrevPreflightOperator(BrevBaseOperator):
                 raise BrevPreflightError(f"The Brev connection {self.brev_conn_id!r} does not work: {message}")
             report["brev"] = message
         report["s3_inputs"] = check_s3_inputs(spec.s3_inputs, aws_conn_id=spec.aws_conn_id)
+        report["s3_outputs"] = check_s3_outputs(spec.s3_outputs, aws_conn_id=spec.aws_conn_id)
         if spec.image:
             report["ngc_key"] = bool(check_ngc_key(spec.image, ngc_conn_id=spec.ngc_conn_id))
         report["hf_token"] = bool(check_hf_token(spec.spec or {}, hf_conn_id=spec.hf_conn_id))
         report["instance_paths"] = check_input_paths(spec.input_paths, instance_paths=spec.instance_paths)
         inputs = report["s3_inputs"]
         self.log.info(
-            "Pre-launch checks passed: %s; %d S3 input(s) readable%s%s.",
+            "Pre-launch checks passed: %s; %d S3 input(s) readable; %d S3 output location(s) in reachable buckets%s%s.",
             report.get("brev", "Brev not checked (check_brev=False)"),
             len(inputs),
+            len(report["s3_outputs"]),
             "; NGC key present" if report.get("ngc_key") else "",
             "; Hugging Face token present" if report["hf_token"] else "",
         )
         self.log.debug("Pre-launch report: %s", report)
         return report
-
-
-#: The preflight operator's parameters (what :func:`~airflow_provider_brev.steps.tao.preflight_spec` reads).
-PREFLIGHT_PARAMETERS = (
-    "brev_conn_id",
-    "s3_inputs",
-    "image",
-    "spec",
-    "input_paths",
-    "instance_paths",
-    "aws_conn_id",
-    "ngc_conn_id",
-    "hf_conn_id",
-    "check_brev",
-)
 
 
 __all__ = [

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from airflow_provider_brev._compat import BaseSensorOperator
-from airflow_provider_brev.hooks.brev import BrevHook
+from airflow_provider_brev.cli.protocol.config import DEFAULT_BREV_CONN_ID
 from airflow_provider_brev.utils.mixins import BrevBaseHookMixin, brev_template_fields
 
 
@@ -18,6 +18,6 @@ class BrevBaseSensor(BrevBaseHookMixin, BaseSensorOperator):
     template_fields = brev_template_fields()
     ui_color = "#76b900"
 
-    def __init__(self, *, brev_conn_id: str = BrevHook.default_conn_name, **kwargs: Any) -> None:
+    def __init__(self, *, brev_conn_id: str = DEFAULT_BREV_CONN_ID, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.brev_conn_id = brev_conn_id

@@ -19,8 +19,9 @@ from airflow_provider_brev.utils.mixins import brev_template_fields
 if TYPE_CHECKING:
     from airflow.sdk import Context
 
-#: Cold starts (provisioning, sshd, image caches) take minutes: wait at least this long by default.
 DEFAULT_READY_TIMEOUT = 20 * 60
+"""Seconds a readiness wait lasts by default: 20 minutes, as cold starts (provisioning, sshd, image caches) take
+minutes."""
 
 
 class BrevReadySensor(BrevBaseSensor):

@@ -1,257 +1,205 @@
-"""Where a step runs: the compute port of the step service, and the Brev instance that implements it.
+"""The compute port of the step engine: what a compute says, and what the engine hands it.
 
-A :class:`Compute` is what :class:`~airflow_provider_brev.steps.service.StepService` acquires, resumes after a
-deferral, recovers when lost and releases; its identity is an
-:class:`~airflow_provider_brev.cli.instances.identity.InstanceRef` (name *and* id). :class:`BrevInstanceCompute` is a Brev
-instance, known by name and id. A step runs either on an instance a create task made (``instance_name``) or on one
-it creates itself (ephemeral mode):
+The step engine (:class:`~airflow_provider_brev.steps.service.StepService`) runs the flow of every GPU step once:
+execute and execute_complete, the job handle in the task's memory, per-try job names and the earlier tries'
+verdicts (:class:`Tries`), the deadline, deferral, the stale event of an earlier try, ``on_kill``, and the release in
+a ``finally``. A :class:`Compute` says only how *it* does each phase:
 
-* **acquire** -- an explicit instance must be ready, and its id one the DAG run recorded creating under that name
-  (:mod:`airflow_provider_brev.utils.instance_records`): an instance someone else created under the freed name after
-  ours was lost is never used (:class:`~airflow_provider_brev.exceptions.BrevInstanceReplacedError`). An instance no
-  record names (one the DAG did not create) is used by name, as asked. An ephemeral instance is created (the create
-  operator's idempotent rules), recorded with its id and waited for;
-* **recover** -- a lost instance is re-created (:class:`~airflow_provider_brev.utils.recovery.InstanceRecovery`);
-  the step then runs on the new one, whose id is recorded;
-* **release** -- an ephemeral instance is deleted by its id when the step ends; on a kill, every ephemeral instance
-  this try created or is creating is (:func:`~airflow_provider_brev.utils.release.release_on_kill`), and a kill stops
-  any creation, wait or recovery still under way.
+==================== ============================================ ==========================================
+method               Brev instance                                Lepton job
+==================== ============================================ ==========================================
+``check``            workload checks, S3 locations, a step on an  workload checks, S3 locations
+                     existing instance: ``max_run_cost`` from the
+                     DAG run's record
+``acquire``          the instance (existing, or ephemeral: boot)  nothing: a job is its own compute
+``prepare``          the workload's (TAO: login, pull started)    nothing
+``run_foreground``   ``detach=False``: run the command, collect   never (``foreground`` is false)
+``attach_or_launch`` an earlier try's job, or this try's: inputs  an earlier try's job, or this try's: data
+                     synced, the pull waited for, launched        planned in a secret, job submitted
+``follow``           the job runner (log, periodic output syncs)  the Lepton job follower (state, log)
+``trigger``          ``BrevRemoteJobTrigger``                     ``LeptonJobTrigger``
+``resume``           the instance the trigger followed            the job the trigger followed
+``outcome``          outputs due: synced, :class:`FollowAgain`;   the job's outcome (queue limit: deleted)
+                     instance lost: the typed error
+``collect``          final output sync, the workload's verdict    the agent's report, the workload's verdict;
+                                                                  a job that did not succeed is deleted
+``recover``          a lost instance re-created (then             re-raise
+                     ``prepare`` again), else re-raise
+``release``          an ephemeral instance deleted (or stopped);  the plan's secret deleted
+                     ``brev_cost`` reported
+``suspend``          the cost clock kept                          nothing
+``on_kill``          an ephemeral instance deleted, else the job  the job stopped (or kept)
+                     killed (or kept)
+==================== ============================================ ==========================================
+
+The engine calls them in this order: ``check``, then ``acquire``, ``prepare``, ``attach_or_launch`` (or
+``run_foreground``), ``follow`` or ``trigger`` -- after the deferral ``resume`` and ``outcome`` -- and ``collect``;
+``recover`` for an error after ``acquire``; ``release`` (or ``suspend`` when it defers) in a ``finally``; ``on_kill``
+from the kill's thread.
+
+``own_job`` and ``job_of`` name jobs for the engine's stale-event rule; ``event_fields`` are what every event of
+the compute's trigger carries. What a job handle holds besides the engine's ``deadline`` and ``try_number`` is the
+compute's (JSON, no secret). **Cost**: the Brev compute meters its phases (:mod:`.metering`) and reports
+``brev_cost``; a Lepton job reports none -- its price is not known to the provider (Lepton's API does not return
+one), and a cost without a price would read as a free step.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from airflow_provider_brev.cli.instances.identity import REPLACED, InstanceRef, identity_verdict, replaced_message
-from airflow_provider_brev.cli.instances.readiness import STAGE_MISSING
-from airflow_provider_brev.cli.protocol.names import validate_instance_name
-from airflow_provider_brev.exceptions import (
-    BrevError,
-    BrevInstanceNotFoundError,
-    BrevInstanceNotReadyError,
-    BrevInstanceReplacedError,
-)
-from airflow_provider_brev.utils.instance_records import InstanceRecord, recorded_ids
-from airflow_provider_brev.utils.pricing import price_of
-from airflow_provider_brev.utils.provisioning import InstanceProvisioner, as_timedelta
-from airflow_provider_brev.utils.recovery import InstanceRecovery
-from airflow_provider_brev.utils.release import RELEASE_STOP, Reuse, release_created, release_on_kill
+from airflow_provider_brev.cli.jobs.attempts import generation_start
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable, Mapping
 
-    from airflow_provider_brev.hooks.brev import BrevHook
-    from airflow_provider_brev.steps.spec import ComputeSpec
+    from airflow.triggers.base import BaseTrigger
+
+    from airflow_provider_brev.exceptions import BrevError
     from airflow_provider_brev.utils.task_memory import TaskMemory
 
+#: A job handle: what the task remembers of the job it follows (JSON; kept in :class:`TaskMemory`).
+Handle = dict[str, Any]
 
-class Compute(Protocol):
-    """Where a step runs (see the module docstring)."""
+
+@dataclass(frozen=True)
+class Tries:
+    """Which try of which task instance runs: what per-try job names are made of, and its generation.
+
+    :param dag_id: the DAG.
+    :param task_id: the task.
+    :param run_id: the DAG run.
+    :param map_index: the map index (``-1``: not mapped).
+    :param try_number: this try (1-based).
+    :param first_try: the first try of this generation (since the task instance was last cleared; see
+        :func:`~airflow_provider_brev.cli.jobs.attempts.generation_start`).
+    """
+
+    dag_id: str
+    task_id: str
+    run_id: str
+    map_index: int
+    try_number: int
+    first_try: int
+
+    @classmethod
+    def of(cls, ti: Any, retries: int | None) -> Tries:
+        """The try a task instance ``ti`` runs, of a task with ``retries``."""
+        map_index = getattr(ti, "map_index", -1)
+        try_number = int(ti.try_number)
+        first_try = generation_start(try_number=try_number, max_tries=getattr(ti, "max_tries", None), retries=retries)
+        return cls(
+            dag_id=ti.dag_id,
+            task_id=ti.task_id,
+            run_id=ti.run_id,
+            map_index=map_index if isinstance(map_index, int) else -1,
+            try_number=try_number,
+            first_try=first_try,
+        )
 
     @property
-    def ephemeral(self) -> bool:
-        """The step creates (and releases) the compute itself."""
-
-    def acquire(self, memory: TaskMemory) -> InstanceRef:
-        """The compute to run on, ready."""
-
-    def resume(self, name: str, instance_id: str | None) -> InstanceRef:
-        """After a deferral: the compute the trigger followed."""
-
-    def recover(
-        self, memory: TaskMemory, lost: InstanceRef, error: BaseException, *, launched: bool = True
-    ) -> InstanceRef:
-        """Replace ``lost`` if ``error`` means it is gone, else re-raise ``error``."""
-
-    def release(self) -> None:
-        """The step ended: release what it created for itself."""
-
-    def release_on_kill(self, also: InstanceRef | None = None) -> list[str]:
-        """The task was killed: release at once what it created; returns the names."""
+    def ids(self) -> dict[str, Any]:
+        """The task instance's parts of a job name (every try's alike)."""
+        return {"dag_id": self.dag_id, "task_id": self.task_id, "run_id": self.run_id, "map_index": self.map_index}
 
 
-class BrevInstanceCompute:
-    """The Brev instance of one step (see the module docstring).
+@dataclass(frozen=True)
+class FollowAgain:
+    """An event that is not the job's end (Brev: the outputs were due, and synced): the task defers again and the
+    triggerer follows on from ``resume`` (the trigger's resume point, e.g. the log offset).
 
-    :param hook: the step's hook.
-    :param log: the step's logger.
-    :param spec: the explicit instance or the ephemeral request, and the readiness and recovery settings.
-    :param upstream: upstream task ids, nearest first (where records are looked for).
+    :param resume: what the next trigger starts from.
+    """
+
+    resume: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class StepTask:
+    """What a compute gets from the task it runs for.
+
+    :param operator: the operator (a Brev compute takes its hook and its upstream tasks; ``None`` outside a DAG).
+    :param log: the task's logger.
+    :param memory: the task's memory.
     :param killed: returns ``True`` once the task was killed.
     """
 
-    def __init__(
-        self,
-        hook: BrevHook,
-        log: Any,
-        spec: ComputeSpec,
-        *,
-        upstream: Sequence[str],
-        killed: Callable[[], bool],
-    ) -> None:
-        self.hook = hook
-        self.log = log
-        self.spec = spec
-        self.upstream = list(upstream)
-        self.killed = killed
-        #: The instance the step runs on now (``None`` before :meth:`acquire`).
-        self.current: InstanceRef | None = None
-        #: Every ephemeral instance this try created (deleted on a kill).
-        self.created: list[InstanceRef] = []
-        self._provisioner: InstanceProvisioner | None = None
-        self._known: set[str] = set()
-        self._types: dict[str, str] = {}  # instance id -> type, as listed
+    operator: Any
+    log: Any
+    memory: TaskMemory
+    killed: Callable[[], bool]
+
+
+class Outcome(Protocol):
+    """How a followed job ended, as far as the engine needs to know."""
 
     @property
-    def ephemeral(self) -> bool:
-        return self.spec.ephemeral
+    def collected(self) -> bool:
+        """The job will not run again and its result has been read (the handle is forgotten)."""
 
-    # -- acquire ---------------------------------------------------------------------------------
-    def acquire(self, memory: TaskMemory) -> InstanceRef:
-        """The instance to run on: the given one (ready, and ours by id, or recovered), or a new ephemeral one."""
-        if self.ephemeral:
-            return self._create_ephemeral(memory)
-        name = validate_instance_name(self.spec.instance_name)
-        stored = memory.stored_record()
-        if stored is not None:  # a retry: XCom lost what this task recorded, its state store kept it
-            memory.record_instance(stored)
-        self._known = recorded_ids(memory.records_for(name, self.upstream))
-        try:
-            self.current = self._check_target(name)
-        except BrevInstanceReplacedError:
-            raise
-        except BrevError as err:
-            return self.recover(memory, InstanceRef(name), err, launched=False)
-        return self.current
 
-    def resume(self, name: str, instance_id: str | None) -> InstanceRef:
-        """After a deferral: the instance the trigger followed (its id came back in the event)."""
-        self.current = InstanceRef(name, instance_id or "")
-        if instance_id:
-            self._known.add(instance_id)
-            if self.ephemeral:
-                self.created.append(self.current)
-        return self.current
+class Compute(Protocol):
+    """Where a step runs and how (see the module docstring); built as ``Compute(spec, workload, task)``."""
 
-    def _check_target(self, name: str) -> InstanceRef:
-        """The instance must exist, be ready and -- when the DAG run recorded it -- be the same instance (id)."""
-        readiness = self.hook.check_readiness(name)
-        live = readiness.listed
-        if live is not None and identity_verdict(live, self._known) == REPLACED:
-            message = replaced_message(name, live, self._known, refused="used")
-            raise BrevInstanceReplacedError(f"{message} Nothing was run.")
-        if readiness.ready:
-            if live is not None:
-                self._types[live.id] = live.instance_type
-            return InstanceRef(name, live.id if live is not None else "")
-        if readiness.stage == STAGE_MISSING:
-            raise BrevInstanceNotFoundError(
-                f"Instance {name!r} does not exist: create it first (BrevCreateInstanceOperator) or check the name."
-            )
-        raise BrevInstanceNotReadyError(
-            f"Instance {name!r} is not ready ({readiness.message}); wait for it with BrevReadySensor first."
-        )
+    #: The fields every event of the compute's trigger carries.
+    event_fields: tuple[str, ...]
 
-    def _create_ephemeral(self, memory: TaskMemory) -> InstanceRef:
-        assert self.spec.request is not None
-        provisioner = self._provisioner = InstanceProvisioner(
-            self.hook, self.log, self.spec.request, poll_interval=1.0, cancelled=self.killed
-        )
-        provisioned = provisioner.ensure(memory, wait_timeout=self.spec.ready_timeout)
-        ref = self.current = InstanceRef(provisioned.name, provisioned.instance.id)
-        self.created.append(ref)
-        self._known.add(ref.id)
-        self._types[ref.id] = provisioned.instance.instance_type
-        memory.tell_instance(ref.name)
-        memory.record_instance(
-            InstanceRecord(
-                ref.name,
-                ref.id,
-                owned=True,
-                adopted=False,
-                spec={"instance_type": provisioned.instance.instance_type or None},
-                price_per_hour=provisioned.price_per_hour,
-                created_at=provisioned.created_at,
-            )
-        )
-        provisioner.wait_ready(
-            provisioned,
-            timeout=self.spec.ready_timeout,
-            require_docker=self.spec.require_docker,
-            delete_on_failure=False,  # release() deletes it
-        )
-        return ref
+    @property
+    def foreground(self) -> bool:
+        """The command runs in the foreground of this call (:meth:`run_foreground`): there is no job to follow."""
 
-    def billing(self, memory: TaskMemory, ref: InstanceRef) -> tuple[str, float | None]:
-        """The type and price per hour ``ref`` bills at: from the DAG run's record of it (the create task's, a
-        re-creation's, this step's own; without an id: the newest record of the name), else the type ``brev ls``
-        listed priced by ``brev search``."""
-        for record in reversed(memory.records_for(ref.name, self.upstream)):
-            if (record.id == ref.id or not ref.id) and record.price_per_hour is not None:
-                instance_type = str(record.spec.get("instance_type") or self._types.get(ref.id) or "")
-                return instance_type, record.price_per_hour
-        instance_type = self._types.get(ref.id, "")
-        return instance_type, price_of(self.hook, instance_type)
+    def check(self) -> None:
+        """Before anything is created, submitted or paid for: raise a typed error when the step must not start."""
 
-    # -- recover ---------------------------------------------------------------------------------
-    def recover(
-        self, memory: TaskMemory, lost: InstanceRef, error: BaseException, *, launched: bool = True
-    ) -> InstanceRef:
-        """Re-create ``lost`` if ``error`` means it is gone, else re-raise ``error``; returns the new instance."""
-        if self.killed():  # on_kill deleted the instance or killed the job: that loss is not to be repaired
-            raise error
-        known = self._known | ({lost.id} if lost.id else set())
-        spec = self.spec
-        recovery = InstanceRecovery(
-            self.hook,
-            self.log,
-            budget=spec.max_recoveries,
-            ephemeral=self.ephemeral,
-            create_task_id=spec.create_task_id,
-            upstream=self.upstream,
-            ready_timeout=spec.ready_timeout,
-            require_docker=spec.require_docker,
-            recreate_ephemeral=lambda: self._create_ephemeral(memory),
-            known_ids=known,
-            cancelled=self.killed,
-        )
-        self.current = recovery.recover_if_lost(memory, lost.name, error, launched=launched)
-        self._known = known | recovery.known_ids | {self.current.id}
-        return self.current
+    def mask(self) -> None:
+        """Register the workload's secret values with Airflow's masker (a resumed task runs in a new process)."""
 
-    # -- release ---------------------------------------------------------------------------------
+    def acquire(self) -> None:
+        """The compute to run on, ready."""
+
+    def prepare(self) -> None:
+        """Before a launch or a re-attach (and again after a recovery)."""
+
+    def run_foreground(self, deadline: float | None) -> Any:
+        """Run the command in the foreground and return the task's result (only when :attr:`foreground`)."""
+
+    def own_job(self, tries: Tries) -> str:
+        """The name of this try's own job."""
+
+    def job_of(self, record: Mapping[str, Any]) -> str | None:
+        """The name of the job an event or a handle is about."""
+
+    def attach_or_launch(self, tries: Tries) -> Handle:
+        """The job this try follows: an earlier try's (running: re-attach; succeeded in this generation: collect)
+        or this try's own, launched now (nothing after a kill); returns its handle."""
+
+    def follow(self, handle: Handle, deadline: float | None) -> Outcome:
+        """Follow the job on the worker until it ended or ``deadline`` passed (it is then stopped)."""
+
+    def trigger(
+        self, handle: Handle, deadline: float | None, *, not_before: float, resume: dict[str, Any]
+    ) -> BaseTrigger:
+        """The trigger that follows the job from the triggerer (``resume``: a :class:`FollowAgain`'s point)."""
+
+    def resume(self, event: dict[str, Any]) -> Handle:
+        """After a deferral: the handle of the job the trigger followed."""
+
+    def outcome(self, handle: Handle, event: dict[str, Any]) -> Outcome | FollowAgain:
+        """The trigger's event as the job's outcome (raise its typed error), or :class:`FollowAgain`."""
+
+    def collect(self, handle: Handle, outcome: Any) -> Any:
+        """The job ended: judge it (raise on failure) and return the task's result."""
+
+    def recover(self, error: BrevError) -> None:
+        """``error`` happened after acquire: repair the compute (the step runs again from :meth:`prepare`) or
+        re-raise ``error``."""
+
     def release(self) -> None:
-        """The step ended (not deferred): delete its ephemeral instance, by id -- or, with a ``reuse_key`` and
-        ``release="stop"``, stop it for the next run when the break-even favours it
-        (:func:`~airflow_provider_brev.utils.release.release_created`)."""
-        if self.ephemeral and self.current is not None:
-            release_created(self.hook, self.log, self.current.name, self.current.id or None, self._reuse())
+        """The try ended without deferring: release what it holds."""
 
-    def _reuse(self) -> Reuse | None:
-        """How the ephemeral instance ends when its request has a reuse key (``None``: plain delete). The step's own
-        boot, pulls and staging are not known here: the saving is the type's catalog boot time, or what the
-        instance's cold run recorded."""
-        request = self.spec.request
-        if request is None or not request.reuse_key:
-            return None
-        return Reuse(
-            key=request.reuse_key,
-            stop=self.spec.release == RELEASE_STOP,
-            max_idle=as_timedelta(request.max_idle).total_seconds(),
-        )
+    def suspend(self) -> None:
+        """The try defers: keep what the resumed task needs."""
 
-    def release_on_kill(self, also: InstanceRef | None = None) -> list[str]:
-        """The task was killed: delete every ephemeral instance this try created, is creating, or (``also``) an
-        earlier handle named; returns their names. One fast call each, never raises."""
-        if not self.ephemeral:
-            return []
-        refs: list[InstanceRef] = [*self.created, *([self.current] if self.current else []), *([also] if also else [])]
-        provisioner = self._provisioner
-        if provisioner is not None and provisioner.created is not None:
-            refs.append(InstanceRef(provisioner.created.name, provisioner.created.id))
-        if provisioner is not None and provisioner.pending_name:  # ``brev create`` still runs: by name
-            refs.append(InstanceRef(provisioner.pending_name))
-        targets = list(dict.fromkeys(refs))  # a pending provider-managed name is ours by construction: by name
-        for ref in targets:
-            release_on_kill(self.hook, ref.name, ref.id or None)
-        return sorted({ref.name for ref in targets})
+    def on_kill(self, handle: Handle | None) -> None:
+        """The task was killed (fast, in a thread): stop or release what it runs; ``handle``: the job it follows."""

@@ -57,7 +57,7 @@ def await_pull(hook: BrevHook, name: str, image: str, *, timeout: float, log: An
     """
     job, started, delay, offset, last = pull_job(image), time.monotonic(), 0.0, 0, ""
     while True:
-        poll = hook.poll_job(name, job, offset=offset)
+        poll = hook.poll_job(name, job, offset=offset, wait=delay)  # waits on the instance for the pull's end
         for line in poll.chunk.decode("utf-8", "replace").splitlines():
             log.debug("docker pull: %s", line)
             last = line.strip() or last
@@ -72,6 +72,4 @@ def await_pull(hook: BrevHook, name: str, image: str, *, timeout: float, log: An
         if time.monotonic() - started > timeout:
             hook.kill_job(name, job, grace_seconds=1)
             raise BrevImagePullError(f"Pulling {image} on {name} did not finish within pull_timeout ({timeout:.0f} s).")
-        if outcome == "wait":
-            delay = next_poll_delay(delay)
-            time.sleep(delay)
+        delay = next_poll_delay(delay) if outcome == "wait" else 0.0

@@ -125,10 +125,10 @@ class FollowSpec:
 
 @dataclass(frozen=True)
 class DataSpec:
-    """A step's data.
+    """A step's data (on a Brev instance or in a Lepton job alike).
 
-    :param inputs: S3 URI prefix -> directory on the instance (``{}``: none).
-    :param outputs: directory on the instance -> S3 URI prefix (``{}``: none).
+    :param inputs: S3 URI prefix -> directory on the instance, or below the job's working directory (``{}``: none).
+    :param outputs: directory on the instance, or below the job's working directory -> S3 URI prefix (``{}``: none).
     :param aws_conn_id: the Amazon connection that lists and presigns.
     :param sync_interval: seconds between output syncs while the command runs.
     """
@@ -222,19 +222,26 @@ def step_timeout(params: Mapping[str, Any]) -> float | None:
     return optional(duration_seconds, "timeout", params.get("timeout"))
 
 
+def following(params: Mapping[str, Any], *, deferrable_default: bool) -> dict[str, Any]:
+    """What every compute's follow settings share, checked: ``deferrable``, ``timeout``, ``poll_interval``,
+    ``max_poll_failures`` (consecutive failures tolerated: 0 gives up at the first one) and ``on_kill_action``."""
+    return {
+        "deferrable": bool_value("deferrable", params.get("deferrable"), default=deferrable_default),
+        "timeout": step_timeout(params),
+        "poll_interval": duration_seconds("poll_interval", params["poll_interval"]),
+        "max_poll_failures": integer("max_poll_failures", params["max_poll_failures"], minimum=0),
+        "on_kill_action": choice("on_kill_action", params.get("on_kill_action", "kill"), ON_KILL_ACTIONS),
+    }
+
+
 def follow_spec(params: Mapping[str, Any], *, deferrable_default: bool) -> FollowSpec:
     """How the command runs and is followed (every number positive, the regexes compile)."""
     return FollowSpec(
         detach=bool_value("detach", params.get("detach", True), default=True),
-        deferrable=bool_value("deferrable", params.get("deferrable"), default=deferrable_default),
-        timeout=step_timeout(params),
-        poll_interval=duration_seconds("poll_interval", params["poll_interval"]),
+        **following(params, deferrable_default=deferrable_default),
         log_chunk_bytes=positive_int("log_chunk_bytes", params["log_chunk_bytes"]),
-        # consecutive failed polls tolerated: 0 gives up at the first one
-        max_poll_failures=integer("max_poll_failures", params["max_poll_failures"], minimum=0),
         progress_regex=optional(regex, "progress_regex", params.get("progress_regex")),
         checkpoint_regex=optional(regex, "checkpoint_regex", params.get("checkpoint_regex")),
-        on_kill_action=choice("on_kill_action", params.get("on_kill_action", "kill"), ON_KILL_ACTIONS),
     )
 
 

@@ -89,7 +89,9 @@ if TYPE_CHECKING:
 
     from airflow_provider_brev.cli.instances.identity import InstanceRef
     from airflow_provider_brev.cli.jobs.remote import RemoteJob
+    from airflow_provider_brev.cli.tao.report import TaoReport
     from airflow_provider_brev.steps.workload import StepRun
+    from airflow_provider_brev.utils.task_memory import TaskMemory
 
 #: The typed error of each failing verdict that carries no exit code (a program fault carries one).
 _VERDICT_ERRORS: dict[str, type[TaoVerificationError | TaoUnreachableKpiError]] = {
@@ -131,6 +133,12 @@ class TaoSpec:
     @property
     def spec_name(self) -> str:
         return f"{self.task}_{self.action}.yaml"
+
+    def checkpoints_uri(self) -> str | None:
+        """Where this run's ``train`` checkpoints are in S3: the ``outputs`` covering ``<results_dir>/train``, or
+        ``None`` (not ``train``, or no such outputs: nothing to resume from). Both TAO workloads resume by it."""
+        uri = checkpoints_uri(validate_outputs(self.outputs), results_dir=self.results_dir, action=self.action)
+        return uri if self.action == "train" else None
 
     def command(self, *, secret_names: list[str], extra_overrides: Mapping[str, str] | None = None) -> str:
         """The ``docker run`` command (raises ``ValueError`` on a parameter its builder refuses)."""
@@ -275,13 +283,17 @@ class TaoWorkload:
             return load_spec_file(spec.spec_file)
         return load_spec_s3(str(spec.spec_s3_uri), spec.aws_conn_id)
 
-    def check(self) -> None:
-        """All pre-launch checks (raises :class:`BrevPreflightError`); resolves the spec and the secrets."""
+    def check(self, *, registry_login: bool = True) -> None:
+        """All pre-launch checks (raises :class:`BrevPreflightError`); resolves the spec and the secrets.
+
+        :param registry_login: the step logs in to the image's registry with the NGC key (Brev); a Lepton job pulls
+            with its workspace's ``image_pull_secrets`` instead, and the worker needs no key.
+        """
         import yaml
 
         spec = self.spec
         resolved = self.resolve_spec()
-        self.ngc_key = check_ngc_key(spec.image, ngc_conn_id=spec.ngc_conn_id)
+        self.ngc_key = check_ngc_key(spec.image, ngc_conn_id=spec.ngc_conn_id) if registry_login else None
         hf_token = check_hf_token(resolved, hf_conn_id=spec.hf_conn_id)
         check_s3_inputs(spec.s3_inputs, aws_conn_id=spec.aws_conn_id)
         check_input_paths(spec.input_paths, instance_paths=spec.instance_paths)
@@ -350,8 +362,8 @@ class TaoWorkload:
         """The newest checkpoint of this run in the outputs, placed in ``<results_dir>/train/`` (downloaded only
         when the instance lacks it), or ``None``: no outputs cover the results, or they hold no checkpoint."""
         spec = self.spec
-        uri = checkpoints_uri(validate_outputs(spec.outputs), results_dir=spec.results_dir, action=spec.action)
-        if spec.action != "train" or uri is None:
+        uri = spec.checkpoints_uri()
+        if uri is None:
             return None
         action_dir = f"{spec.results_dir.rstrip('/')}/{spec.action}"
         present = run.hook.exec_script(name, f"ls -1 {remote_path(action_dir)} 2>/dev/null; exit 0").stdout_lines
@@ -361,7 +373,7 @@ class TaoWorkload:
             uri=uri,
             directory=action_dir,
             pick=newest_checkpoint,
-            aws_conn_id=spec.aws_conn_id,
+            s3=run.data.s3,
             log=run.log,
             present=[line.strip() for line in present],
         )
@@ -371,6 +383,11 @@ class TaoWorkload:
         return chosen
 
     # -- result ------------------------------------------------------------------------------------
+    def resumed_for(self, memory: TaskMemory) -> str | None:
+        """The checkpoint this try's launch resumed from: this process's, else what the launch told the task's memory
+        (the verdict may run in another process: after a deferral, or a re-attach)."""
+        return self.resumed if self.resumed is not None else memory.resumed_from()
+
     def result(self, run: StepRun, ref: InstanceRef, job: RemoteJob | None, exit_code: int, last_line: str) -> Any:
         """Collect what TAO left on the instance and judge it with :func:`verify_tao_run`."""
         spec, name = self.spec, ref.name
@@ -380,34 +397,47 @@ class TaoWorkload:
                 results_dir=spec.results_dir, action=spec.action, job_log=job.log_path if job else None
             ),
         )
-        report = parse_report(output.stdout_lines)
-        resumed = self.resumed if self.resumed is not None else run.memory.resumed_from()
-        verdict = verify_tao_run(
-            report,
+        judged = judge_tao_report(
+            spec,
+            parse_report(output.stdout_lines),
             exit_code=exit_code,
-            task=spec.task,
-            action=spec.action,
-            results_dir=spec.results_dir,
-            require_new_checkpoint=spec.require_new_checkpoint,
-            resumed_from=resumed,
+            last_line=last_line,
+            resumed=self.resumed_for(run.memory),
+            name=name,
         )
-        if verdict.kind == PROGRAM_FAULT:
-            raise TaoProgramFaultError(verdict.message, exit_code=exit_code)
-        if verdict.kind in _VERDICT_ERRORS:
-            raise _VERDICT_ERRORS[verdict.kind](verdict.message)
-        judge_exit_code(name, exit_code, last_line)  # COMMAND_FAILED raises here (and may retry)
-        kpis = report.kpis()
-        run.log.info("%s KPIs: %s", verdict.message, kpis)
-        return {
-            **command_result(name, job, exit_code, last_line),
-            "kpis": kpis,
-            "status": report.last_status,
-            "checkpoints": report.new_checkpoints,
-            "results_dir": f"{spec.results_dir.rstrip('/')}/{spec.action}",
-            "resumed_from": resumed,
-            "image": spec.image,
-            **self.timings,
-        }
+        run.log.info("%s KPIs: %s", judged.pop("verdict"), judged["kpis"])
+        return {**command_result(name, job, exit_code, last_line), **judged, **self.timings}
+
+
+def judge_tao_report(
+    spec: TaoSpec, report: TaoReport, *, exit_code: int, last_line: str, resumed: str | None, name: str
+) -> dict[str, Any]:
+    """Judge what a TAO action left (:func:`verify_tao_run`): raise its typed error, or return what the step
+    reports (``kpis``, ``status``, ``checkpoints``, ``results_dir``, ``resumed_from``, ``image`` and ``verdict``,
+    the verdict's message). Shared by the Brev and the Lepton TAO workloads."""
+    verdict = verify_tao_run(
+        report,
+        exit_code=exit_code,
+        task=spec.task,
+        action=spec.action,
+        results_dir=spec.results_dir,
+        require_new_checkpoint=spec.require_new_checkpoint,
+        resumed_from=resumed,
+    )
+    if verdict.kind == PROGRAM_FAULT:
+        raise TaoProgramFaultError(verdict.message, exit_code=exit_code)
+    if verdict.kind in _VERDICT_ERRORS:
+        raise _VERDICT_ERRORS[verdict.kind](verdict.message)
+    judge_exit_code(name, exit_code, last_line)  # COMMAND_FAILED raises here (and may retry)
+    return {
+        "kpis": report.kpis(),
+        "status": report.last_status,
+        "checkpoints": report.new_checkpoints,
+        "results_dir": f"{spec.results_dir.rstrip('/')}/{spec.action}",
+        "resumed_from": resumed,
+        "image": spec.image,
+        "verdict": verdict.message,
+    }
 
 
 @dataclass(frozen=True)
@@ -417,6 +447,7 @@ class PreflightSpec:
     image: str | None
     spec: dict[str, Any] | None
     s3_inputs: list[str]
+    s3_outputs: list[str]
     input_paths: list[str]
     instance_paths: list[str]
     aws_conn_id: str | None
@@ -435,6 +466,7 @@ def preflight_spec(params: Mapping[str, Any]) -> PreflightSpec:
         image=optional(lambda name, value: named(name, validate_image, value), "image", params.get("image")),
         spec=spec or None,
         s3_inputs=text_list("s3_inputs", params.get("s3_inputs"), s3_uri),
+        s3_outputs=text_list("s3_outputs", params.get("s3_outputs"), s3_uri),
         input_paths=text_list("input_paths", params.get("input_paths")),
         instance_paths=text_list("instance_paths", params.get("instance_paths")),
         aws_conn_id=optional(conn_id, "aws_conn_id", params.get("aws_conn_id")),

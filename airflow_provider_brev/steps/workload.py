@@ -96,6 +96,11 @@ class CommandSpec:
     cwd: str | None
     skip_on_exit_code: tuple[int, ...]
 
+    def mask(self) -> None:
+        """Register the secret values with Airflow's masker (in this process); every compute's command does."""
+        for value in (self.secret_env or {}).values():
+            mask_secret(value)
+
 
 def check_command(command: Any, *, env: Any = None, cwd: Any = None, secret_names: list[str] | None = None) -> str:
     """The command: not empty, no NUL, and short enough for the remote-job builder once wrapped (checked by
@@ -165,8 +170,7 @@ class CommandWorkload:
         """Nothing beyond the spec's checks."""
 
     def mask(self) -> None:
-        for value in (self.spec.secret_env or {}).values():
-            mask_secret(value)
+        self.spec.mask()
 
     def prepare(self, run: StepRun, ref: InstanceRef) -> None:
         """Nothing to prepare."""

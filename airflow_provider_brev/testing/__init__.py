@@ -4,7 +4,8 @@
 * :func:`make_token` -- a JWT the fake ``brev login --token`` accepts.
 * A fake ``docker`` and fake TAO entrypoints inside instance sandboxes (:mod:`.fake_docker`,
   :mod:`.fake_tao`), tuned with ``BrevSimulator.set_docker(...)`` / ``set_tao(...)``.
-* pytest fixtures ``brev_sim``, ``brev_sim_both``, ``brev_sim_profile`` (see :mod:`.pytest_plugin`).
+* pytest fixtures ``brev_sim``, ``brev_sim_both``, ``brev_sim_profile``, ``lepton_fake``, ``brev_s3`` and
+  ``brev_s3_server`` (see :mod:`.pytest_plugin`; the local S3 is :mod:`.local_s3`).
 
 Names are resolved lazily so that importing this package (e.g. by the pytest plugin or by
 ``python -m airflow_provider_brev.testing.simulator``) costs nothing.
@@ -12,9 +13,12 @@ Names are resolved lazily so that importing this package (e.g. by the pytest plu
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
+# Not ``typing``: the fake ``brev``, ``ssh`` and ``docker`` import this package on every call (``python -IS``, no
+# ``site``), and importing typing was most of their start-up.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from airflow_provider_brev.testing.simulator import (
         DEFAULT_ACCOUNTS,
         DEFAULT_CATALOG,

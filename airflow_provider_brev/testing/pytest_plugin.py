@@ -11,6 +11,15 @@ Fixtures:
   under ``tmp_path``; ``PATH``/``FAKE_BREV_STATE`` point at it and ``HOME`` is a fresh
   ``tmp_path / "worker-home"`` (exposed as ``brev_sim.home``). Sandbox processes are killed on teardown.
 * ``brev_sim_both`` -- the same, parametrized over both profiles (ids ``released`` and ``documented``).
+* ``lepton_fake`` -- a fresh fake DGX Cloud Lepton workspace (:mod:`~airflow_provider_brev.testing.fake_lepton`)
+  under ``tmp_path``, serving the real ``leptonai`` SDK on 127.0.0.1; ``AIRFLOW_CONN_LEPTON_DEFAULT`` points at it.
+  Skipped when the SDK is not installed (``pip install 'airflow-provider-brev[lepton]'``).
+* ``brev_s3`` -- a fresh, empty bucket in a real local S3 (a moto server on 127.0.0.1,
+  :mod:`~airflow_provider_brev.testing.local_s3`), with ``AIRFLOW_CONN_AWS_DEFAULT`` pointing at it (dummy keys,
+  ``endpoint_url``) and the machine's own AWS credentials and profiles out of reach; yields a
+  :class:`~airflow_provider_brev.testing.local_s3.LocalS3Bucket` (``bucket``, ``client``, ``put``, ``get``,
+  ``keys``, ``uri``). Needs moto's server: the ``testing`` extra (``pip install '.[testing]'`` in a checkout).
+* ``brev_s3_server`` -- the moto server ``brev_s3`` uses: one per session, stopped when the session ends.
 """
 
 from __future__ import annotations
@@ -23,6 +32,8 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
     from pathlib import Path
 
+    from airflow_provider_brev.testing.fake_lepton import FakeLepton
+    from airflow_provider_brev.testing.local_s3 import LocalS3Bucket, LocalS3Server
     from airflow_provider_brev.testing.simulator import BrevSimulator
 
 BREV_SIM_PROFILES = ("released", "documented")
@@ -67,3 +78,45 @@ def brev_sim_both(
         yield sim
     finally:
         sim.kill_all()
+
+
+@pytest.fixture
+def lepton_fake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeLepton]:
+    """A fake Lepton workspace; ``lepton_default`` points at it (skipped without the ``leptonai`` SDK)."""
+    pytest.importorskip("leptonai.api.v2.client", reason="the lepton extra (leptonai) is not installed")
+    from airflow_provider_brev.testing.fake_lepton import FakeLepton
+
+    fake = FakeLepton(tmp_path / "lepton").start()
+    monkeypatch.setenv("AIRFLOW_CONN_LEPTON_DEFAULT", fake.connection_json())
+    try:
+        yield fake
+    finally:
+        fake.close()
+
+
+@pytest.fixture(scope="session")
+def brev_s3_server() -> Iterator[LocalS3Server]:
+    """A moto S3 server on 127.0.0.1 for the whole session (fails saying what to install without moto)."""
+    from airflow_provider_brev.testing.local_s3 import LocalS3Server
+
+    try:
+        server = LocalS3Server().start()
+    except ImportError as err:
+        pytest.fail(str(err), pytrace=False)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def brev_s3(brev_s3_server: LocalS3Server, monkeypatch: pytest.MonkeyPatch) -> LocalS3Bucket:
+    """A fresh bucket in the local S3; ``aws_default`` points at the server."""
+    from airflow_provider_brev.testing.local_s3 import isolated_aws_environment
+
+    env, removed = isolated_aws_environment(brev_s3_server.endpoint)
+    for name in removed:
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    return brev_s3_server.new_bucket()

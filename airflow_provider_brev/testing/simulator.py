@@ -439,6 +439,18 @@ class BrevSimulator:
         gone = [_st.billing_view(i, now) for i in st["instances"] if _st.derive(i, now)["gone"]]
         return [*st.get("ledger", []), *gone, *live]
 
+    def wait_for_deletions(self, timeout: float = 30.0) -> None:
+        """Wait until no instance is DELETING: ``brev delete`` returns at once and the simulator finishes the delete
+        ``delete_seconds`` later (simulated time). Polls :meth:`instances`; raises ``TimeoutError`` naming those
+        still deleting after ``timeout``.
+
+        :param timeout: the most wall-clock seconds to wait (a loaded machine is slower: be generous)."""
+        deadline = time.monotonic() + timeout
+        while deleting := [v["name"] for v in self.instances() if v["status"] == "DELETING"]:
+            if time.monotonic() >= deadline:
+                raise TimeoutError(f"instance(s) still DELETING after {timeout} s: {', '.join(deleting)}")
+            time.sleep(0.05)
+
     def instance(self, name: str) -> dict[str, Any] | None:
         """The current instance with this name (or id), or None."""
         return next((v for v in self.instances() if name in (v["name"], v["id"])), None)

@@ -19,6 +19,7 @@ from airflow_provider_brev.cli.validation import instance_name, s3_bucket
 from airflow_provider_brev.cli.values import conn_id, duration_seconds, named, optional, safe_text
 from airflow_provider_brev.exceptions import BrevTransferError
 from airflow_provider_brev.operators.base import BrevBaseOperator
+from airflow_provider_brev.utils.lineage import BrevLineageMixin
 from airflow_provider_brev.utils.mixins import brev_template_fields
 from airflow_provider_brev.utils.staging import DEFAULT_TRANSFER_TIMEOUT, ROUND_ERRORS, TransferRunner
 
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
 __all__ = ["DEFAULT_TRANSFER_TIMEOUT", "ROUND_ERRORS", "BrevS3TransferBaseOperator"]
 
 
-class BrevS3TransferBaseOperator(BrevBaseOperator):
+class BrevS3TransferBaseOperator(BrevLineageMixin, BrevBaseOperator):
     """Arguments, validation and the round machinery shared by both transfer directions.
 
     :param instance_name: the instance (templated).
@@ -49,6 +50,9 @@ class BrevS3TransferBaseOperator(BrevBaseOperator):
 
     Every parameter is templated (numbers and booleans may be rendered text) and checked before any ``brev`` or S3
     call: a bad value fails the task at once, without a retry, naming the parameter.
+
+    With the OpenLineage provider installed, the S3 side is the task's input (download) or output (upload) dataset
+    (:mod:`airflow_provider_brev.utils.lineage`).
     """
 
     template_fields = brev_template_fields(

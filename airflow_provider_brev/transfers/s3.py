@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_brev.cli.transfer.checksums import MIB, S3_MAX_PART_SIZE, S3_MIN_PART_SIZE
+from airflow_provider_brev.cli.transfer.lineage import bucket_uris
 from airflow_provider_brev.cli.transfer.paths import printable
 from airflow_provider_brev.cli.transfer.rounds import describe_failures, name_some, parse_keys
 from airflow_provider_brev.cli.values import bool_value, integer
@@ -89,6 +90,10 @@ class S3ToBrevOperator(BrevS3TransferBaseOperator):
             instance_name=instance_name, remote_dir=remote_dir, s3_bucket=s3_bucket, s3_prefix=s3_prefix, **kwargs
         )
         self.s3_keys = s3_keys
+
+    def lineage_uris(self) -> tuple[list[Any], list[Any]]:
+        """Reads the prefix (or the explicit keys); writes nothing in S3."""
+        return bucket_uris(self.s3_bucket, self.s3_prefix, self.s3_keys), []
 
     def execute(self, context: Context) -> dict[str, Any]:
         keys = parse_keys(self.s3_keys)
@@ -192,6 +197,10 @@ class BrevToS3Operator(BrevS3TransferBaseOperator):
         self.overwrite = overwrite
         self.multipart_threshold = multipart_threshold
         self.part_size = part_size
+
+    def lineage_uris(self) -> tuple[list[Any], list[Any]]:
+        """Writes the prefix; reads nothing in S3."""
+        return [], bucket_uris(self.s3_bucket, self.s3_prefix)
 
     def execute(self, context: Context) -> dict[str, Any]:
         try:

@@ -22,13 +22,13 @@ from airflow.triggers.base import BaseTrigger, TriggerEvent
 from airflow_provider_brev.cli.instances.recovery import EVENT_INSTANCE_LOST, may_be_lost
 from airflow_provider_brev.cli.jobs.follower import SYNC_DUE, FollowPolicy
 from airflow_provider_brev.cli.jobs.remote import RemoteJob
+from airflow_provider_brev.cli.protocol.config import DEFAULT_BREV_CONN_ID
 from airflow_provider_brev.exceptions import BrevError
-from airflow_provider_brev.hooks.brev import BrevHook
-from airflow_provider_brev.utils.job_runner import JobRunner
-from airflow_provider_brev.utils.release import arelease_on_kill
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
+
+    from airflow_provider_brev.hooks.brev import BrevHook
 
 from airflow_provider_brev.utils.events import EVENT_ERROR, EVENT_FAILED, EVENT_SUCCESS, EVENT_TIMEOUT
 
@@ -82,6 +82,8 @@ class BrevBaseTrigger(BaseTrigger):
             yield event
 
     def _hook(self) -> BrevHook:
+        from airflow_provider_brev.hooks.brev import BrevHook  # where the trigger runs, not where it is defined
+
         return BrevHook(brev_conn_id=self.brev_conn_id, log_cli_output=False)
 
     def _event(self, status: str, message: str, **extra: Any) -> TriggerEvent:
@@ -123,7 +125,7 @@ class BrevInstanceReadyTrigger(BrevBaseTrigger):
         self,
         *,
         instance_name: str,
-        brev_conn_id: str = BrevHook.default_conn_name,
+        brev_conn_id: str = DEFAULT_BREV_CONN_ID,
         deadline: float,
         poll_interval: float = 1.0,
         require_docker: bool = False,
@@ -174,6 +176,8 @@ class BrevInstanceReadyTrigger(BrevBaseTrigger):
         """Airflow 3.3+: a user marked the deferred task failed/success or cleared it."""
         if not self.delete_on_kill:
             return
+        from airflow_provider_brev.utils.release import arelease_on_kill
+
         await arelease_on_kill(self._hook(), self.log, self.instance_name, self.instance_id, why="the instance it owns")
 
 
@@ -247,7 +251,7 @@ class BrevRemoteJobTrigger(BrevBaseTrigger):
         instance_name: str,
         job: dict[str, Any],
         instance_id: str | None = None,
-        brev_conn_id: str = BrevHook.default_conn_name,
+        brev_conn_id: str = DEFAULT_BREV_CONN_ID,
         offset: int = 0,
         deadline: float | None = None,
         poll_interval: float = 5.0,
@@ -292,6 +296,8 @@ class BrevRemoteJobTrigger(BrevBaseTrigger):
         return FollowPolicy(**{field: getattr(self, name) for name, field in _POLICY_FIELDS.items()})
 
     async def events(self) -> AsyncIterator[TriggerEvent]:
+        from airflow_provider_brev.utils.job_runner import JobRunner
+
         job = RemoteJob.from_dict(self.job)
         runner = JobRunner(
             self._hook(),
@@ -321,6 +327,8 @@ class BrevRemoteJobTrigger(BrevBaseTrigger):
 
     async def on_kill(self) -> None:
         """Airflow 3.3+: a user marked the deferred task failed/success or cleared it."""
+        from airflow_provider_brev.utils.release import arelease_on_kill
+
         hook = self._hook()
         job = RemoteJob.from_dict(self.job)
         if self.ephemeral:

@@ -53,9 +53,13 @@ class JobLog(Protocol):
 class JobHook(Protocol):
     """The hook methods the runner uses (:class:`~airflow_provider_brev.hooks.brev.BrevHook` has them)."""
 
-    def poll_job(self, name: str, job: RemoteJob, *, offset: int, max_bytes: int = ...) -> PollResult: ...
+    def poll_job(
+        self, name: str, job: RemoteJob, *, offset: int, max_bytes: int = ..., wait: float = ...
+    ) -> PollResult: ...
 
-    async def apoll_job(self, name: str, job: RemoteJob, *, offset: int, max_bytes: int = ...) -> PollResult: ...
+    async def apoll_job(
+        self, name: str, job: RemoteJob, *, offset: int, max_bytes: int = ..., wait: float = ...
+    ) -> PollResult: ...
 
     def kill_job(self, name: str, job: RemoteJob, *, grace_seconds: float = ..., timeout: float = ...) -> str: ...
 
@@ -130,7 +134,9 @@ class JobRunner:
 
     def _call(self, action: Call, on_sync: Callable[[], Any] | None) -> PollResult | str | Synced:
         if isinstance(action, PollJob):
-            return self.hook.poll_job(self.instance_name, self.job, offset=action.offset, max_bytes=action.max_bytes)
+            return self.hook.poll_job(
+                self.instance_name, self.job, offset=action.offset, max_bytes=action.max_bytes, wait=action.wait
+            )
         if isinstance(action, KillJob):
             return self.hook.kill_job(self.instance_name, self.job)
         if on_sync is None:
@@ -141,7 +147,7 @@ class JobRunner:
     async def _acall(self, action: Call) -> PollResult | str | Synced:
         if isinstance(action, PollJob):
             return await self.hook.apoll_job(
-                self.instance_name, self.job, offset=action.offset, max_bytes=action.max_bytes
+                self.instance_name, self.job, offset=action.offset, max_bytes=action.max_bytes, wait=action.wait
             )
         if isinstance(action, KillJob):
             return await self.hook.akill_job(self.instance_name, self.job)

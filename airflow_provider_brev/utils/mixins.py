@@ -9,10 +9,10 @@ from __future__ import annotations
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_brev.hooks.brev import BrevHook
-
 if TYPE_CHECKING:
     from collections.abc import Sequence
+
+    from airflow_provider_brev.hooks.brev import BrevHook
 
 
 def brev_template_fields(*template_fields: str) -> tuple[str, ...]:
@@ -30,7 +30,9 @@ class BrevBaseHookMixin:
     only the arguments of ``BaseOperator`` subclasses' ``__init__`` (as the Amazon provider's ``AwsBaseOperator``).
     """
 
-    hook_class: type[BrevHook] = BrevHook
+    #: The hook's class; ``None``: :class:`~airflow_provider_brev.hooks.brev.BrevHook`, imported when the hook is
+    #: first built (parsing a DAG imports no hook).
+    hook_class: type[BrevHook] | None = None
     template_fields: Sequence[str] = brev_template_fields()
     brev_conn_id: str
 
@@ -41,4 +43,9 @@ class BrevBaseHookMixin:
 
     @cached_property
     def hook(self) -> BrevHook:
-        return self.hook_class(**self._hook_parameters)
+        hook_class = self.hook_class
+        if hook_class is None:
+            from airflow_provider_brev.hooks.brev import BrevHook
+
+            hook_class = BrevHook
+        return hook_class(**self._hook_parameters)

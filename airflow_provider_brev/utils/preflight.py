@@ -1,6 +1,7 @@
 """Pre-launch checks (the TAO skill's "起動前の確認"): run before anything is created or paid for.
 
-Each check raises :class:`BrevPreflightError` naming the missing piece and how to provide it. The TAO
+Each check raises :class:`BrevPreflightError` (S3 outputs: :class:`~airflow_provider_brev.exceptions.BrevS3LocationError`)
+naming the missing piece and how to provide it. The TAO
 operators run them first, and :class:`~airflow_provider_brev.operators.tao.BrevPreflightOperator` runs them as
 their own task at the head of a DAG (the flagship retraining DAG does).
 """
@@ -15,6 +16,7 @@ from airflow_provider_brev.cli.tao.command import image_registry, spec_reference
 from airflow_provider_brev.exceptions import (
     BrevPreflightError,  # re-exported
 )
+from airflow_provider_brev.utils.staging import check_locations
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
@@ -80,6 +82,22 @@ def check_s3_inputs(uris: Iterable[str], *, aws_conn_id: str | None) -> dict[str
             + ". Upload them or fix the paths/credentials before any GPU is rented."
         )
     return found
+
+
+def check_s3_outputs(uris: Iterable[str], *, aws_conn_id: str | None) -> list[str]:
+    """Every ``s3://bucket/prefix/`` the pipeline will write is in a bucket that exists and that ``aws_conn_id``
+    may list (:func:`~airflow_provider_brev.utils.staging.check_locations`, through
+    :class:`~airflow_provider_brev.hooks.s3_staging.S3StagingHook`); the prefix itself may be empty or absent.
+
+    Raises :class:`~airflow_provider_brev.exceptions.BrevS3LocationError` naming the location, its bucket and the
+    connection (no such bucket: create it or correct the name; access denied: grant it), or
+    :class:`~airflow_provider_brev.exceptions.BrevTransientError` when S3 does not answer. Returns the URIs checked.
+    """
+    uris = list(dict.fromkeys(u for u in uris if u))
+    locations = [(*split_s3_uri(uri), "s3_outputs") for uri in uris]
+    if locations:
+        check_locations(locations, aws_conn_id=aws_conn_id)
+    return uris
 
 
 def check_ngc_key(image: str, *, ngc_conn_id: str | None) -> str | None:

@@ -29,8 +29,13 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_brev.cli.instances.cost import CostLimits, PriceCap
-from airflow_provider_brev.cli.instances.reuse import DEFAULT_MAX_IDLE_SECONDS, reuse_key_value
-from airflow_provider_brev.cli.protocol.names import managed_instance_name, parse_managed_name, validate_instance_name
+from airflow_provider_brev.cli.instances.reuse import DEFAULT_MAX_IDLE, reuse_key_value
+from airflow_provider_brev.cli.protocol.names import (
+    DEFAULT_MAX_LIFETIME,
+    managed_instance_name,
+    parse_managed_name,
+    validate_instance_name,
+)
 from airflow_provider_brev.cli.protocol.output import STATUS_DELETING, STATUS_FAILURE, BrevInstance
 from airflow_provider_brev.cli.validation import instance_name, instance_request, owner_prefix, placement_id
 from airflow_provider_brev.cli.values import bool_value, duration_seconds, optional, positive_number
@@ -65,9 +70,6 @@ if TYPE_CHECKING:
     from airflow_provider_brev.hooks.brev import BrevHook
     from airflow_provider_brev.utils.task_memory import TaskMemory
 
-DEFAULT_MAX_LIFETIME = timedelta(hours=24)
-#: How long an instance released with ``release="stop"`` may stay stopped before the janitor deletes it.
-DEFAULT_MAX_IDLE = timedelta(seconds=DEFAULT_MAX_IDLE_SECONDS)
 #: Failures of ``create_instance`` that happen before Brev creates anything (no cleanup needed).
 _NOTHING_CREATED = (
     BrevInvalidInputError,

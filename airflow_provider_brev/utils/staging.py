@@ -83,7 +83,13 @@ from airflow_provider_brev.cli.transfer.scripts import (
     build_transfer_script,
     plan_path,
 )
-from airflow_provider_brev.exceptions import BrevCLIError, BrevTimeoutError, BrevTransferError, BrevTransientError
+from airflow_provider_brev.exceptions import (
+    BrevCLIError,
+    BrevTaskKilledError,
+    BrevTimeoutError,
+    BrevTransferError,
+    BrevTransientError,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -97,6 +103,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ROUND_ERRORS",
+    "StagingHooks",
     "SyncReport",
     "TransferOutcome",
     "TransferRunner",
@@ -129,6 +136,36 @@ class Log(Protocol):
     def warning(self, msg: Any, /, *args: Any) -> Any: ...
 
 
+class StagingHooks:
+    """The S3 side of one step (or one task): a staging hook per bucket, all on one ``S3Hook``, so the Amazon
+    connection is read once (one "credentials retrieved" line) whatever the number of syncs and buckets. Build one
+    per step and pass it to :func:`check_locations`, :func:`sync_inputs` and :func:`sync_outputs`; nothing is built
+    before the first bucket is asked for.
+
+    :param aws_conn_id: the Amazon connection that lists and presigns (its keys never leave the worker).
+    :param url_expires_in: lifetime of the presigned URLs, in seconds (default: the staging hook's).
+    """
+
+    def __init__(self, aws_conn_id: str | None, *, url_expires_in: int | None = None) -> None:
+        self.aws_conn_id = aws_conn_id
+        self.url_expires_in = url_expires_in
+        self._hooks: dict[str, S3StagingHook] = {}
+
+    def __call__(self, bucket: str) -> S3StagingHook:
+        """The staging hook of ``bucket`` (the same one on every call)."""
+        if bucket not in self._hooks:
+            from airflow_provider_brev.hooks.s3_staging import S3StagingHook  # boto3 and S3Hook: only when run
+
+            extra = {} if self.url_expires_in is None else {"url_expires_in": self.url_expires_in}
+            first = next(iter(self._hooks.values()), None)
+            self._hooks[bucket] = S3StagingHook(bucket=bucket, aws_conn_id=self.aws_conn_id, shares=first, **extra)
+        return self._hooks[bucket]
+
+
+def _hooks_for(aws_conn_id: str | None, s3: StagingHooks | None) -> StagingHooks:
+    return s3 if s3 is not None else StagingHooks(aws_conn_id)
+
+
 @dataclass
 class TransferOutcome:
     """What a transfer did: ``done`` items, ``failures`` (relpath -> failure) of those still missing after the
@@ -146,13 +183,22 @@ class TransferRunner:
     :param settings: validated transfer parameters (instance, bucket, prefix, directory, rounds, concurrency...).
     :param staging: the S3 side (listing, presigning, multipart, verification).
     :param log: where progress goes (never a URL).
+    :param killed: returns ``True`` once the task was killed: no further round starts after that.
     """
 
-    def __init__(self, hook: BrevHook, settings: TransferSettings, staging: S3StagingHook, log: Log) -> None:
+    def __init__(
+        self,
+        hook: BrevHook,
+        settings: TransferSettings,
+        staging: S3StagingHook,
+        log: Log,
+        killed: Callable[[], bool] | None = None,
+    ) -> None:
         self.hook = hook
         self.settings = settings
         self.staging = staging
         self.log = log
+        self.killed = killed or _never
 
     # -- rounds ----------------------------------------------------------------------------------
     def run_round(self, tasks: list[TransferTask], attempt: int) -> TransferReport:
@@ -197,6 +243,11 @@ class TransferRunner:
         outcome = outcome if outcome is not None else TransferOutcome()
         still_written: dict[str, Failure] = {}  # changed while read: a retry with the same listing cannot succeed
         while pending and outcome.attempts < s.max_attempts:
+            if outcome.attempts and self.killed():  # on_kill released the instance: a retry cannot succeed
+                raise BrevTaskKilledError(
+                    f"The task was killed during a transfer on {s.instance_name}: not retrying its "
+                    f"{len(pending)} unfinished file(s)."
+                )
             outcome.attempts += 1
             report = self.run_round(tasks(pending), outcome.attempts)
             outcome.failures = {}
@@ -356,32 +407,38 @@ def _settings(instance: str, bucket: str, prefix: str, directory: str, concurren
     )
 
 
+def _never() -> bool:
+    return False
+
+
 def _runners(
-    hook: BrevHook, instance: str, pairs: list[StagingPair], aws_conn_id: str | None, log: Log, concurrency: int
+    hook: BrevHook,
+    instance: str,
+    pairs: list[StagingPair],
+    s3: StagingHooks,
+    log: Log,
+    concurrency: int,
+    killed: Callable[[], bool] | None,
 ) -> Iterator[tuple[StagingPair, TransferRunner]]:
-    """A runner per entry, sharing one staging hook (one boto3 client: presigning stays a local computation)
-    per bucket."""
-    hooks: dict[str, S3StagingHook] = {}
+    """A runner per entry, on the staging hook of its bucket (one boto3 client: presigning stays a local
+    computation)."""
     for pair in pairs:
-        if pair.bucket not in hooks:
-            from airflow_provider_brev.hooks.s3_staging import S3StagingHook  # boto3 and S3Hook: only when run
-
-            hooks[pair.bucket] = S3StagingHook(bucket=pair.bucket, aws_conn_id=aws_conn_id)
         settings = _settings(instance, pair.bucket, pair.prefix, pair.directory, concurrency)
-        yield pair, TransferRunner(hook, settings, hooks[pair.bucket], log)
+        yield pair, TransferRunner(hook, settings, s3(pair.bucket), log, killed)
 
 
-def check_locations(locations: Iterable[tuple[str, str, str]], *, aws_conn_id: str | None) -> None:
+def check_locations(
+    locations: Iterable[tuple[str, str, str]], *, aws_conn_id: str | None = None, s3: StagingHooks | None = None
+) -> None:
     """Before anything is created: every ``(bucket, prefix, what declares it)`` can be listed with
-    ``aws_conn_id`` (:meth:`~airflow_provider_brev.hooks.s3_staging.S3StagingHook.check_location`; one client per
-    bucket, one request per distinct location); raises naming the first that cannot."""
-    from airflow_provider_brev.hooks.s3_staging import S3StagingHook  # boto3 and S3Hook: only when run
+    ``aws_conn_id`` (:meth:`~airflow_provider_brev.hooks.s3_staging.S3StagingHook.check_location`; one request per
+    distinct location); raises naming the first that cannot.
 
-    hooks: dict[str, S3StagingHook] = {}
+    :param s3: the step's S3 hooks (:class:`StagingHooks`); default: new ones on ``aws_conn_id``.
+    """
+    s3 = _hooks_for(aws_conn_id, s3)
     for bucket, prefix, what in dict.fromkeys(locations):
-        if bucket not in hooks:
-            hooks[bucket] = S3StagingHook(bucket=bucket, aws_conn_id=aws_conn_id)
-        hooks[bucket].check_location(prefix, what=what)
+        s3(bucket).check_location(prefix, what=what)
 
 
 def _finish(pair: StagingPair, what: str, outcome: TransferOutcome, skipped: int, started: float) -> SyncReport:
@@ -402,9 +459,11 @@ def sync_inputs(
     instance: str,
     inputs: Mapping[str, str],
     *,
-    aws_conn_id: str | None,
+    aws_conn_id: str | None = None,
     log: Log,
     concurrency: int = DEFAULT_SYNC_CONCURRENCY,
+    s3: StagingHooks | None = None,
+    killed: Callable[[], bool] | None = None,
 ) -> list[SyncReport]:
     """Bring every ``inputs`` directory up to date with its S3 prefix, downloading only new or changed objects
     (see the module doc). Returns one report per entry, in order.
@@ -415,9 +474,12 @@ def sync_inputs(
     :param aws_conn_id: the Amazon connection that lists and presigns (its keys never leave the worker).
     :param log: progress (counts, never a URL).
     :param concurrency: parallel downloads on the instance (one ``curl --parallel`` process).
+    :param s3: the step's S3 hooks (:class:`StagingHooks`); default: new ones on ``aws_conn_id``.
+    :param killed: returns ``True`` once the task was killed (no further transfer round then).
     """
     reports = []
-    for pair, runner in _runners(hook, instance, validate_inputs(inputs), aws_conn_id, log, concurrency):
+    s3 = _hooks_for(aws_conn_id, s3)
+    for pair, runner in _runners(hook, instance, validate_inputs(inputs), s3, log, concurrency, killed):
         started = time.monotonic()
         staging, remote = runner.staging, runner.settings.remote
         with ThreadPoolExecutor(1, thread_name_prefix="brev-s3-list") as pool:  # S3 and the instance at once
@@ -472,12 +534,14 @@ def sync_outputs(
     instance: str,
     outputs: Mapping[str, str],
     *,
-    aws_conn_id: str | None,
+    aws_conn_id: str | None = None,
     log: Log,
+    s3: StagingHooks | None = None,
     concurrency: int = DEFAULT_SYNC_CONCURRENCY // 2,
     final: bool = True,
     multipart_threshold: int = DEFAULT_MULTIPART_THRESHOLD,
     part_size: int = DEFAULT_PART_SIZE,
+    killed: Callable[[], bool] | None = None,
 ) -> list[SyncReport]:
     """Upload what is new or changed in every ``outputs`` directory (see the module doc); a directory that does
     not exist (yet) uploads nothing. Returns one report per entry, in order.
@@ -493,9 +557,12 @@ def sync_outputs(
         of failing.
     :param multipart_threshold: files larger than this go up in parts.
     :param part_size: bytes per part.
+    :param s3: the step's S3 hooks (:class:`StagingHooks`); default: new ones on ``aws_conn_id``.
+    :param killed: returns ``True`` once the task was killed (no further transfer round then).
     """
     reports = []
-    for pair, runner in _runners(hook, instance, validate_outputs(outputs), aws_conn_id, log, concurrency):
+    s3 = _hooks_for(aws_conn_id, s3)
+    for pair, runner in _runners(hook, instance, validate_outputs(outputs), s3, log, concurrency, killed):
         started = time.monotonic()
         staging, remote = runner.staging, runner.settings.remote
         # A running step's periodic syncs read only the files that changed since the last sync; the last one

@@ -24,6 +24,7 @@ from airflow_provider_brev.cli.transfer.rounds import DEFAULT_URL_EXPIRES_IN, tr
 from airflow_provider_brev.exceptions import BrevError, BrevInvalidInputError, BrevTransferError
 from airflow_provider_brev.utils.staging import (
     DEFAULT_TRANSFER_TIMEOUT,
+    StagingHooks,
     TransferRunner,
     check_locations,
     sync_inputs,
@@ -67,6 +68,7 @@ class StepData:
     :param outputs: directory on the instance -> S3 URI prefix, or ``None``.
     :param aws_conn_id: the Amazon connection that lists and presigns (its keys never leave the worker).
     :param memory: the task's memory (where the sync reports are kept), or ``None``.
+    :param killed: returns ``True`` once the task was killed (a sync then starts no further transfer round).
     """
 
     def __init__(
@@ -78,13 +80,16 @@ class StepData:
         outputs: Mapping[str, str] | None,
         aws_conn_id: str | None,
         memory: TaskMemory | None = None,
+        killed: Callable[[], bool] | None = None,
     ) -> None:
         self.hook = hook
+        self.killed = killed
         self.log = log
         self.inputs = dict(inputs or {})
         self.outputs = dict(outputs or {})
-        self.aws_conn_id = aws_conn_id
         self.memory = memory
+        #: The step's S3 hooks: one Amazon connection for its checks, syncs and restores (built at first use).
+        self.s3 = StagingHooks(aws_conn_id)
 
     def output_map(self) -> dict[str, str]:
         """``{directory: uri}`` of the outputs, normalised (for the step's XCom result)."""
@@ -110,7 +115,7 @@ class StepData:
         locations = [(p.bucket, p.prefix, "inputs") for p in validate_inputs(self.inputs)]
         locations += [(p.bucket, p.prefix, "outputs") for p in validate_outputs(self.outputs)]
         if locations:
-            check_locations(locations, aws_conn_id=self.aws_conn_id)
+            check_locations(locations, s3=self.s3)
 
     # -- syncs ---------------------------------------------------------------------------------------
     def sync_inputs(self, instance: str) -> list[dict[str, Any]]:
@@ -154,7 +159,7 @@ class StepData:
             self.log.warning("Uploading the outputs of the failed command failed too: %s", err)
 
     def _kw(self) -> dict[str, Any]:
-        return {"aws_conn_id": self.aws_conn_id, "log": self.log}
+        return {"s3": self.s3, "log": self.log, "killed": self.killed}
 
 
 def restore_newest(
@@ -164,19 +169,18 @@ def restore_newest(
     uri: str,
     directory: str,
     pick: Callable[[Iterable[str]], str | None],
-    aws_conn_id: str | None,
+    s3: StagingHooks,
     log: Log,
     present: Iterable[str] = (),
 ) -> str | None:
     """Download the file ``pick`` chooses among the objects directly under the S3 prefix ``uri`` into
     ``directory`` on ``instance``, unless a file of that name is ``present`` there already.
 
+    :param s3: the step's S3 hooks (:attr:`StepData.s3`).
     :return: the chosen file name, or ``None`` when ``pick`` chose nothing (nothing to restore).
     """
-    from airflow_provider_brev.hooks.s3_staging import S3StagingHook  # boto3 and S3Hook: only when run
-
     (pair,) = validate_inputs({uri: directory})
-    staging = S3StagingHook(bucket=pair.bucket, aws_conn_id=aws_conn_id)
+    staging = s3(pair.bucket)
     names = {obj.key[len(pair.prefix) :]: obj.key for obj in staging.list_prefix(pair.prefix)}
     chosen = pick(name for name in names if "/" not in name)
     if chosen is None or chosen in set(present):

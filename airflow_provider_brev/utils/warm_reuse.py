@@ -52,35 +52,61 @@ if TYPE_CHECKING:
 REGISTRY_VARIABLE = "brev_warm_instances"
 
 
+class TaskVariables:
+    """Airflow Variables as a task reads and writes them (``airflow.sdk.Variable``, through the Execution API)."""
+
+    def get_json(self, key: str) -> Any:
+        from airflow.sdk import Variable  # task-side only
+
+        return Variable.get(key, default=None, deserialize_json=True)
+
+    def set_json(self, key: str, value: Any, description: str) -> None:
+        from airflow.sdk import Variable
+
+        Variable.set(key, value, description=description, serialize_json=True)
+
+
+class MetadataVariables:
+    """Airflow Variables read and written in the metadata database (``airflow.models.Variable``), for code that is
+    not a task: the provider's ``airflow brev`` commands, like Airflow's own ``airflow variables``."""
+
+    def get_json(self, key: str) -> Any:
+        from airflow.models import Variable
+
+        return Variable.get(key, default_var=None, deserialize_json=True)  # noqa: AIR311 - the DB's, not a task's
+
+    def set_json(self, key: str, value: Any, description: str) -> None:
+        from airflow.models import Variable
+
+        Variable.set(key, value, description=description, serialize_json=True)  # noqa: AIR311 - the DB's
+
+
 class ReuseRegistry:
     """Read and write the stopped-instance records (:data:`REGISTRY_VARIABLE`).
 
     :param log: the task's logger.
     :param variable: the Variable's key.
+    :param store: where Variables are read and written (default: as a task does, :class:`TaskVariables`).
     """
 
-    def __init__(self, log: Any, variable: str = REGISTRY_VARIABLE) -> None:
+    def __init__(self, log: Any, variable: str = REGISTRY_VARIABLE, store: Any = None) -> None:
         self.log = log
         self.variable = variable
+        self.store = store or TaskVariables()
 
     def load(self) -> dict[str, list[ReuseEntry]]:
-        from airflow.sdk import Variable  # task-side only
-
         try:
-            value = Variable.get(self.variable, default=None, deserialize_json=True)
+            value = self.store.get_json(self.variable)
         except (ValueError, TypeError):  # not JSON: someone edited it by hand; start over rather than fail
             self.log.warning("Variable %s does not hold JSON; treating it as empty.", self.variable)
             value = None
         return entries_in(value)
 
     def save(self, entries: dict[str, list[ReuseEntry]]) -> None:
-        from airflow.sdk import Variable
-
-        Variable.set(
+        self.store.set_json(
             self.variable,
             entries_value(entries),
             description="airflow-provider-brev: instances kept for warm reuse (reuse_key -> entries)",
-            serialize_json=True,
         )
 
     def entries(self, key: str) -> list[ReuseEntry]:

@@ -55,7 +55,7 @@ with DAG(dag_id="brev_cost_steps", schedule=None, start_date=START, params={"cap
     )
     delete = BrevDeleteInstanceOperator(task_id="delete", instance_name=create.output, **COMMON)
 
-    @task(trigger_rule="all_done")
+    @task(trigger_rule="all_done", multiple_outputs=False)
     def cost_report(ti=None) -> dict:
         return run_cost(ti)
 

@@ -125,6 +125,12 @@ def assert_nothing_left(killer: Killer, dag_run: Any, task_logs) -> None:
     assert "Task killed: deleting its ephemeral instance" in task_logs.text
 
 
+def assert_no_round_after_the_kill(task_logs) -> None:
+    """The interrupted transfer was not retried on the instance on_kill had just deleted."""
+    assert "The task was killed during a transfer on" in task_logs.text
+    assert "Transfer round 2/" not in task_logs.text
+
+
 def test_kill_while_brev_create_runs(kill_run, brev_sim, task_logs):
     brev_sim.set_fault("slow_create", seconds=60)  # the instance exists; `brev create` has not answered yet
     killer = Killer(brev_sim, lambda: live(brev_sim) and created(task_logs) == 0)
@@ -146,6 +152,7 @@ def test_kill_during_the_input_sync(kill_run, brev_sim, task_logs):
     dag_run = kill_run(killer)
     assert_nothing_left(killer, dag_run, task_logs)
     assert "Launched job" not in task_logs.text
+    assert_no_round_after_the_kill(task_logs)
 
 
 def test_kill_while_the_job_runs(kill_run, brev_sim, task_logs):
@@ -167,6 +174,7 @@ def test_kill_during_the_output_sync(kill_run, brev_sim, task_logs):
     dag_run = kill_run(killer, "mkdir -p work/out && echo result > work/out/r.txt && echo done")
     assert_nothing_left(killer, dag_run, task_logs)
     assert "Launched job" in task_logs.text  # the job ran; its outputs were being uploaded
+    assert_no_round_after_the_kill(task_logs)
 
 
 @pytest.mark.parametrize("phase", ["create", "readiness"])

@@ -35,7 +35,9 @@ def test_every_example_imports_without_errors(dagbag):
         "example_brev_ephemeral_exec",
         "example_brev_mixed_stages",
         "tao_visual_changenet_retrain",
+        "tao_visual_changenet_export_inference",
         "brev_janitor",
+        "example_mixed_brev_lepton",
     } <= set(bag.dag_ids)
     assert {Path(dag.fileloc).name for dag in bag.dags.values()} == set(EXAMPLE_FILES)  # no file without a DAG
 
@@ -190,6 +192,39 @@ def check_flagship_cost(dag_run: Any) -> None:
     assert life["total_dollars"] >= life["tasks_dollars"] == pytest.approx(report["total_dollars"], abs=1e-5)
 
 
+def check_mixed_platform(dag_run: Any, sim: Any, written: list[str]) -> None:
+    """Gap analysis on a small Brev instance, train as a Lepton job, evaluate on a Brev GPU instance, data through
+    S3."""
+    creates = [call["argv"] for call in cli_calls(sim, "create")]
+    assert len(creates) == 2 and len(cli_calls(sim, "delete")) == 2  # two ephemeral instances, both deleted
+    assert "g4dn.xlarge" in creates[0]  # the T4 of gap analysis
+    run = f"mixed-platform/{run_slug(dag_run.run_id)}/"
+    train = ti_of(dag_run, "train").xcom_pull(task_ids="train")
+    checkpoint = train["checkpoints"][-1]
+    assert train["job"].startswith("af-") and f"{run}train/{checkpoint}" in written, (train, written)
+    assert f"{run}gap_analysis/metrics.json" in written and f"{run}evaluate/status.json" in written, written
+    evaluate = ti_of(dag_run, "evaluate").xcom_pull(task_ids="evaluate")
+    assert evaluate["kpis"] and evaluate["status"]["status"] == "SUCCESS"
+    sums = ti_of(dag_run, "checksums").xcom_pull(task_ids="checksums")  # a plain command as a Lepton job
+    assert sums["exit_code"] == 0 and sums["job"].startswith("af-") and sums["last_line"].endswith(".pth"), sums
+    assert f"{run}train-sums/SHA256SUMS" in written, written
+
+
+def check_export_inference(dag_run: Any, sim: Any, written: list[str]) -> None:
+    """train's checkpoint, the ONNX file export made of it and inference's scores are in the run's S3 prefix, each
+    step in its own folder; one instance served the three steps."""
+    assert len(cli_calls(sim, "create")) == 1 and len(cli_calls(sim, "delete")) == 1
+    results = f"runs/{run_slug(dag_run.run_id)}/"
+    checkpoint = ti_of(dag_run, "train").xcom_pull(task_ids="train")["checkpoints"][-1]
+    assert f"{results}train/{checkpoint}" in written, written
+    assert f"{results}export/changenet.onnx" in written, written
+    assert f"{results}inference/inference.csv" in written, written
+    for step in ("export", "inference"):
+        result = ti_of(dag_run, step).xcom_pull(task_ids=step)
+        assert result["status"]["status"] == "SUCCESS", (step, result)
+        assert f"{results}{step}/status.json" in written, (step, written)
+
+
 def check_janitor(dag_run: Any, sim: Any, written: list[str]) -> None:
     assert cli_calls(sim, "delete") == []  # nothing expired to delete
 
@@ -203,15 +238,24 @@ CHECKS: dict[str, Callable[[Any, Any, list[str]], None]] = {
     "example_brev_lifecycle": check_lifecycle,
     "example_brev_mixed_stages": check_mixed_stages,
     "tao_visual_changenet_retrain": check_flagship,
+    "tao_visual_changenet_export_inference": check_export_inference,
     "brev_janitor": check_janitor,
+    "example_mixed_brev_lepton": check_mixed_platform,
 }
+#: Examples that also need the fake Lepton workspace (skipped without the lepton extra).
+LEPTON_EXAMPLES = {"example_mixed_brev_lepton.py"}
 
 
 @pytest.mark.parametrize("file_name", EXAMPLE_FILES)
-def test_example_runs_without_a_logical_date(file_name, dagbag, run_dag, brev_sim, aws_connection, monkeypatch):
+def test_example_runs_without_a_logical_date(
+    file_name, dagbag, run_dag, brev_sim, aws_connection, monkeypatch, request
+):
     """A manual run as the REST API creates it (``logical_date`` null): no template may need ``ds``/``ts``/..., and
     everything the run writes to S3 lands under its own run-id prefix."""
     monkeypatch.setenv("AIRFLOW_CONN_NGC_DEFAULT", json.dumps({"conn_type": "generic", "password": "ngc-test-key"}))
+    lepton = request.getfixturevalue("lepton_fake") if file_name in LEPTON_EXAMPLES else None
+    if lepton is not None:
+        lepton.add_image_pull_secret("nvcr-ngc")
     dag_ids = dag_ids_in(dagbag, file_name)
     assert dag_ids, f"{file_name} defines no DAG"
     for dag_id in dag_ids:
@@ -228,6 +272,9 @@ def test_example_runs_without_a_logical_date(file_name, dagbag, run_dag, brev_si
         assert dag_id in CHECKS, f"add the checks for the new example {dag_id} to CHECKS"
         CHECKS[dag_id](dag_run, calls, written)
         wait_for_no_instances(brev_sim)
+        if lepton is not None:  # every Lepton resource released: no job alive, no secret left
+            assert not lepton.workspace.secrets
+            assert all(job.state in ("Completed", "Failed", "Stopped") for job in lepton.jobs().values())
 
 
 def test_scheduled_runs_write_to_distinct_prefixes(dagbag):

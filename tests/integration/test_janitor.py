@@ -56,7 +56,9 @@ def sweep_ti(dag_run):
 
 
 def test_example_janitor_deletes_only_expired_managed_instances(run_dag, brev_sim, task_logs):
-    brev_sim.set_timings(delete_seconds=120)  # DELETING lasts: the seeded DELETING one stays, ours are visible
+    # DELETING lasts an hour of simulated time: the seeded DELETING one stays and ours stay visible however long a
+    # loaded machine takes over the run (two minutes were outlasted under load)
+    brev_sim.set_timings(delete_seconds=3600)
     seed(brev_sim)
     dag_run = run_dag("brev_janitor")
     assert run_state(dag_run) == "success", task_states(dag_run)

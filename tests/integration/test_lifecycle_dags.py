@@ -7,18 +7,17 @@ import time
 from datetime import UTC
 
 import pytest
-from helpers import ChaosAgent, cli_calls, deferrals, run_state, task_states
+from helpers import (
+    ChaosAgent,
+    cli_calls,
+    deferrals,
+    run_state,
+    ssh_refused_until_a_try_times_out,
+    task_states,
+    wait_for_no_instances,
+)
 
 from airflow_provider_brev.triggers.brev import BrevInstanceReadyTrigger
-
-
-def wait_for_no_instances(sim, timeout: float = 15.0) -> None:
-    """Deletion is asynchronous (DELETING, then gone): wait, bounded, until the simulator holds nothing."""
-    deadline = time.monotonic() + timeout
-    while sim.instances():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"instances left: {sim.instances()}")
-        time.sleep(0.05)
 
 
 def creates(sim):
@@ -100,9 +99,10 @@ def test_clearing_create_adopts_instead_of_creating_twice(run_dag, brev_sim):
     assert len(brev_sim.instances()) == 1
 
 
-def test_retry_after_readiness_failure_adopts_the_instance(run_dag, brev_sim):
-    brev_sim.set_fault("ssh_refused", seconds=4)
-    dag_run = run_dag("brev_case_create_retry")
+def test_retry_after_readiness_failure_adopts_the_instance(run_dag, brev_sim, task_logs):
+    with ssh_refused_until_a_try_times_out(brev_sim, task_logs) as agent:
+        dag_run = run_dag("brev_case_create_retry")
+    assert agent.fired
     assert run_state(dag_run) == "success", task_states(dag_run)
     (ti,) = dag_run.get_task_instances()
     assert ti.try_number == 2
@@ -125,12 +125,18 @@ def test_ready_sensor_deferrable_waits_in_the_triggerer(run_dag, brev_sim, task_
     wait_for_no_instances(brev_sim)
 
 
-def test_ready_sensor_fails_fast_on_failure(run_dag, brev_sim):
+def test_ready_sensor_fails_fast_on_failure(run_dag, brev_sim, task_logs):
+    """The boot fails only once the sensor poked (held in simulated time): on a busy machine the create task's own
+    status read could otherwise be the one that sees FAILURE."""
     brev_sim.set_fault("boot_failure", message="no GPU hosts left in zone")
-    started = time.monotonic()
-    dag_run = run_dag("brev_case_sensor_poke")
+    brev_sim.set_timings(deploy_seconds=DEPLOY_HELD_SECONDS)
+    poked = lambda: [line for line in task_logs.lines if "is DEPLOYING." in line]  # noqa: E731
+    with ChaosAgent(poked, lambda _: brev_sim.advance(DEPLOY_HELD_SECONDS + 60), timeout=300) as agent:
+        dag_run = run_dag("brev_case_sensor_poke")
+        failed_at = time.monotonic()
+    assert agent.fired
     assert task_states(dag_run)["ready"] == "failed"
-    assert time.monotonic() - started < 30  # the sensor's timeout is 60 s: it failed fast
+    assert failed_at - agent.fired_at < 30  # the sensor's timeout is 60 s: it failed fast
     wait_for_no_instances(brev_sim)
 
 

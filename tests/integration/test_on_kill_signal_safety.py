@@ -36,6 +36,14 @@ def created_by_this_try(task: BrevCreateInstanceOperator, view: dict) -> None:
     task.provisioner(task._validate()).created = BrevInstance(name=view["name"], id=view["id"], status=view["status"])
 
 
+def finish_cleanup(task: BrevCreateInstanceOperator) -> None:
+    """Wait (bounded) for the kill's cleanup thread to end."""
+    thread = task._kill_cleanup
+    assert thread is not None, "on_kill started no cleanup"
+    thread.join(120)
+    assert not thread.is_alive(), "the kill cleanup did not end within 120 s"
+
+
 def test_on_kill_called_while_the_main_thread_holds_the_log_lock_does_not_deadlock(brev_sim, monkeypatch, task_logs):
     monkeypatch.setenv("AIRFLOW_CONN_BREV_DEFAULT", brev_sim.connection_json())
     view = brev_sim.create_instance_directly("killed-mid-log")
@@ -55,6 +63,9 @@ def test_on_kill_called_while_the_main_thread_holds_the_log_lock_does_not_deadlo
     worker.join(ON_KILL_HANDLER_WAIT + 30)
     assert returned.is_set(), "on_kill deadlocked on the log lock its own thread held"
     assert not worker.is_alive()
+    # execute waits for the cleanup only ON_KILL_CLEANUP_WAIT (Airflow's SIGKILL follows): on a loaded machine the
+    # delete may need longer, so the test waits for the cleanup thread itself before reading what it did.
+    finish_cleanup(task)
     assert [call["argv"][-1] for call in cli_calls(brev_sim, "delete")] == [view["id"]]  # by its id
     assert "Task killed: deleting instance killed-mid-log created by this try." in task_logs.text
 
@@ -68,6 +79,7 @@ def test_on_kill_waits_for_a_quick_cleanup_before_the_interrupted_code_resumes(b
     task.on_kill()
     assert task._killed
     task.wait_for_kill_cleanup()
+    finish_cleanup(task)
     assert [call["argv"][-1] for call in cli_calls(brev_sim, "delete")] == [view["id"]]
     task.on_kill()  # a second SIGTERM starts nothing new
     task.wait_for_kill_cleanup()

@@ -10,7 +10,7 @@ import logging
 from typing import Any
 
 import pytest
-from helpers import cli_calls, run_state, task_states, wait_for_no_instances
+from helpers import cli_calls, run_state, ssh_refused_until_a_try_times_out, task_states, wait_for_no_instances
 
 from airflow_provider_brev._compat import AIRFLOW_V_3_3_PLUS
 from airflow_provider_brev.exceptions import BrevInstanceNotOwnedError
@@ -106,9 +106,10 @@ def test_an_explicit_name_the_task_created_is_recorded_with_its_spec_and_deleted
 
 
 @needs_task_state_store
-def test_a_retry_adopts_the_instance_its_first_try_created(run_dag, brev_sim):
-    brev_sim.set_fault("ssh_refused", seconds=4)
-    dag_run = run_dag("brev_own_retry")
+def test_a_retry_adopts_the_instance_its_first_try_created(run_dag, brev_sim, task_logs):
+    with ssh_refused_until_a_try_times_out(brev_sim, task_logs) as agent:
+        dag_run = run_dag("brev_own_retry")
+    assert agent.fired
     assert run_state(dag_run) == "success", task_states(dag_run)
     create = ti_of(dag_run, "create")
     assert create.try_number == 2

@@ -7,7 +7,7 @@ import time
 from collections import Counter
 
 import pytest
-from helpers import cli_calls, run_state, task_states
+from helpers import cli_calls, deferrals, run_state, task_states
 
 from airflow_provider_brev.testing.datasets import upload_synthetic_vcn_dataset
 
@@ -71,6 +71,26 @@ def test_flagship_dag_end_to_end(run_dag, brev_sim, tao_env, task_logs):
     dataset_sync, checkpoints_sync = evaluate["sync"]["inputs"]
     assert (checkpoints_sync["transferred"], checkpoints_sync["skipped"]) == (0, len(train_keys)), checkpoints_sync
     assert dataset_sync["transferred"] == 0, dataset_sync
+
+
+TAO_STEPS = ("gap_analysis", "train", "evaluate")
+
+
+def test_tao_steps_log_no_docker_notice_and_read_the_aws_connection_once_per_execution(
+    run_dag, brev_sim, tao_env, task_logs
+):
+    dag_run = flagship(run_dag, tao_env)
+    assert run_state(dag_run) == "success", task_states(dag_run)
+    logins = brev_sim.docker_calls(subcommand="login")
+    assert len(logins) == len(TAO_STEPS)  # every step logged in to nvcr.io: docker printed its notice each time
+    assert "stored unencrypted" not in task_logs.text
+    assert "credential helper" not in task_logs.text
+    assert "credential-store" not in task_logs.text
+    # preflight reads S3 once; a deferrable step runs once before it defers and once more after each resume
+    executions = 1 + sum(1 + len(deferrals(task_logs, step)) for step in TAO_STEPS)
+    assert all(deferrals(task_logs, step) for step in TAO_STEPS)
+    retrieved = [line for line in task_logs.lines if "credentials retrieved" in line]
+    assert len(retrieved) == executions, retrieved
 
 
 def test_flagship_leaves_nothing_when_train_fails(run_dag, brev_sim, tao_env):

@@ -47,3 +47,40 @@ def test_declared_instance_path_is_verified_before_gpu_work(run_dag, brev_sim, n
     while brev_sim.instances():
         assert time.monotonic() < deadline, brev_sim.instances()
         time.sleep(0.05)
+
+
+def test_preflight_s3_outputs_pass_for_an_existing_bucket_without_the_prefix(brev_sim, aws_connection):
+    from airflow_provider_brev.operators.tao import BrevPreflightOperator
+
+    op = BrevPreflightOperator(
+        task_id="p", s3_outputs=[aws_connection.uri("runs/new/"), aws_connection.uri("runs/new/")], check_brev=False
+    )
+    report = op.execute({})
+    assert report["s3_outputs"] == [aws_connection.uri("runs/new/")]  # checked once, nothing written
+    assert aws_connection.keys() == []
+    assert brev_sim.calls() == []
+
+
+def test_preflight_s3_outputs_name_a_missing_bucket_and_what_to_do(brev_sim, aws_connection):
+    from airflow_provider_brev.exceptions import BrevS3LocationError
+    from airflow_provider_brev.operators.tao import BrevPreflightOperator
+
+    absent = "no-such-bucket-" + aws_connection.bucket.removeprefix("brev-test-")
+    op = BrevPreflightOperator(task_id="p", s3_outputs=[f"s3://{absent}/out/"], check_brev=False)
+    with pytest.raises(BrevS3LocationError) as err:
+        op.execute({})
+    assert str(err.value) == (
+        f"Cannot reach s3://{absent}/out/ (s3_outputs) with the AWS connection 'aws_default': the bucket does not "
+        "exist: create it, or correct the bucket name (NoSuchBucket). Nothing was created."
+    )
+    assert cli_calls(brev_sim, "create") == []
+
+
+def test_preflight_s3_outputs_refuse_what_is_not_an_s3_uri_before_asking_s3(brev_sim, aws_connection):
+    from airflow_provider_brev.exceptions import BrevInvalidInputError
+    from airflow_provider_brev.operators.tao import BrevPreflightOperator
+
+    op = BrevPreflightOperator(task_id="p", s3_outputs=["/local/results"], aws_conn_id="no_such_connection")
+    with pytest.raises(BrevInvalidInputError, match="s3_outputs"):
+        op.execute({})
+    assert brev_sim.calls() == []

@@ -482,9 +482,9 @@ def test_a_missing_bucket_fails_a_transfer_before_any_brev_call(brev_sim, aws_co
 
 
 def test_an_unreachable_s3_endpoint_is_a_transient_error_not_a_permanent_one(brev_sim, aws_connection, monkeypatch):
-    from fixtures_s3 import DUMMY_ACCESS_KEY_ID, DUMMY_SECRET_ACCESS_KEY, REGION, _free_port
-
     from airflow_provider_brev.exceptions import BrevTransientError, retry_policy
+    from airflow_provider_brev.testing.local_s3 import DUMMY_ACCESS_KEY_ID, DUMMY_SECRET_ACCESS_KEY, REGION
+    from airflow_provider_brev.testing.local_s3 import free_port as _free_port
 
     closed = f"http://127.0.0.1:{_free_port()}"  # nothing listens there
     extra = {"endpoint_url": closed, "region_name": REGION, "config_kwargs": {"retries": {"max_attempts": 1}}}

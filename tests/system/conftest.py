@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from helpers import add_dag_files
+from helpers import add_dag_files, bundles_already_parsed
 from system_support import (
     REAL,
     SystemInstance,
@@ -102,6 +102,7 @@ def run_system_dag(request: pytest.FixtureRequest) -> Callable[..., Any]:
         dag = request.getfixturevalue("dagbag").get_dag(dag_id)
         assert dag is not None, f"no DAG {dag_id}"
         test_kwargs.setdefault("logical_date", None)
-        return copy.deepcopy(dag).test(run_conf=conf, **test_kwargs)
+        with bundles_already_parsed():
+            return copy.deepcopy(dag).test(run_conf=conf, **test_kwargs)
 
     return _run

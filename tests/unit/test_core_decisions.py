@@ -195,6 +195,7 @@ def test_ls_and_search_args():
             False,
         ),
         (frozenset({"gpu"}), "L40S:2", ["x"], None, ["--gpu", "L40S:2", "--detached"], False),
+        (frozenset({"gpu"}), None, ["g6e.xlarge"], None, ["--type", "g6e.xlarge", "--detached"], False),
         (frozenset(), None, ["g6e.xlarge"], "cc-1", ["--type", "g6e.xlarge", "--detached"], True),
         (
             frozenset({"cloud-cred-id"}),

@@ -36,7 +36,7 @@ from airflow_provider_brev.cli.jobs.shell import (
     strip_once_stdout,
     validate_env,
 )
-from airflow_provider_brev.cli.protocol.argv import create_args, search_args
+from airflow_provider_brev.cli.protocol.argv import create_args, search_args, start_args, stop_args
 from airflow_provider_brev.cli.protocol.classify import classify_failure
 from airflow_provider_brev.cli.protocol.config import BrevCapabilities, BrevConnectionConfig
 from airflow_provider_brev.cli.protocol.invocation import EnsureLogin, Invocation, RunCli, exec_view
@@ -338,6 +338,18 @@ def test_create_arguments_edges():
         "24",
         "--json",
     ]
+
+
+@pytest.mark.parametrize(
+    ("build", "target", "expected"),
+    [
+        (stop_args, "id-1", ["stop", "id-1"]),
+        (start_args, "id-1", ["start", "-d", "id-1"]),  # detached: without -d the CLI polls forever
+        (start_args, "w-1", ["start", "-d", "w-1"]),
+    ],
+)
+def test_stop_and_start_name_one_instance(build, target, expected):
+    assert build(target) == expected
 
 
 def test_create_waits_with_its_timeout_in_whole_seconds():

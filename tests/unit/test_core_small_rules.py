@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import re
 
 import pytest
 
@@ -244,11 +245,17 @@ def test_directories_are_normalised():
 
 
 @pytest.mark.parametrize(
-    ("a", "b"),
-    [("data", "~/data"), ("data", "data/sub"), ("~/data/sub", "data"), ("/x", "/x/y"), ("/x/y", "/x")],
+    ("a", "b", "named"),
+    [
+        ("data", "~/data", "'~/data' and '~/data'"),  # relative paths are named as below the home
+        ("data", "data/sub", "'~/data' and '~/data/sub'"),
+        ("~/data/sub", "data", "'~/data/sub' and '~/data'"),
+        ("/x", "/x/y", "'/x' and '/x/y'"),  # absolute paths as they are
+        ("/x/y", "/x", "'/x/y' and '/x'"),
+    ],
 )
-def test_overlapping_directories_are_refused(a, b):
-    with pytest.raises(BrevInvalidInputError, match="inputs: the directories '.*' and '.*' overlap"):
+def test_overlapping_directories_are_refused_by_name(a, b, named):
+    with pytest.raises(BrevInvalidInputError, match=f"^inputs: the directories {re.escape(named)} overlap.$"):
         validate_inputs({"s3://bucket/a/": a, "s3://bucket/b/": b})
 
 

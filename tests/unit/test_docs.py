@@ -144,3 +144,52 @@ def test_a_missing_marker_fails_the_docs_build(docs_hooks, tmp_path):
     assert "expected exactly one '# [START howto_missing]' and one '# [END howto_missing]' marker" in result.stderr
     assert result.returncode != 0
     assert not (tmp_path / "site" / "index.html").exists()
+
+
+# --- the API reference (docs/reference/, rendered by mkdocstrings from the docstrings) -----------------------------
+def _reference_objects():
+    """Every object a reference page renders (``::: path``), loaded by griffe as mkdocstrings loads it, with the
+    functions it shows (a class: its public methods and ``__init__``, merged into the class)."""
+    griffe = pytest.importorskip("griffe")
+    package = griffe.load("airflow_provider_brev", search_paths=[str(ROOT)], resolve_aliases=True)
+    for page in sorted((DOCS / "reference").glob("*.md")):
+        for path in re.findall(r"^::: (\S+)", page.read_text(), re.MULTILINE):
+            obj = package[path.removeprefix("airflow_provider_brev.")]
+            shown = [obj]
+            if obj.is_class:
+                shown += [m for name, m in obj.all_members.items() if not name.startswith("_") or name == "__init__"]
+            yield page.name, package, obj, shown
+
+
+def test_every_constant_a_reference_signature_names_is_documented_with_its_value():
+    """A signature such as ``ready_timeout: float = DEFAULT_READY_TIMEOUT`` shows the name, not the value: every
+    such name must be rendered on docs/reference/defaults.md (its signature link lands there, showing the value)."""
+    documented = set(re.findall(r"^::: (\S+)", (DOCS / "reference" / "defaults.md").read_text(), re.MULTILINE))
+    missing = {}
+    for page, package, _obj, shown in _reference_objects():
+        for member in shown:
+            if not getattr(member, "is_function", False) and not member.is_class:
+                continue
+            parameters = member.parameters if member.is_function else []
+            for parameter in parameters:
+                name = str(parameter.default)
+                if re.fullmatch(r"[A-Z][A-Z0-9_]+", name):
+                    target = package[f"{member.module.path}.{name}".removeprefix("airflow_provider_brev.")]
+                    chain = [target.path]  # the name where the signature uses it, then each module it comes from
+                    while target.is_alias:
+                        target = target.target
+                        chain.append(target.path)
+                    if not documented & set(chain):
+                        missing[chain[-1]] = page
+    assert missing == {}, f"add these to docs/reference/defaults.md: {missing}"
+
+
+def test_no_reference_docstring_uses_rst_literal_blocks():
+    """``text::`` + an indented block is reStructuredText; the reference is Markdown, which prints the ``::``
+    (a stray "work::") and may not show the block as code. Use a fenced code block."""
+    offenders = []
+    for page, _package, _obj, shown in _reference_objects():
+        for member in shown:
+            docstring = member.docstring.value if member.docstring else ""
+            offenders += [(page, member.path, line) for line in docstring.splitlines() if line.rstrip().endswith("::")]
+    assert offenders == []

@@ -438,6 +438,13 @@ def test_missing_inputs_and_bad_invocations(gpu: BrevSimulator) -> None:
     assert not os.path.exists(gpu.tao_runs("gpu")[-1]["action_dir_host"])
 
 
+GAP = (
+    f"docker run --rm --gpus all --ipc=host -v $HOME:$HOME -w $HOME {DS} gap_analysis vcn_aoi -e $HOME/data/gap.yaml "
+    "inference_results_dir=$HOME/data/inference train_config=$HOME/data/spec.yaml "
+    "kpi_media_path=$HOME/data/images results_dir=$HOME/results/exp/rca"
+)
+
+
 def test_evaluate_and_gap_analysis(gpu: BrevSimulator) -> None:
     assert sh(gpu, f"{RUN} {PYT} visual_changenet train -e /data/spec.yaml").returncode == 0
     gpu.set_tao(kpis={"test_acc": 0.5})
@@ -447,11 +454,7 @@ def test_evaluate_and_gap_analysis(gpu: BrevSimulator) -> None:
     assert final["status"] == "SUCCESS"
     assert set(final["kpi"]) == {"test_acc", "test_fpr", "test_fnr", "defect_acc"}
     assert final["kpi"]["test_acc"] == 0.5
-    gap = (
-        f"docker run --rm --gpus all --ipc=host -v $HOME:$HOME -w $HOME {DS} gap_analysis vcn_aoi -e $HOME/data/gap.yaml "
-        "inference_results_dir=$HOME/data/inference train_config=$HOME/data/spec.yaml "
-        "kpi_media_path=$HOME/data/images results_dir=$HOME/results/exp/rca"
-    )
+    gap = GAP
     res = sh(gpu, gap)
     assert res.returncode == 0, res.stdout
     assert "Chosen threshold: " in res.stdout
@@ -481,6 +484,34 @@ def test_evaluate_and_gap_analysis(gpu: BrevSimulator) -> None:
     res = sh(gpu, gap.replace("--ipc=host", "--ipc=host --user 1000:1000"))
     assert res.returncode == 1
     assert "KeyError: 'getpwuid(): uid not found: 1000'" in res.stdout
+
+
+def test_inference_scores_every_sample_and_export_writes_the_onnx_file(gpu: BrevSimulator) -> None:
+    """Inference writes the ``inference.csv`` gap analysis reads; export the ONNX file; both need the checkpoint."""
+    assert sh(gpu, f"{RUN} {PYT} visual_changenet train -e /data/spec.yaml").returncode == 0
+    checkpoint = "inference.checkpoint=/results/exp/train/model_epoch_003_step_00012.pth"
+    infer = "dataset.classify.infer_dataset.csv_path=/data/dataset.csv dataset.classify.infer_dataset.images_dir=/data/images"
+    res = sh(gpu, f"{RUN} {PYT} visual_changenet inference -e /data/spec.yaml {checkpoint} {infer}")
+    assert res.returncode == 0, res.stdout
+    out = gpu.sandbox("gpu") / "results" / "exp" / "inference"
+    assert status_records(out / "status.json")[-1]["status"] == "SUCCESS"
+    rows = (out / "inference.csv").read_text().splitlines()
+    assert rows[0] == "input_path,object_name,label,siamese_score" and len(rows) == 1 + 12
+    export = "export.checkpoint=/results/exp/train/model_epoch_003_step_00012.pth"
+    res = sh(gpu, f"{RUN} {PYT} visual_changenet export -e /data/spec.yaml {export}")
+    assert res.returncode == 0, res.stdout
+    assert (gpu.sandbox("gpu") / "results" / "exp" / "export" / "changenet.onnx").stat().st_size > 0
+    missing = export.replace("model_epoch_003", "model_epoch_009")
+    res = sh(gpu, f"{RUN} {PYT} visual_changenet export -e /data/spec.yaml {missing}")
+    assert res.returncode == 1 and "No such file or directory" in res.stdout
+
+
+def test_gap_analysis_takes_gap_analysis_seconds(gpu: BrevSimulator) -> None:
+    gpu.set_tao(gap_analysis_seconds=2.0)  # instead of half an epoch (0.01 s here)
+    assert sh(gpu, GAP).returncode == 0
+    [run] = gpu.docker_calls("gpu", "run")
+    assert run["exit_code"] == 0
+    assert run["duration"] >= 2.0
 
 
 def test_sigterm_to_a_job_group_reaches_the_container(gpu: BrevSimulator) -> None:

@@ -88,10 +88,11 @@ class FakeJobHook:
     polls: int = 0
     killed: bool = False
 
-    def poll_job(self, name: str, job: RemoteJob, *, offset: int, max_bytes: int = 1) -> PollResult:
+    def poll_job(self, name: str, job: RemoteJob, *, offset: int, max_bytes: int = 1, wait: float = 0.0) -> PollResult:
         assert (name, job) == (NAME, JOB)
         self.polls += 1
-        self.calls.append(("poll", offset, max_bytes, self.clock.now))
+        self.clock.now += wait  # the job runs through the whole wait (it ends only at a poll: ``ends_at_poll``)
+        self.calls.append(("poll", offset, max_bytes, self.clock.now))  # when the state was read
         if self.error is not None:
             raise self.error
         if self.polls in self.drops:
@@ -107,8 +108,10 @@ class FakeJobHook:
         chunk = self.log[offset : min(size, offset + max_bytes)]
         return PollResult(state=state, exit_code=exit_code, log_size=size, pid=42, chunk=chunk, offset=offset)
 
-    async def apoll_job(self, name: str, job: RemoteJob, *, offset: int, max_bytes: int = 1) -> PollResult:
-        return self.poll_job(name, job, offset=offset, max_bytes=max_bytes)
+    async def apoll_job(
+        self, name: str, job: RemoteJob, *, offset: int, max_bytes: int = 1, wait: float = 0.0
+    ) -> PollResult:
+        return self.poll_job(name, job, offset=offset, max_bytes=max_bytes, wait=wait)
 
     def kill_job(self, name: str, job: RemoteJob, *, grace_seconds: float = 10, timeout: float = 60) -> str:
         self.calls.append(("kill", self.clock.now))
@@ -388,7 +391,9 @@ def test_outputs_sync_every_interval_while_the_job_runs():
     outcome, synced = follow_with_syncs(hook, FollowPolicy(poll_interval=2.0, sync_interval=10.0), "sync", clock)
     assert outcome.state == FINISHED and outcome.offset == len(lines_of(40))
     assert [t - START for t, _ in synced] == [10.0, 20.0, 30.0]  # the waits were cut to the due time
-    assert [call[-1] - START for call in hook.calls if call[-1] - START > 36] == [38.0]  # no sync after the end
+    # a poll waits on the instance up to the due sync, and the first poll after a sync does not wait; the job ends
+    # at its 20th poll (32 s) and no sync follows its end
+    assert [call[-1] - START for call in hook.calls if call[-1] - START >= 28] == [28.0, 30.0, 30.0, 32.0]
 
 
 def test_the_async_driver_stops_where_the_sync_driver_syncs():
@@ -439,4 +444,5 @@ def test_a_sync_is_answered_and_schedules_the_next():
     assert machine.next_sync_at == START + 13
     assert isinstance(machine.next_action(START + 3), PollJob)
     machine.receive(PollResult(state=RUNNING, exit_code=None, log_size=0, pid=1), START + 3)
-    assert machine.next_action(START + 4) == Sleep(5.0)  # the poll interval, not cut: the sync is 9 s away
+    # the poll interval, waited on the instance and not cut: the sync is 9 s away
+    assert machine.next_action(START + 4) == PollJob(0, FollowPolicy().max_bytes, 5.0)

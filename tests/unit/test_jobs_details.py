@@ -33,6 +33,7 @@ from airflow_provider_brev.cli.jobs.handle import (
     KILLED_EXIT_CODE,
     MAX_COMMAND_LENGTH,
     MAX_JOB_ID_LENGTH,
+    MAX_POLL_WAIT,
     SETUP_FAILED_EXIT_CODE,
     TERMINATED_EXIT_CODE,
     RemoteJob,
@@ -56,7 +57,13 @@ from airflow_provider_brev.cli.transfer import paths as transfer_paths
 from airflow_provider_brev.cli.transfer import reports as transfer_reports
 from airflow_provider_brev.cli.transfer import scripts as transfer_scripts
 from airflow_provider_brev.cli.transfer import types as transfer_types
-from airflow_provider_brev.exceptions import BrevAuthError, BrevJobLostError, BrevTimeoutError, BrevTransientError
+from airflow_provider_brev.exceptions import (
+    BrevAuthError,
+    BrevConnectionLostError,
+    BrevJobLostError,
+    BrevTimeoutError,
+    BrevTransientError,
+)
 
 JOB = RemoteJob("job-1")
 
@@ -179,7 +186,12 @@ def test_poll_and_kill_arguments_are_checked():
         build_poll_command(JOB, offset=True)
     with pytest.raises(ValueError, match="max_bytes must be an integer >= 1, got 1.5"):
         build_poll_command(JOB, offset=0, max_bytes=1.5)  # type: ignore[arg-type]
-    assert "__BJ_OFFSET=7\n__BJ_MAX=1\n" in build_poll_command(JOB, offset=7, max_bytes=1)
+    assert "__BJ_OFFSET=7\n__BJ_MAX=1\n__BJ_WAIT=0\n" in build_poll_command(JOB, offset=7, max_bytes=1)
+    for wait, tenths in ((2.0, 20), (0.04, 0), (0.06, 1), (-1.0, 0), (MAX_POLL_WAIT + 1, int(MAX_POLL_WAIT * 10))):
+        assert f"__BJ_WAIT={tenths}\n" in build_poll_command(JOB, offset=0, wait=wait), wait
+    for wait in (True, "1", float("nan")):
+        with pytest.raises(ValueError, match="wait must be a number of seconds"):
+            build_poll_command(JOB, offset=0, wait=wait)  # type: ignore[arg-type]
     for grace in (-0.1, 3600.1, True, "1"):
         with pytest.raises(ValueError, match="grace_seconds must be between 0 and 3600"):
             build_kill_command(JOB, grace_seconds=grace)  # type: ignore[arg-type]
@@ -289,18 +301,47 @@ def test_progress_lines_report_each_new_percentage():
 def test_the_wait_is_capped_by_the_deadline_and_the_next_sync():
     policy = FollowPolicy(poll_interval=10.0, deadline=104.0, sync_interval=30.0)
     follower = JobFollower(policy, instance_name="w-1", job_id="j", next_sync_at=107.0)
-    assert isinstance(follower.next_action(100.0), PollJob)
+    assert follower.next_action(100.0) == PollJob(0, policy.max_bytes, 0.0)  # the first poll does not wait
     follower.receive(_poll(), 100.0)
-    assert follower.next_action(101.0) == Sleep(3.0)  # the deadline comes first
+    assert follower.next_action(101.0) == PollJob(0, policy.max_bytes, 3.0)  # the deadline comes first
     follower = JobFollower(
         FollowPolicy(poll_interval=10.0, sync_interval=30.0), instance_name="w", job_id="j", next_sync_at=105.0
     )
     follower.next_action(100.0)
     follower.receive(_poll(), 100.0)
-    assert follower.next_action(101.0) == Sleep(4.0)  # then the sync
+    assert follower.next_action(101.0) == PollJob(0, policy.max_bytes, 4.0)  # then the sync
+    follower.receive(_poll(), 105.0)
     assert isinstance(follower.next_action(105.0), SyncOutputs)
     follower.receive(Synced(), 106.0)
     assert follower.next_sync_at == 136.0 and not follower.checkpoint_seen
+    assert follower.next_action(106.0) == PollJob(0, policy.max_bytes, 0.0)  # a sync takes the place of the wait
+
+
+@pytest.mark.parametrize(
+    ("interval", "sleep", "wait"),
+    [(2.0, None, 2.0), (MAX_POLL_WAIT, None, MAX_POLL_WAIT), (MAX_POLL_WAIT + 5.0, 5.0, MAX_POLL_WAIT)],
+)
+def test_a_poll_waits_on_the_instance_for_the_jobs_end_and_sleeps_only_what_is_beyond_the_longest_wait(
+    interval, sleep, wait
+):
+    follower = JobFollower(FollowPolicy(poll_interval=interval), instance_name="w", job_id="j")
+    follower.next_action(0.0)
+    follower.receive(_poll(), 0.0)
+    if sleep is not None:
+        assert follower.next_action(0.0) == Sleep(sleep)
+    assert follower.next_action(sleep or 0.0) == PollJob(0, FollowPolicy().max_bytes, wait)
+
+
+def test_a_failed_poll_backs_off_on_the_driver_and_the_next_poll_does_not_wait():
+    follower = JobFollower(FollowPolicy(poll_interval=2.0), instance_name="w", job_id="j")
+    follower.next_action(0.0)
+    follower.receive(_poll(), 0.0)
+    assert follower.next_action(0.0) == PollJob(0, FollowPolicy().max_bytes, 2.0)
+    follower.receive(Failed(BrevConnectionLostError("drop", command="exec")), 2.0)
+    notes: list[tuple[int, str]] = []
+    assert step(follower, 2.0, notes) == Sleep(2.0)
+    assert [level for level, _ in notes] == [logging.WARNING]
+    assert follower.next_action(4.0) == PollJob(0, FollowPolicy().max_bytes, 0.0)
 
 
 def test_a_sync_the_driver_cannot_do_ends_following_where_it_can_resume():
@@ -458,7 +499,7 @@ FROZEN = [
     readiness.ListInstance(),
     readiness.RunProbe("c"),
     readiness.CheckReadiness(1.0, 1.0),
-    readiness.WaitStep("check"),
+    readiness.WaitStep("check", "m"),
     recovery.RecoveryDecision("recover", "m"),
     tao.TaoVerdict("verified"),
     transfer_paths.PathFilter(),

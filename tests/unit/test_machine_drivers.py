@@ -108,6 +108,8 @@ class Recorder:
 
 def _answer(script: list[Any], call: Call, run: Run, recorder: Recorder) -> Any:
     run.trace.append(("call", call))
+    if isinstance(call, PollJob):  # the poll waited on the instance for the job's end
+        recorder.now += call.wait
     answer = script.pop(0)
     if callable(answer) and not isinstance(answer, type):
         answer = answer(call)
@@ -160,6 +162,11 @@ def _wait(**kwargs: Any) -> Any:
 
 def _follower(**policy: Any) -> Any:
     return lambda: JobFollower(FollowPolicy(**{"poll_interval": 2.0, **policy}), instance_name="w-1", job_id="j")
+
+
+MAX_BYTES = FollowPolicy().max_bytes
+#: A job that prints nothing, polled every 2 s until 3 s: at once, then waiting on the instance 2 s, then 1 s.
+_POLLS_TO_3S = [PollJob(0, MAX_BYTES), PollJob(0, MAX_BYTES, 2.0), PollJob(0, MAX_BYTES, 1.0)]
 
 
 def _poll(state: str = RUNNING, chunk: bytes = b"", offset: int = 0, size: int | None = None) -> PollResult:
@@ -239,28 +246,29 @@ SCENARIOS = [
         "follow-drains",
         _follower(),
         [_poll(chunk=b"a\nb"), _poll(FINISHED, b"\nc\n", offset=3)],
-        [PollJob(0, FollowPolicy().max_bytes), PollJob(3, FollowPolicy().max_bytes)],
+        [PollJob(0, MAX_BYTES), PollJob(3, MAX_BYTES, 2.0)],  # all of it read: the next poll waits on the instance
         FINISHED,
     ),
     (
         "follow-deadline-kills",
         _follower(deadline=START + 3),
-        [_poll(), _poll(), "terminated", _poll(FINISHED, b"x\n")],
-        [PollJob(0, FollowPolicy().max_bytes)] * 2 + [KillJob(), PollJob(0, FollowPolicy().max_bytes)],
+        [_poll(), _poll(), _poll(), "terminated", _poll(FINISHED, b"x\n")],
+        # later polls wait on the instance up to the deadline (2 s, then 1), then the kill, then for its end
+        [*_POLLS_TO_3S, KillJob(), PollJob(0, MAX_BYTES, 2.0)],
         "timeout",
     ),
     (
         "follow-sync-deferred",
         _follower(sync_interval=3.0),
-        [_poll(), _poll(), Synced(deferred=True)],
-        [PollJob(0, FollowPolicy().max_bytes)] * 2 + [SyncOutputs()],
+        [_poll(), _poll(), _poll(), Synced(deferred=True)],
+        [*_POLLS_TO_3S, SyncOutputs()],
         SYNC_DUE,
     ),
     (
         "follow-sync-done",
         _follower(sync_interval=3.0),
-        [_poll(), _poll(), Synced(), _poll(FINISHED)],
-        [PollJob(0, FollowPolicy().max_bytes)] * 2 + [SyncOutputs(), PollJob(0, FollowPolicy().max_bytes)],
+        [_poll(), _poll(), _poll(), Synced(), _poll(FINISHED)],
+        [*_POLLS_TO_3S, SyncOutputs(), PollJob(0, MAX_BYTES)],  # a sync takes the place of the wait
         FINISHED,
     ),
     (

@@ -183,3 +183,28 @@ def test_a_module_of_plain_dataclasses_runs_the_tests_that_import_it(tmp_path):
     )
     (frozen,) = [m for m in mutants if m.description == "True -> False"]
     assert Selector(coverage, package, tests).tests_for(frozen) == ["tests/unit/test_shapes.py::test_frozen"]
+
+
+def test_a_test_file_that_imports_the_module_itself_counts_as_an_importer(tmp_path):
+    """``from airflow_provider_brev.cli.geometry import shapes`` then ``shapes.Shape(...)``: the file imports no
+    name of the module, yet it is the one whose immutability test tells ``frozen=True`` from ``frozen=False``."""
+    from mutation.select import CoverageMap, Selector
+
+    package = tmp_path / "airflow_provider_brev" / "cli"
+    source = 'from dataclasses import dataclass\n\n\n@dataclass(frozen=True)\nclass Shape:\n    """A shape."""\n'
+    path = package / "geometry" / "shapes.py"
+    path.parent.mkdir(parents=True)
+    path.write_text(source + "\n    n: int\n")
+    (package / "geometry" / "__init__.py").write_text("")
+    mutants = list_mutants(path, package)
+    tests = tmp_path / "tests" / "unit"
+    tests.mkdir(parents=True)
+    (tests / "test_modules.py").write_text("from airflow_provider_brev.cli.geometry import shapes\n")
+    (tests / "test_package.py").write_text("from airflow_provider_brev.cli import geometry\n")  # a package: no
+    coverage = CoverageMap(
+        tests=["tests/unit/test_modules.py::test_frozen", "tests/unit/test_package.py::test_other"],
+        durations={},
+        files={},
+    )
+    (frozen,) = [m for m in mutants if m.description == "True -> False"]
+    assert Selector(coverage, package, tests).tests_for(frozen) == ["tests/unit/test_modules.py::test_frozen"]

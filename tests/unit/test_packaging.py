@@ -81,8 +81,10 @@ def test_sdist_contains_license_changelog_and_readme_and_nothing_else_at_the_top
 
 
 def test_wheel_and_sdist_ship_every_remote_script(built):
-    """The bash scripts of ``airflow_provider_brev/remote/`` are package data, loaded with importlib.resources."""
-    scripts = sorted(p.name for p in (ROOT / "airflow_provider_brev" / "remote").glob("*.sh"))
+    """The bash scripts of ``airflow_provider_brev/remote/`` (and the Lepton job's agent) are package data, loaded
+    with importlib.resources."""
+    remote = ROOT / "airflow_provider_brev" / "remote"
+    scripts = sorted([*(p.name for p in remote.glob("*.sh")), "lepton_agent.py"])
     assert {"lib.sh", "transfer.sh", "list.sh", "job_launch.sh", "once.sh", "tao_report.sh"} <= set(scripts)
     (wheel,) = built.glob("*.whl")
     in_wheel = sorted(n.rsplit("/", 1)[1] for n in zipfile.ZipFile(wheel).namelist() if "/remote/" in n)

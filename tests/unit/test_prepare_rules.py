@@ -9,7 +9,7 @@ import logging
 
 import pytest
 
-from airflow_provider_brev.cli.jobs.handle import FINISHED, LOST, MISSING, RUNNING
+from airflow_provider_brev.cli.jobs.handle import DEFAULT_BASE_DIR, FINISHED, LOST, MISSING, RUNNING
 from airflow_provider_brev.cli.jobs.pulls import (
     PULL_BASE_DIR,
     next_poll_delay,
@@ -34,7 +34,8 @@ def poll(state: str, exit_code: int | None = None) -> PollResult:
 
 def test_one_pull_job_per_image_apart_from_the_steps_jobs():
     assert pull_job(PYT) == pull_job(PYT) and pull_job(PYT) != pull_job(DS)
-    assert pull_job(PYT).base_dir == PULL_BASE_DIR and pull_job(PYT).job_id.startswith("pull-")
+    assert pull_job(PYT).base_dir == PULL_BASE_DIR == ".airflow-brev/pulls" != DEFAULT_BASE_DIR
+    assert pull_job(PYT).job_id.startswith("pull-")
     assert pull_command("reg.io/a b:1") == "docker pull 'reg.io/a b:1'"
 
 
@@ -48,6 +49,9 @@ def test_one_pull_job_per_image_apart_from_the_steps_jobs():
         (LaunchResult(launched=False, existing=poll(FINISHED, None)), "restart"),
         (LaunchResult(launched=False, existing=poll(LOST)), "restart"),
         (LaunchResult(launched=False, existing=poll(MISSING)), "restart"),
+        # the state decides, not an exit code alone: only a finished pull is the image's done-marker
+        (LaunchResult(launched=False, existing=poll(LOST, 0)), "restart"),
+        (LaunchResult(launched=False, existing=poll(MISSING, 0)), "restart"),
         (LaunchResult(launched=False), "restart"),
     ],
 )
@@ -63,6 +67,8 @@ def test_what_starting_a_pull_finds(launch, found):
         (FINISHED, 1, "failed"),
         (LOST, None, "failed"),
         (MISSING, None, "failed"),
+        (LOST, 0, "failed"),
+        (MISSING, 0, "failed"),
     ],
 )
 def test_what_a_poll_of_a_pull_means(state, exit_code, outcome):
@@ -76,20 +82,26 @@ def test_polls_start_short_and_back_off_to_a_ceiling():
     assert delays[1:] == [0.2, 0.4, 0.8, 1.6, 3.2, 5.0, 5.0, 5.0]
 
 
-def test_the_images_pulled_ahead_are_later_full_untemplated_references_each_once():
-    declared = [
-        PYT,
-        DS,
-        PYT,
-        "{{ params.image }}",
-        "nvcr.io/x/y",
-        None,
-        " " + DS,
-        "ubuntu:22.04",
-        "docker.io/library/ubuntu:22.04",
-    ]
-    assert images_to_prefetch(DS, declared) == [PYT, "docker.io/library/ubuntu:22.04"]
-    assert images_to_prefetch(PYT, []) == []
+#: (case, the images later steps declare, what the step with the data-services image pulls ahead)
+PREFETCH = [
+    ("a later step's full reference", [PYT], [PYT]),
+    ("each once, in order", [PYT, "docker.io/library/ubuntu:22.04", PYT], [PYT, "docker.io/library/ubuntu:22.04"]),
+    ("not its own image", [DS], []),
+    ("its own image, padded", [" " + DS], []),
+    ("a padded reference, stripped", [" " + PYT + " "], [PYT]),
+    ("a template", ["{{ params.image }}"], []),
+    ("a templated tag", ["nvcr.io/nvidia/tao/tao-toolkit:{{ params.tag }}"], []),
+    ("a Jinja block", ["{% if x %}nvcr.io/nvidia/tao/tao-toolkit:6.26.3-pyt{% endif %}"], []),
+    ("no tag", ["nvcr.io/x/y"], []),
+    ("no registry", ["ubuntu:22.04"], []),
+    ("not a string", [None, 3], []),
+    ("nothing declared", [], []),
+]
+
+
+@pytest.mark.parametrize(("case", "declared", "pulled"), PREFETCH, ids=[r[0] for r in PREFETCH])
+def test_the_images_pulled_ahead_are_later_full_untemplated_references_each_once(case, declared, pulled):
+    assert images_to_prefetch(DS, declared) == pulled, case
 
 
 PAGE = (
@@ -114,13 +126,39 @@ def test_a_listing_page_is_split_into_its_objects_and_its_envelope():
         split_contents(b"<html>")
 
 
+NS = b' xmlns="http://s3.amazonaws.com/doc/2006-03-01/"'
+OBJ = b"<Key>ds/a</Key><ETag>&quot;e1&quot;</ETag><Size>3</Size>"
+
+#: (case, the ListBucketResult's attributes, its one <Contents> element's children, the objects read)
+PAGES = [
+    ("namespaced, as S3 sends it", NS, OBJ, [{"Key": "ds/a", "Size": 3, "ETag": '"e1"'}]),
+    ("no namespace (another S3 endpoint)", b"", OBJ, [{"Key": "ds/a", "Size": 3, "ETag": '"e1"'}]),
+    ("no ETag", NS, b"<Key>ds/a</Key><Size>0</Size>", [{"Key": "ds/a", "Size": 0, "ETag": ""}]),
+    ("an empty ETag", NS, b"<Key>ds/a</Key><ETag></ETag><Size>1</Size>", [{"Key": "ds/a", "Size": 1, "ETag": ""}]),
+    ("no Key: not an object", NS, b"<ETag>e</ETag><Size>3</Size>", []),
+    ("no Size: not an object", NS, b"<Key>ds/a</Key><ETag>e</ETag>", []),
+    ("a negative Size", NS, b"<Key>ds/a</Key><Size>-1</Size>", []),
+    ("a Size that is not a count", NS, b"<Key>ds/a</Key><Size>1.5</Size>", []),
+]
+
+
+@pytest.mark.parametrize(("case", "attributes", "element", "objects"), PAGES, ids=[r[0] for r in PAGES])
+def test_what_a_listing_pages_contents_element_gives(case, attributes, element, objects):
+    page = (
+        b"<ListBucketResult" + attributes + b"><Name>b</Name><Contents>" + element + b"</Contents></ListBucketResult>"
+    )
+    contents, envelope = split_contents(page)
+    assert contents == objects, case
+    assert envelope == b"<ListBucketResult" + attributes + b"><Name>b</Name></ListBucketResult>"
+
+
 class PullHook:
     """The two calls :func:`await_pull` makes, answered as a pull that never ends (the I/O boundary only)."""
 
     def __init__(self) -> None:
         self.killed: list[str] = []
 
-    def poll_job(self, name, job, *, offset):
+    def poll_job(self, name, job, *, offset, wait=0.0):
         return PollResult(state=RUNNING, exit_code=None, log_size=5, pid=7, chunk=b"layer", offset=offset)
 
     def kill_job(self, name, job, *, grace_seconds):

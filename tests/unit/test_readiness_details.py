@@ -33,6 +33,7 @@ from airflow_provider_brev.cli.instances.readiness import (
     build_probe_command,
     new_nonce,
     next_poll_interval,
+    probe_passed,
     probe_readiness,
     readiness_from_status,
 )
@@ -92,6 +93,46 @@ def test_readiness_serialises_for_a_trigger_event():
     assert readiness.to_dict() == {"stage": "ssh", "message": "m", "terminal": False, "instance": {"name": "w-1"}}
     assert Readiness("ssh", "m", instance={"a": 1}) == Readiness("ssh", "m", instance={"b": 2})  # not compared
     assert not Readiness("ssh", "m").ready and Readiness("ready", "m").ready
+
+
+def test_a_readiness_gives_back_the_instance_brev_ls_listed():
+    assert Readiness("ssh", "m", instance=inst().to_dict()).listed == inst()
+    assert Readiness("missing", "m").listed is None
+
+
+#: (case, the probe's stdout, require_docker (None: the default), (passed, stage if not))
+PROBE_OUTPUTS = [
+    ("the nonce, docker not asked for", ["n-1"], None, (True, STAGE_READY)),
+    ("the nonce among other lines, padded", ["motd", "  n-1 \r"], None, (True, STAGE_READY)),
+    ("no nonce", ["hello"], None, (False, STAGE_SSH)),
+    ("another nonce", ["n-12"], False, (False, STAGE_SSH)),
+    ("only the docker line", ["n-1:docker"], False, (False, STAGE_SSH)),
+    ("docker asked for and answered", ["n-1", "n-1:docker"], True, (True, STAGE_READY)),
+    ("docker asked for, not answered", ["n-1"], True, (False, STAGE_DOCKER)),
+    ("docker asked for, another nonce's docker line", ["n-1", "n-2:docker"], True, (False, STAGE_DOCKER)),
+    ("docker asked for, no nonce at all", ["n-1:docker"], True, (False, STAGE_SSH)),
+]
+
+
+@pytest.mark.parametrize(("case", "lines", "docker", "verdict"), PROBE_OUTPUTS, ids=[r[0] for r in PROBE_OUTPUTS])
+def test_what_a_probes_stdout_means(case, lines, docker, verdict):
+    if docker is None:
+        assert probe_passed(lines, "n-1") == verdict, case
+    else:
+        assert probe_passed(lines, "n-1", require_docker=docker) == verdict, case
+
+
+def test_how_a_check_probed_is_recorded():
+    decided = ReadinessCheck("w-1")  # the status alone decides: no probe at all
+    step(decided, 0.0)
+    decided.receive(inst("DEPLOYING", build="PENDING"), 0.0)
+    assert isinstance(step(decided, 0.0), Done)
+    assert decided.probed_with == ""
+    through_exec = ReadinessCheck("w-1")
+    step(through_exec, 0.0)
+    through_exec.receive(inst(), 0.0)
+    assert isinstance(step(through_exec, 0.0), RunProbe)
+    assert through_exec.probed_with == "exec"
 
 
 def test_the_probe_command_and_nonce():

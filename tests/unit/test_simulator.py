@@ -285,6 +285,29 @@ def test_duplicate_name_while_deleting(brev_sim: BrevSimulator) -> None:
     assert len(brev_sim.instances()) == 1
 
 
+def test_wait_for_deletions_returns_once_no_instance_is_deleting(brev_sim: BrevSimulator) -> None:
+    login(brev_sim)
+    assert create("kept", "-d").returncode == 0
+    assert create("gone", "-d").returncode == 0
+    brev_sim.set_timings(delete_seconds=2.0)
+    assert brev("delete", "gone").returncode == 0
+    assert brev_sim.instance("gone")["status"] == "DELETING"
+    brev_sim.wait_for_deletions(timeout=30)
+    assert [v["name"] for v in brev_sim.instances()] == ["kept"]  # a live instance is not waited for
+
+
+def test_wait_for_deletions_names_what_is_still_deleting_after_its_timeout(brev_sim: BrevSimulator) -> None:
+    login(brev_sim)
+    brev_sim.set_timings(delete_seconds=3600)
+    assert create("slow-delete", "-d").returncode == 0
+    assert brev("delete", "slow-delete").returncode == 0
+    with pytest.raises(TimeoutError, match=r"still DELETING after 0\.2 s: slow-delete$"):
+        brev_sim.wait_for_deletions(timeout=0.2)
+    brev_sim.advance(3600)  # simulated time: the delete finishes without anyone waiting an hour
+    brev_sim.wait_for_deletions(timeout=30)
+    assert brev_sim.instances() == []
+
+
 @pytest.mark.parametrize(
     ("name", "message"),
     [

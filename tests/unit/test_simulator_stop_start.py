@@ -26,16 +26,22 @@ def status(sim: BrevSimulator, name: str) -> str | None:
     return None if inst is None else inst["status"]
 
 
+#: STOPPING lasts this long in simulated time: a status read right after ``brev stop`` must see STOPPING however
+#: long a busy machine took to get there (a 0.3 s stop could end first); the clock is moved on explicitly.
+STOP_SECONDS = 600
+
+
 def until(sim: BrevSimulator, name: str, wanted: str) -> None:
     """Move the simulated clock on until ``name`` has status ``wanted`` (no wall-clock wait)."""
     for _ in range(100):
         if status(sim, name) == wanted:
             return
-        sim.advance(0.1)
+        sim.advance(STOP_SECONDS / 50)
     raise AssertionError(f"{name} never reached {wanted}: {status(sim, name)}")
 
 
 def seeded(sim: BrevSimulator, name: str, instance_type: str = STOPPABLE) -> None:
+    sim.set_timings(stop_seconds=STOP_SECONDS)
     sim.login()
     sim.create_instance_directly(name, instance_type=instance_type, ssh_config_home=sim.home)
 
@@ -112,8 +118,8 @@ def test_start_of_what_is_not_stopped_or_not_there(brev_sim_both: BrevSimulator)
 
 def test_a_stopped_instance_bills_its_disk_not_its_machine(brev_sim_both: BrevSimulator) -> None:
     sim = brev_sim_both
-    sim.set_timings(stop_seconds=5)
     seeded(sim, "warm")
+    sim.set_timings(stop_seconds=5)
     sim.advance(100)
     assert brev("stop", "warm").returncode == 0
     sim.advance(1000)

@@ -91,6 +91,8 @@ def test_gap_analysis_writes_into_its_action_directory_and_gets_no_gpu_override(
     [
         ({"task": "Bad-Task"}, "Invalid TAO task"),
         ({"action": ""}, "Invalid TAO action"),
+        ({"task": None}, "Invalid TAO task"),  # an unset templated value: refused, not a TypeError
+        ({"action": None}, "Invalid TAO action"),
         ({"spec_file": "a b.yaml"}, "Invalid spec file name"),
         ({"mounts": {"data": "relative"}}, "must be absolute"),
         ({"env": {"1BAD": "x"}}, "Invalid environment variable name"),
@@ -224,13 +226,23 @@ def test_report_edge_cases():
     assert parse_report(["BREV_TAO_FAULT !!!", "BREV_TAO_END"]).fault_lines == [""]
 
 
-def test_hugging_face_references_anywhere_in_a_spec():
-    assert spec_references_hugging_face({"a": [{"b": "hf_model://x/y"}]})
-    assert spec_references_hugging_face(("HF://x",))
-    assert spec_references_hugging_face("hf_dataset://d")
-    assert spec_references_hugging_face("https://huggingface.co/x")
-    assert not spec_references_hugging_face({"a": ["s3://b/k", 1, None]})
-    assert not spec_references_hugging_face(3)
+#: (case, a spec or a value in it, references Hugging Face)
+HF_SPECS = [
+    ("a model deep in a mapping", {"a": [{"b": "hf_model://x/y"}]}, True),
+    ("upper case, in a tuple", ("HF://x",), True),
+    ("a dataset", "hf_dataset://d", True),
+    ("the hub's web address", "https://huggingface.co/x", True),
+    ("S3, a number, a null", {"a": ["s3://b/k", 1, None]}, False),
+    ("a number alone", 3, False),
+    ("a mapping of local paths", {"a": "/results/x.pth"}, False),
+    ("hf:// not at the start", "s3://b/hf://x", False),
+    ("nothing", {}, False),
+]
+
+
+@pytest.mark.parametrize(("case", "spec", "hf"), HF_SPECS, ids=[r[0] for r in HF_SPECS])
+def test_hugging_face_references_anywhere_in_a_spec(case, spec, hf):
+    assert spec_references_hugging_face(spec) is hf, case
 
 
 def _verdict(report: TaoReport, **kwargs):

@@ -194,3 +194,32 @@ def test_the_handoff_keeps_an_input_manifest_of_the_same_source_and_leaves_anoth
     assert handoff_manifest(SOURCE, other, [("a", "ds/a", 10)], [stored("ds/a")]) is None
     assert manifest_source(other) == "s3://bucket/elsewhere/"
     assert manifest_source(["not json", "[1]"]) is None and manifest_source([]) is None
+
+
+HEADER = json.dumps({"source": SOURCE})
+
+#: (case, a manifest's lines, the source it was written for): the header is the first JSON object, for both readers.
+SOURCES = [
+    ("a manifest", [HEADER, '{"path": "a", "key": "ds/a", "size": 1, "etag": "e"}'], SOURCE),
+    ("after lines that are not JSON objects", ["not json", "[1]", '"x"', HEADER], SOURCE),
+    ("the first header counts", [HEADER, json.dumps({"source": "s3://bucket/other/"})], SOURCE),
+    ("no lines", [], None),
+    ("nothing readable", ["not json", "[1]"], None),
+    ("a source that is not a string", ['{"source": 5}', HEADER], None),
+    ("an object without a source", ['{"path": "a"}', HEADER], None),
+]
+
+
+@pytest.mark.parametrize(("case", "lines", "source"), SOURCES, ids=[r[0] for r in SOURCES])
+def test_the_source_a_manifest_was_written_for(case, lines, source):
+    assert manifest_source(lines) == source, case
+    # an input sync of SOURCE trusts the same manifests: a header of anything else leaves nothing known
+    entries = parse_manifest([*lines, '{"path": "b", "key": "ds/b", "size": 2, "etag": "e"}'], SOURCE)
+    assert ("b" in entries) is (source == SOURCE), case
+
+
+def test_the_handoff_replaces_a_manifest_whose_header_cannot_be_read():
+    unreadable = ['{"source": 5}', '{"path": "old", "key": "ds/old", "size": 1, "etag": "e"}']
+    text = handoff_manifest(SOURCE, unreadable, [("a", "ds/a", 10)], [stored("ds/a")])
+    assert text is not None and parse_manifest(text.splitlines(), SOURCE) == {"a": ManifestEntry("a", "ds/a", 10, "e9")}
+    assert handoff_manifest(SOURCE, unreadable, [], []) is None  # nothing verified: left as it is

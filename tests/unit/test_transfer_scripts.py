@@ -55,7 +55,7 @@ def md5(data: bytes) -> str:
 
 @pytest.fixture(scope="module")
 def s3(moto_s3):
-    from fixtures_s3 import s3_client
+    from airflow_provider_brev.testing.local_s3 import s3_client
 
     client = s3_client(moto_s3)
     client.create_bucket(Bucket=BUCKET)

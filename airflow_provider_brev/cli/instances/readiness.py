@@ -192,7 +192,8 @@ class ReadinessCheck(StepMachine[Readiness]):
 
     With ``direct_ssh`` the probe goes through plain ``ssh`` and the host entry ``brev refresh`` writes
     (:mod:`airflow_provider_brev.cli.instances.ssh_probe`): the entry is read (and written once with ``brev refresh``
-    when missing), then ``ssh`` is tried every 0.1 s (0.5 s after the first 10 s,
+    when missing, or when an entry that was already there meets a refused or timed-out connection: a name re-created
+    or started again may answer at another address), then ``ssh`` is tried every 0.1 s (0.5 s after the first 10 s,
     :func:`~airflow_provider_brev.cli.instances.ssh_probe.ssh_retry_interval`) while it says sshd is not up yet, for
     at most ``ssh_window`` seconds. A missing entry, a failed refresh,
     a missing ``ssh``, any other ``ssh`` failure or the end of the window hand over to the ``brev exec`` probe.
@@ -216,7 +217,7 @@ class ReadinessCheck(StepMachine[Readiness]):
         self.direct_ssh = direct_ssh
         self.probe_timeout = DEFAULT_PROBE_TIMEOUT if probe_timeout is None else probe_timeout
         self.ssh_window = min(SSH_WAIT_SECONDS, self.probe_timeout / 2)
-        self._probe_started = 0.0
+        self._probe_started: float  # set when the status is good and direct probing starts
         self._next: Call = ListInstance()
         self._instance: BrevInstance | None = None
         self._nonce = new_nonce()
@@ -242,7 +243,7 @@ class ReadinessCheck(StepMachine[Readiness]):
                 self._next = RunSshProbe(self._command, self._ssh_budget(now))
             elif not self._refreshed:
                 self._refreshed = True
-                self._next = RefreshHostEntries(max(1.0, min(60.0, self._left(now))))
+                self._next = RefreshHostEntries(self._refresh_budget(now))
             else:
                 self._hand_over(now)
         elif isinstance(call, RefreshHostEntries):
@@ -257,6 +258,10 @@ class ReadinessCheck(StepMachine[Readiness]):
     def _left(self, now: float) -> float:
         """What is left of the probe budget."""
         return self.probe_timeout - (now - self._probe_started)
+
+    def _refresh_budget(self, now: float) -> float:
+        """The ``brev refresh`` budget: what is left of the probe budget, within a second and a minute."""
+        return max(1.0, min(60.0, self._left(now)))
 
     def _ssh_budget(self, now: float) -> float:
         """One direct attempt's process budget: the connect timeout plus 5 s, within what is left."""
@@ -291,14 +296,20 @@ class ReadinessCheck(StepMachine[Readiness]):
             self._next = RunProbe(self._command, left)
 
     def _on_ssh_probe(self, outcome: object, now: float) -> None:
-        assert self._instance is not None and self._ssh_since is not None
-        if isinstance(outcome, Failed) or not isinstance(outcome, ProcessResult):
-            self._hand_over(now)  # ``ssh`` could not be started
+        assert self._instance is not None
+        assert self._ssh_since is not None
+        if not isinstance(outcome, ProcessResult):
+            self._hand_over(now)  # ``Failed``: ``ssh`` could not be started
             return
         passed, stage = probe_passed(outcome.stdout_lines, self._nonce, require_docker=self.require_docker)
         if passed or (stage == STAGE_DOCKER):
             self.probed_with = "ssh"
             self._finish(Done(probe_readiness(self.name, self._instance, passed, stage)))
+        elif ssh_still_booting(outcome) and not self._refreshed:
+            # the entry was there before this check: it may be an earlier instance's of this name (one re-created
+            # or started under it answers at another address), so it is rewritten once before waiting on it
+            self._refreshed = True
+            self._next = RefreshHostEntries(self._refresh_budget(now))
         elif ssh_still_booting(outcome) and now - self._ssh_since < self.ssh_window:
             interval = ssh_retry_interval(now - self._ssh_since)
             self._sleep = min(interval, max(0.0, self._ssh_since + self.ssh_window - now))
@@ -329,16 +340,14 @@ def next_poll_interval(base: float, seconds_in_stage: float) -> float:
     """How long a wait sleeps before its next check.
 
     ``base`` (1 s by default) while the instance has recently changed stage, so the moment it becomes ready is seen
-    quickly; after :data:`FAST_POLL_SECONDS` in the same stage (a long boot), at most :data:`MAX_POLL_INTERVAL`,
-    which cuts the ``brev`` calls of a long boot by a third (below one per second of boot) and keeps the detection
+    quickly; after :data:`FAST_POLL_SECONDS` in the same stage (a long boot), :data:`MAX_POLL_INTERVAL` (a longer
+    ``base`` stays as it is), which cuts the ``brev`` calls of a long boot by a third (below one per second of boot) and keeps the detection
     lag of a deferred wait, whose listing may be up to one interval old, within 2 s.
 
     :param base: the wait's configured poll interval in seconds.
     :param seconds_in_stage: how long the instance has been in its current stage.
     """
-    if seconds_in_stage < FAST_POLL_SECONDS or base >= MAX_POLL_INTERVAL:
-        return base
-    return MAX_POLL_INTERVAL
+    return base if seconds_in_stage < FAST_POLL_SECONDS else max(base, MAX_POLL_INTERVAL)
 
 
 # --- one wait: cadence, deadline and failure budget, shared by the hook's sync wait and the trigger ------------
@@ -366,7 +375,7 @@ class WaitStep:
     """
 
     action: Literal["check", "ready", "failed", "timeout", "error"]
-    message: str = ""
+    message: str
     sleep: float = 0.0
     log_stage: bool = False
     readiness: Readiness | None = None

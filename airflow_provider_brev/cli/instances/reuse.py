@@ -24,6 +24,7 @@ record is never trusted alone: every decision re-reads the live status and id.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_brev.cli.protocol.output import STATUS_STOPPED
@@ -36,6 +37,8 @@ if TYPE_CHECKING:
 
 #: Default ``max_idle``: a stopped instance not started again within a day is deleted by the janitor.
 DEFAULT_MAX_IDLE_SECONDS = 24 * 3600.0
+DEFAULT_MAX_IDLE = timedelta(seconds=DEFAULT_MAX_IDLE_SECONDS)
+"""How long an instance released with ``release="stop"`` may stay stopped before the janitor deletes it: 24 hours."""
 #: ``brev create``'s default disk when the type's disk is resizable (reference/brev-cli.md: min disk 500 GB).
 DEFAULT_DISK_GB = 500.0
 #: Hours in a billing month (the catalog prices disk per GB-month).

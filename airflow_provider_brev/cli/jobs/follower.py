@@ -9,7 +9,9 @@ it, and answers a call with :meth:`JobFollower.receive` (a :class:`PollResult`, 
 
 * which log lines are new and when the whole log has been drained (a poll reports the state *before* reading
   the log, so ``finished`` plus a drained offset means nothing was dropped);
-* whether to poll again at once (more log is waiting), wait ``poll_interval``, or back off after a failed call;
+* whether to poll again at once (more log is waiting), wait ``poll_interval`` -- on the instance, for the job to
+  end (:attr:`PollJob.wait`, at most :data:`~airflow_provider_brev.cli.jobs.handle.MAX_POLL_WAIT`; the rest of a
+  longer interval on the driver), so that the end of a job is seen at once -- or back off after a failed call;
 * whether the failure budget (``max_poll_failures`` *consecutive* transient failures) is spent;
 * whether the absolute deadline passed (then the job is killed once and followed until it ends);
 * whether the step's outputs are due to be synced while the job runs (:class:`SyncOutputs`: every
@@ -29,6 +31,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from airflow_provider_brev.cli.jobs.handle import MAX_POLL_WAIT
 from airflow_provider_brev.cli.jobs.remote import (
     DEFAULT_MAX_BYTES,
     FINISHED,
@@ -94,11 +97,12 @@ def outcome_error(outcome: JobOutcome, instance_name: str, job_id: str) -> BrevE
 
 @dataclass(frozen=True)
 class PollJob(Call):
-    """Call: poll the job, its state and the log from ``offset`` (at most ``max_bytes``); the answer is a
-    :class:`PollResult`."""
+    """Call: poll the job, its state and the log from ``offset`` (at most ``max_bytes``), after waiting on the
+    instance up to ``wait`` seconds for the job to end; the answer is a :class:`PollResult`."""
 
     offset: int
     max_bytes: int
+    wait: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -188,7 +192,8 @@ class JobFollower(StepMachine[JobOutcome]):
         self._checkpoint_re = re.compile(policy.checkpoint_regex) if policy.checkpoint_regex else None
         self._last_percent: int | None = None
         self._assembler = LogLineAssembler()
-        self._wait: float | None = None
+        self._wait: float | None = None  # seconds to sleep on the driver before the next call
+        self._hold: float | None = None  # seconds the next poll waits on the instance for the job's end
 
     # -- asking ------------------------------------------------------------------------------------
     def _decide(self, now: float) -> Call | Sleep | Done[JobOutcome] | Fail:
@@ -196,19 +201,24 @@ class JobFollower(StepMachine[JobOutcome]):
         if self.policy.sync_interval is not None and self.next_sync_at is None:
             self.next_sync_at = now + float(self.policy.sync_interval)
         if self.sync_due(now):
-            self._wait = None  # syncing takes the place of the wait
+            self._wait = self._hold = None  # syncing takes the place of the wait
             return SyncOutputs()
         if self._wait is not None:
             seconds, self._wait = self._wait, None
-            for limit in (None if self.timed_out else deadline, self.next_sync_at):
-                if limit is not None:
-                    seconds = min(seconds, max(0.0, limit - now))
-            return Sleep(seconds)
+            return Sleep(self._until_due(seconds, now))
         if deadline is not None and not self.timed_out and now >= deadline:
             self.timed_out = True
             self._emit(logging.WARNING, f"Deadline passed: killing job {self.job_id} on {self.instance_name}.")
             return KillJob()
-        return PollJob(self.offset, self.policy.max_bytes)
+        hold, self._hold = self._hold or 0.0, None
+        return PollJob(self.offset, self.policy.max_bytes, self._until_due(hold, now))
+
+    def _until_due(self, seconds: float, now: float) -> float:
+        """``seconds``, cut short by the deadline (unless the job is being killed) and the next output sync."""
+        for limit in (None if self.timed_out else self.policy.deadline, self.next_sync_at):
+            if limit is not None:
+                seconds = min(seconds, max(0.0, limit - now))
+        return seconds
 
     def sync_due(self, now: float) -> bool:
         """Whether the step's outputs should be synced at ``now``: periodic sync on, the job not being killed,
@@ -253,8 +263,10 @@ class JobFollower(StepMachine[JobOutcome]):
             state = TIMED_OUT if self.timed_out else poll.state
             exit_code = poll.exit_code if poll.state == FINISHED else None
             self._finish(Done(JobOutcome(state, exit_code, self.last_line, self.offset)))
-        elif self.offset >= poll.log_size:  # nothing more waiting: poll again after the interval
-            self._wait = float(self.policy.poll_interval)
+        elif self.offset >= poll.log_size:  # nothing more waiting: the next poll waits for the job's end
+            interval = float(self.policy.poll_interval)
+            self._hold = min(interval, MAX_POLL_WAIT)
+            self._wait = interval - self._hold or None  # the rest of a long interval, on the driver
 
     def _synced(self, synced: Synced, now: float) -> None:
         """Whatever the sync achieved (its failures are the caller's to log), the next periodic sync is due
@@ -281,6 +293,7 @@ class JobFollower(StepMachine[JobOutcome]):
             logging.WARNING,
             f"{what} {self.failures} of job {self.job_id} failed ({error}); the job keeps running, retrying.",
         )
+        self._hold = None
         self._wait = min(float(self.policy.poll_interval) * self.failures, MAX_BACKOFF)
 
     # -- internals ---------------------------------------------------------------------------------

@@ -28,6 +28,9 @@ from airflow_provider_brev.cli.protocol.remote_scripts import HomePath, shell_va
 
 DEFAULT_BASE_DIR = ".airflow-brev/jobs"
 DEFAULT_MAX_BYTES = 4 * 1024 * 1024
+#: The longest a poll waits on the instance for its job to end (seconds): a poll interval longer than this sleeps the
+#: rest on the worker, so one ``brev exec`` never holds a connection open for long.
+MAX_POLL_WAIT = 10.0
 #: Linux limits one execve argument to 128 KiB; the whole command travels as one argument of ``bash -c``.
 MAX_COMMAND_LENGTH = 100 * 1024
 MAX_JOB_ID_LENGTH = 80

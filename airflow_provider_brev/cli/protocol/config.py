@@ -15,6 +15,9 @@ from typing import Any
 from airflow_provider_brev.cli.protocol.names import DEFAULT_OWNER_PREFIX
 from airflow_provider_brev.exceptions import BrevConfigurationError
 
+#: The Airflow connection id every Brev hook, operator and sensor uses unless told otherwise.
+DEFAULT_BREV_CONN_ID = "brev_default"
+
 __all__ = ["BrevCapabilities", "BrevConnectionConfig", "login_args"]
 
 

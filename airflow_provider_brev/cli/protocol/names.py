@@ -22,6 +22,8 @@ from airflow_provider_brev.exceptions import BrevInvalidInputError
 
 MAX_NAME_LENGTH = 63
 DEFAULT_OWNER_PREFIX = "afbrev"
+DEFAULT_MAX_LIFETIME = timedelta(hours=24)
+"""How long after its run the janitor may consider a created instance expired: 24 hours."""
 _NAME_RE = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9._-]*$")
 _PREFIX_RE = re.compile(r"^[a-z][a-z0-9]{1,11}$")
 _EXPIRY_FORMAT = "%Y%m%d%H%M"

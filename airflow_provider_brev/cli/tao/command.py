@@ -33,8 +33,9 @@ _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*$")
 
 
-def validate_image(image: str) -> str:
-    """A full image reference with a registry, repository and an explicit tag or digest."""
+def validate_image(image: object) -> str:
+    """A full image reference with a registry, repository and an explicit tag or digest (anything else, a template
+    or a value that is not a string included, raises :class:`ValueError`)."""
     if not isinstance(image, str) or not _IMAGE_RE.match(image.strip()):
         raise ValueError(
             f"Invalid TAO image {image!r}: give a full reference with registry and an explicit tag or digest, "
@@ -46,11 +47,10 @@ def validate_image(image: str) -> str:
 def images_to_prefetch(own: str, declared: Iterable[object]) -> list[str]:
     """The images a step starts pulling in the background once its own (``own``) is there: those later steps on
     the same instance declare (``declared``, as written in the DAG), each once, in order -- only full references
-    (:func:`validate_image`) that are not templates (a template is rendered, and pulled, by its own step)."""
+    (:func:`validate_image`); a template (``{{ params.image }}``) is none, it is rendered, and pulled, by its own
+    step."""
     chosen: list[str] = []
     for image in declared:
-        if not isinstance(image, str) or "{{" in image or "{%" in image:
-            continue
         try:
             checked = validate_image(image)
         except ValueError:
@@ -61,7 +61,7 @@ def images_to_prefetch(own: str, declared: Iterable[object]) -> list[str]:
 
 
 def image_registry(image: str) -> str:
-    return image.split("/", 1)[0]
+    return image.partition("/")[0]
 
 
 def remote_path_value(path: str) -> str | HomePath:

@@ -127,7 +127,8 @@ class ManifestEntry:
 
 def parse_manifest(lines: Iterable[str], source: str) -> dict[str, ManifestEntry]:
     """The entries of a manifest written for ``source`` (relpath -> entry); another source's manifest, or
-    anything unreadable, yields nothing (those files are simply downloaded again)."""
+    anything unreadable, yields nothing (those files are simply downloaded again). The header is the first JSON
+    object, as for :func:`manifest_source`; a line that cannot be read is skipped."""
     entries: dict[str, ManifestEntry] = {}
     header_seen = False
     for line in lines:
@@ -152,14 +153,16 @@ def parse_manifest(lines: Iterable[str], source: str) -> dict[str, ManifestEntry
 
 
 def manifest_source(lines: Iterable[str]) -> str | None:
-    """The source a manifest was written for (its first JSON object's ``source``), or ``None``: no manifest, or
-    none that can be read."""
+    """The source a manifest was written for (its first JSON object's ``source``, the header
+    :func:`parse_manifest` reads), or ``None``: no manifest, or none that can be read."""
     for line in lines:
         try:
             data = json.loads(line)
         except ValueError:
             continue
-        return str(data["source"]) if isinstance(data, dict) and isinstance(data.get("source"), str) else None
+        if isinstance(data, dict):
+            source = data.get("source")
+            return source if isinstance(source, str) else None
     return None
 
 
@@ -192,8 +195,7 @@ def plan_input_sync(
     fetch: list[StagedDownload] = []
     unchanged: list[StagedDownload] = []
     for item in listing:
-        known = manifest.get(item.relpath)
-        same = known is not None and known == entry_of(item) and local_sizes.get(item.relpath) == item.size
+        same = manifest.get(item.relpath) == entry_of(item) and local_sizes.get(item.relpath) == item.size
         (unchanged if same else fetch).append(item)
     return InputSyncPlan(fetch=fetch, unchanged=unchanged)
 
@@ -219,6 +221,6 @@ def handoff_manifest(
         obj = objects.get(key)
         if obj is not None and obj.size == size:
             entries[relpath] = ManifestEntry(relpath, key, size, obj.etag)
-    if not entries or (entries == known and owner is not None):
+    if entries == known:  # nothing changes (without a readable header known is empty: nothing was verified)
         return None
     return render_manifest(source, entries.values())

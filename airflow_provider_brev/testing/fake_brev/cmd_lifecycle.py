@@ -4,7 +4,6 @@ do on their own)."""
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
 
 from airflow_provider_brev.testing.fake_brev.context import (
     Ctx,
@@ -17,6 +16,7 @@ from airflow_provider_brev.testing.fake_brev.context import (
 from airflow_provider_brev.testing.fake_brev.flags import CliError, multierror, traced
 from airflow_provider_brev.testing.fake_brev.store import derive, kill_sandbox_processes, record_phase, take_fault
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
 

@@ -2,19 +2,25 @@
 
 from __future__ import annotations
 
-from airflow_provider_brev.testing.fake_brev.cmd_auth import cmd_login, cmd_orgs
-from airflow_provider_brev.testing.fake_brev.cmd_copy import cmd_copy
-from airflow_provider_brev.testing.fake_brev.cmd_create import cmd_create
-from airflow_provider_brev.testing.fake_brev.cmd_exec import cmd_exec
-from airflow_provider_brev.testing.fake_brev.cmd_lifecycle import cmd_delete, cmd_start, cmd_stop
-from airflow_provider_brev.testing.fake_brev.cmd_ls import cmd_ls
-from airflow_provider_brev.testing.fake_brev.cmd_search import cmd_search
+import importlib
+
 from airflow_provider_brev.testing.fake_brev.flags import GLOBAL_FLAGS, CliError, Flag, flag_usages
-from airflow_provider_brev.testing.fake_brev.ssh import cmd_refresh
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from airflow_provider_brev.testing.fake_brev.context import Ctx
+
+
+def handler(spec: dict) -> Callable[[Ctx, dict, list[str]], int]:
+    """A command's handler, imported when the command runs (``"module:function"`` of this package): a call imports
+    only its own command's module."""
+    target = spec["handler"]
+    if callable(target):
+        return target
+    module, _, function = target.partition(":")
+    return getattr(importlib.import_module(f"airflow_provider_brev.testing.fake_brev.{module}"), function)
 
 
 def root_help(ctx: Ctx) -> str:
@@ -97,16 +103,21 @@ def _flags(*flags: Flag) -> object:
 
 #: simulated commands, then the other released commands (listed, so that `unknown command` suggests them)
 COMMANDS: dict[str, dict] = {
-    "create": {"handler": cmd_create, "flags": _create_flags, "aliases": ["provision"], "use": "create [name]"},
+    "create": {
+        "handler": "cmd_create:cmd_create",
+        "flags": _create_flags,
+        "aliases": ["provision"],
+        "use": "create [name]",
+    },
     "ls": {
-        "handler": cmd_ls,
+        "handler": "cmd_ls:cmd_ls",
         "aliases": ["list"],
         "flags": _flags(Flag("org", "o", "str"), Flag("all"), Flag("json")),
     },
-    "delete": {"handler": cmd_delete, "flags": _flags()},
-    "stop": {"handler": cmd_stop, "flags": _flags(Flag("all", "a"))},
+    "delete": {"handler": "cmd_lifecycle:cmd_delete", "flags": _flags()},
+    "stop": {"handler": "cmd_lifecycle:cmd_stop", "flags": _flags(Flag("all", "a"))},
     "start": {
-        "handler": cmd_start,
+        "handler": "cmd_lifecycle:cmd_start",
         "flags": _flags(
             Flag("detached", "d"),
             Flag("empty", "e"),
@@ -115,17 +126,17 @@ COMMANDS: dict[str, dict] = {
             Flag("gpu", "g", "str", "n1-highmem-4:nvidia-tesla-t4:1"),
         ),
     },
-    "exec": {"handler": cmd_exec, "flags": _flags(Flag("host")), "use": "exec [instance...] <command>"},
-    "copy": {"handler": cmd_copy, "aliases": ["cp", "scp"], "flags": _flags(Flag("host"))},
+    "exec": {"handler": "cmd_exec:cmd_exec", "flags": _flags(Flag("host")), "use": "exec [instance...] <command>"},
+    "copy": {"handler": "cmd_copy:cmd_copy", "aliases": ["cp", "scp"], "flags": _flags(Flag("host"))},
     "login": {
-        "handler": cmd_login,
+        "handler": "cmd_auth:cmd_login",
         "flags": _flags(
             *(Flag(f, "", "str") for f in ("token", "email", "auth", "api-key", "org-id")), Flag("skip-browser")
         ),
     },
-    "refresh": {"handler": cmd_refresh, "flags": _flags()},
-    "search": {"handler": cmd_search, "flags": _search_flags, "use": "search [gpu|cpu]"},
-    "orgs": {"handler": cmd_orgs, "documented_only": True, "flags": _flags(Flag("json"))},
+    "refresh": {"handler": "ssh:cmd_refresh", "flags": _flags()},
+    "search": {"handler": "cmd_search:cmd_search", "flags": _search_flags, "use": "search [gpu|cpu]"},
+    "orgs": {"handler": "cmd_auth:cmd_orgs", "documented_only": True, "flags": _flags(Flag("json"))},
 }
 _SHORT = {
     "create": "Create GPU instances with automatic retry",

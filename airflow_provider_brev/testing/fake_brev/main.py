@@ -9,7 +9,7 @@ import sys
 import time
 
 from airflow_provider_brev.testing.fake_brev.catalog import STATE_ENV
-from airflow_provider_brev.testing.fake_brev.commands import COMMANDS, command_help, root_help
+from airflow_provider_brev.testing.fake_brev.commands import COMMANDS, command_help, handler, root_help
 from airflow_provider_brev.testing.fake_brev.context import Ctx, startup_auth_noise
 from airflow_provider_brev.testing.fake_brev.flags import (
     GLOBAL_FLAGS,
@@ -82,7 +82,7 @@ def dispatch(ctx: Ctx, argv: list[str]) -> int:
         ctx.out(command_help(ctx, name, spec))
         return 0
     startup_auth_noise(ctx)
-    return spec["handler"](ctx, vals, pos)
+    return handler(spec)(ctx, vals, pos)
 
 
 def _on_signal(signum: int, _frame: Any) -> None:

@@ -73,7 +73,11 @@ def cmd_login(d: Docker, args: list[str]) -> int:
     _c.write_json_atomic(d.client_config_path, conf)
     with contextlib.suppress(OSError):
         os.chmod(d.client_config_path, 0o600)
-    err(f"WARNING! Your password will be stored unencrypted in {d.client_config_path}.\n\n")
+    err(  # docker 24's notice, word for word (the provider keeps it out of the task log)
+        f"WARNING! Your password will be stored unencrypted in {d.client_config_path}.\n"
+        "Configure a credential helper to remove this warning. See\n"
+        "https://docs.docker.com/engine/reference/commandline/login/#credential-stores\n\n"
+    )
     out("Login Succeeded\n")
     return 0
 

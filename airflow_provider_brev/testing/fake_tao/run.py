@@ -187,7 +187,23 @@ class RunContext:
         return None
 
     def epoch_done(self, epoch: int) -> None:
-        """Let an ``instance_lost`` fault due at this epoch (or file) take the instance, and this run with it."""
+        """Let an ``instance_lost`` fault due at this epoch (or file) take the instance, and this run with it.
+
+        A run that takes the ``hold_runs`` knob then waits after epoch ``hold_after_epoch`` (up to ``hold_seconds``)
+        for such a loss: a gate for tests that must lose the instance mid-training however slow the machine is.
+        """
+        self._lose_if_due(epoch)
+        if epoch != int(self.knobs.get("hold_after_epoch", -1)):
+            return
+        if not _c.consume_knob(self.root, "tao", "hold_runs", self.action):
+            return
+        self.log(f"Holding after epoch {epoch} until the instance is lost (hold_runs)")
+        deadline = time.monotonic() + float(self.knobs.get("hold_seconds") or 600)
+        while time.monotonic() < deadline:
+            time.sleep(0.05)
+            self._lose_if_due(epoch)
+
+    def _lose_if_due(self, epoch: int) -> None:
         ident = os.environ.get("BREV_SIM_INSTANCE", "")
         if self.root and ident and ident in lose_due_instances(self.root, epoch, ident):
             os.kill(os.getpid(), signal.SIGKILL)

@@ -20,6 +20,7 @@ MISSING = "???"
 #: an action name (``"train"``, ``"evaluate"``, ``"vcn_aoi"``) or a list of them.
 DEFAULT_TAO_CONFIG: dict = {
     "epoch_seconds": 0.02,  # simulated time per training epoch (and per evaluate pass)
+    "gap_analysis_seconds": None,  # simulated time of a gap analysis sweep (None: half of epoch_seconds)
     "silent_pass": False,  # train: exit 0, SUCCESS record, `Execution status: PASS`, no new checkpoint
     "no_success_record": False,  # exit as usual, but the final SUCCESS status.json record is never written
     "oom": False,  # torch.cuda.OutOfMemoryError at epoch `fail_at_epoch` (program fault)
@@ -31,13 +32,18 @@ DEFAULT_TAO_CONFIG: dict = {
     "kpis": {},  # {"test_acc": 0.5} overrides matching KPI keys; {"evaluate": {...}} adds per action
     "require_shm": True,  # visual_changenet with dataloader workers needs --shm-size >= 1g or --ipc=host
     "check_images": True,  # dataset CSV rows (first 50) must name files under images_dir
+    # a gate, not a fault: the next N runs of an action wait after epoch `hold_after_epoch` (0-based) until an
+    # `instance_lost` fault takes their instance, at most `hold_seconds` (then they go on)
+    "hold_runs": 0,
+    "hold_after_epoch": -1,
+    "hold_seconds": 600,
 }
 
 NETWORK_ACTIONS = {
     "visual_changenet": ["train", "evaluate", "inference", "export", "quantize", "default_specs"],
     "gap_analysis": ["vcn_aoi"],
 }
-SIMULATED = {"train", "evaluate", "vcn_aoi"}
+SIMULATED = {"train", "evaluate", "inference", "export", "vcn_aoi"}
 _SCRIPTS = {
     "visual_changenet": "/usr/local/lib/python3.12/dist-packages/nvidia_tao_pytorch/cv/visual_changenet/scripts/{action}.py",
     "gap_analysis": "/usr/local/lib/python3.12/dist-packages/nvidia_tao_ds/gap_analysis/scripts/{action}.py",

@@ -1,0 +1,357 @@
+"""Following a Lepton job: one sans-I/O state machine for the worker and the triggerer (pure).
+
+The machine has the one shape of :mod:`airflow_provider_brev.cli.protocol.machine`: a driver
+(:mod:`airflow_provider_brev.hooks.driver`) asks :meth:`LeptonJobFollower.next_action`, performs the calls
+:class:`PollLeptonJob` (the job and its log from a timestamp on: a :class:`LeptonJobPoll`) and
+:class:`StopLeptonJob`, and answers them. The machine decides:
+
+* which log lines are new (the log is read by timestamp; lines of the cursor's own timestamp already shown are
+  skipped) and which line is the agent's result (:mod:`.report`, not shown);
+* when the job waited in its node group's queue past ``queue_timeout``: it is stopped and the follow fails with
+  :class:`~airflow_provider_brev.exceptions.LeptonResourcesUnavailableError`;
+* when the absolute deadline passed: the job is stopped once and followed until it ended (:data:`TIMED_OUT`);
+* when the job ended and its log was read to the end (the agent's result line, or a grace of a few polls: the
+  log may trail the state), and what the outcome is (:class:`LeptonOutcome`, :func:`outcome_error`);
+* how many consecutive transient failures are tolerated, and the back-off between them.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from airflow_provider_brev.cli.lepton.report import JobReport, parse_result, report_from_dict
+from airflow_provider_brev.cli.lepton.states import (
+    ENDED,
+    FAILED,
+    MISSING,
+    QUEUED,
+    STOPPED,
+    SUCCEEDED,
+    job_phase,
+)
+from airflow_provider_brev.cli.protocol.machine import Call, Done, Fail, Failed, Sleep, StepMachine
+from airflow_provider_brev.exceptions import (
+    BrevError,
+    BrevTimeoutError,
+    LeptonJobFailedError,
+    LeptonJobLostError,
+    LeptonResourcesUnavailableError,
+    retry_policy,
+)
+
+#: The outcome of a job stopped at its deadline.
+TIMED_OUT = "timeout"
+#: Longest back-off between failed calls, in seconds.
+MAX_BACKOFF = 30.0
+#: Polls after the job ended without its result line before the step stops waiting for the log.
+DRAIN_POLLS = 3
+#: Lines of the log's end kept in the outcome (the job and its log are removed ``ttl_seconds_after_finished``
+#: after it ended: the step keeps what it needs to explain a failure).
+TAIL_LINES = 40
+NS = 1_000_000_000
+
+
+@dataclass(frozen=True)
+class PollLeptonJob(Call):
+    """Call: the job (``GET /jobs/<id>``) and its log entries from ``since_ns`` on; the answer is a
+    :class:`LeptonJobPoll`."""
+
+    since_ns: int
+
+
+@dataclass(frozen=True)
+class StopLeptonJob(Call):
+    """Call: stop the job (its deadline passed, or it queued too long); the answer is ``True`` (stopped) or
+    ``False`` (it had ended already)."""
+
+
+@dataclass(frozen=True)
+class LeptonJobPoll:
+    """The answer to :class:`PollLeptonJob`.
+
+    :param job: the job as the API returned it (``None``: there is no such job).
+    :param entries: ``(timestamp_ns, line)`` log entries from the asked timestamp on, oldest first.
+    :param complete: ``False`` when the log answer was capped (more entries wait: poll again at once).
+    """
+
+    job: dict[str, Any] | None
+    entries: list[tuple[int, str]] = field(default_factory=list)
+    complete: bool = True
+
+
+@dataclass(frozen=True)
+class LeptonFollowPolicy:
+    """How to follow a job.
+
+    :param poll_interval: seconds between polls.
+    :param max_poll_failures: consecutive transient failures tolerated; one more gives up.
+    :param deadline: absolute deadline (epoch seconds) or ``None``; past it the job is stopped.
+    :param queue_timeout: seconds the job may wait in the queue (``None``: no limit).
+    """
+
+    poll_interval: float = 5.0
+    max_poll_failures: int = 30
+    deadline: float | None = None
+    queue_timeout: float | None = None
+
+
+@dataclass
+class LeptonOutcome:
+    """How a followed job ended (JSON-serialisable through :meth:`to_dict`).
+
+    :param phase: a phase of :mod:`.states` (``succeeded``, ``failed``, ``stopped``, ``missing``) or
+        :data:`TIMED_OUT`.
+    :param state: Lepton's own last state (``Completed``, ``Failed`` ...), ``""`` when missing.
+    :param last_line: the last non-empty log line.
+    :param tail: the last :data:`TAIL_LINES` lines of the log.
+    :param report: the agent's result (``None`` when its line never came).
+    """
+
+    phase: str
+    state: str
+    last_line: str
+    tail: list[str]
+    report: JobReport | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "phase": self.phase,
+            "state": self.state,
+            "last_line": self.last_line,
+            "tail": list(self.tail),
+            "report": self.report.to_dict() if self.report else None,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> LeptonOutcome:
+        return cls(
+            phase=str(data["phase"]),
+            state=str(data.get("state", "")),
+            last_line=str(data.get("last_line", "")),
+            tail=[str(line) for line in data.get("tail", [])],
+            report=report_from_dict(data.get("report")),
+        )
+
+    @property
+    def exit_code(self) -> int | None:
+        return self.report.exit_code if self.report else None
+
+    @property
+    def collected(self) -> bool:
+        """The step is done with the job (the engine forgets its handle): every outcome the follower returns is of
+        an ended job, or of one stopped at its deadline (``JobOutcome.collected`` says the same of a Brev job)."""
+        return True
+
+
+def outcome_error(outcome: LeptonOutcome, job: str) -> BrevError | None:
+    """The error an outcome means, or ``None`` when the agent reported the command's exit code (the workload
+    judges it)."""
+    tail = "\n".join(outcome.tail[-10:])
+    if outcome.phase == TIMED_OUT:
+        return BrevTimeoutError(f"Lepton job {job} did not finish within its timeout and was stopped.")
+    if outcome.report is not None:
+        return None
+    if outcome.phase == MISSING:
+        return LeptonJobLostError(f"Lepton job {job} is gone (deleted, or removed after its TTL): a retry submits it.")
+    if outcome.phase == STOPPED:
+        return LeptonJobLostError(
+            f"Lepton job {job} was stopped by someone else ({outcome.state}): a retry submits it."
+        )
+    if outcome.phase == FAILED:
+        return LeptonJobFailedError(
+            f"Lepton job {job} failed before its command reported an exit code ({outcome.state})"
+            + (f"; the end of its log:\n{tail}" if tail else ".")
+        )
+    return LeptonJobLostError(f"Lepton job {job} ended ({outcome.state}) without its result line: a retry submits it.")
+
+
+class LeptonJobFollower(StepMachine[LeptonOutcome]):
+    """The state machine of following one Lepton job (see the module docstring).
+
+    :param policy: interval, budget, deadline, queue limit.
+    :param job: the job's name (log prefix, messages).
+    :param since_ns: where its log is read from (a resumed follower passes its cursor).
+    :param skip: lines of ``since_ns`` itself already shown.
+    :param last_line: the last non-empty line shown so far.
+    :param tail: the log's end so far.
+    :param queued_since: when the job was first seen queued (epoch seconds), across deferrals.
+    """
+
+    def __init__(
+        self,
+        policy: LeptonFollowPolicy,
+        *,
+        job: str,
+        since_ns: int,
+        skip: int = 0,
+        last_line: str = "",
+        tail: list[str] | None = None,
+        queued_since: float | None = None,
+    ) -> None:
+        super().__init__()
+        self.policy = policy
+        self.job = job
+        self.cursor_ns = int(since_ns)
+        self.skip = int(skip)
+        self.last_line = last_line
+        self.tail: deque[str] = deque(tail or [], maxlen=TAIL_LINES)
+        self.queued_since = queued_since
+        self.report: JobReport | None = None
+        self.failures = 0
+        self.stop_reason: str | None = None
+        self.stop_sent = False
+        self.drain_polls = 0
+        self.state = ""
+        self._wait: float | None = None
+        self._told_queued = False
+
+    # -- asking ------------------------------------------------------------------------------------
+    def _decide(self, now: float) -> Call | Sleep | Done[LeptonOutcome] | Fail:
+        if self._wait is not None:  # a back-off after a failed call (a failed stop too), or the poll interval
+            wait, self._wait = self._wait, None
+            if wait > 0:
+                return Sleep(self._clamp(wait, now))
+        if self.stop_reason and not self.stop_sent:
+            return StopLeptonJob()
+        return PollLeptonJob(self.cursor_ns)
+
+    def _clamp(self, wait: float, now: float) -> float:
+        limits = [wait]
+        if self.policy.deadline is not None and not self.stop_reason:
+            limits.append(max(self.policy.deadline - now, 0.05))
+        if self.queued_since is not None and self.policy.queue_timeout is not None and not self.stop_reason:
+            limits.append(max(self.queued_since + self.policy.queue_timeout - now, 0.05))
+        return min(limits)
+
+    # -- answers -----------------------------------------------------------------------------------
+    def _receive(self, call: Call, outcome: object, now: float) -> None:
+        if isinstance(outcome, Failed):
+            self._failed(call, outcome.error)
+            return
+        self.failures = 0
+        if isinstance(call, StopLeptonJob):
+            self.stop_sent = True
+            self._emit(logging.WARNING, f"Stopped Lepton job {self.job} ({self.stop_reason}).")
+            if self.stop_reason == "queue":
+                self._finish(Fail(self._queue_error()))
+            return
+        assert isinstance(outcome, LeptonJobPoll)
+        self._take_log(outcome.entries)
+        phase = job_phase(outcome.job)
+        self.state = str(((outcome.job or {}).get("status") or {}).get("state") or "")
+        if not outcome.complete:
+            self._wait = 0.0
+            return
+        if phase in ENDED:
+            self._ended(phase)
+            return
+        self._watch_queue(phase, now)
+        if self.policy.deadline is not None and now >= self.policy.deadline and not self.stop_reason:
+            self.stop_reason = "deadline"
+            self._emit(logging.WARNING, f"Lepton job {self.job} reached its deadline: stopping it.")
+        if self.stop_reason and not self.stop_sent:
+            return  # the stop is the next call, at once
+        self._wait = self.policy.poll_interval
+
+    def _failed(self, call: Call, error: BaseException) -> None:
+        if retry_policy(error) != "hook":
+            if isinstance(call, StopLeptonJob) and self.stop_reason == "deadline":
+                self._finish(Done(self._outcome(TIMED_OUT)))  # could not stop it: report the timeout anyway
+                return
+            self._finish(Fail(error))
+            return
+        self.failures += 1
+        if self.failures > self.policy.max_poll_failures:
+            self._finish(Fail(error))
+            return
+        self._wait = min(self.failures * self.policy.poll_interval, MAX_BACKOFF)
+        self._emit(
+            logging.WARNING,
+            f"Following Lepton job {self.job}: transient failure {self.failures}/{self.policy.max_poll_failures} "
+            f"({error}); retrying in {self._wait:.1f} s.",
+        )
+
+    def _take_log(self, entries: list[tuple[int, str]]) -> None:
+        at_cursor = 0  # lines of this answer at the cursor's timestamp; the first ``skip`` were shown before
+        for ts, line in entries:
+            ts = int(ts)
+            if ts < self.cursor_ns:
+                continue
+            if ts == self.cursor_ns:
+                at_cursor += 1
+                if at_cursor <= self.skip:
+                    continue
+                self.skip = at_cursor
+            else:
+                self.cursor_ns, self.skip, at_cursor = ts, 1, 1
+            self._show(line.rstrip("\n"))
+
+    def _show(self, text: str) -> None:
+        report = parse_result(text)
+        if report is not None:
+            self.report = report
+            return
+        self.tail.append(text)
+        if text.strip():
+            self.last_line = text
+        self._emit(logging.INFO, f"[{self.job}] {text}")
+
+    def _watch_queue(self, phase: str, now: float) -> None:
+        if phase != QUEUED:
+            self.queued_since = None
+            self._told_queued = False
+            return
+        if self.queued_since is None:
+            self.queued_since = now
+        if not self._told_queued:
+            self._told_queued = True
+            self._emit(logging.INFO, f"Lepton job {self.job} is queued, waiting for resources in its node group.")
+        limit = self.policy.queue_timeout
+        if limit is not None and now - self.queued_since >= limit and not self.stop_reason:
+            self.stop_reason = "queue"
+            self._emit(logging.WARNING, f"Lepton job {self.job} waited {limit:.0f} s in the queue: stopping it.")
+
+    def _ended(self, phase: str) -> None:
+        # a "queue" stop never gets here: the stop is the next call, and its answer ends the follow
+        if self.report is None and phase != MISSING and self.drain_polls < DRAIN_POLLS:
+            self.drain_polls += 1  # the log may trail the state: read it a few more times
+            self._wait = min(self.policy.poll_interval, 2.0)
+            return
+        self._finish(Done(self._outcome(TIMED_OUT if self.stop_reason == "deadline" else phase)))
+
+    def _queue_error(self) -> LeptonResourcesUnavailableError:
+        return LeptonResourcesUnavailableError(
+            f"Lepton job {self.job} waited longer than queue_timeout ({self.policy.queue_timeout:.0f} s) for "
+            "resources and was stopped: no free capacity in its node group for its shape. Retry later, raise its "
+            "priority, or use another node group or shape."
+        )
+
+    def _outcome(self, phase: str) -> LeptonOutcome:
+        return LeptonOutcome(phase, self.state, self.last_line, list(self.tail), self.report)
+
+    def resume_state(self) -> dict[str, Any]:
+        """What a follower resumed elsewhere needs (a trigger's kwargs)."""
+        return {
+            "since_ns": self.cursor_ns,
+            "skip": self.skip,
+            "last_line": self.last_line,
+            "tail": list(self.tail),
+            "queued_since": self.queued_since,
+        }
+
+
+__all__ = [
+    "NS",
+    "SUCCEEDED",
+    "TIMED_OUT",
+    "LeptonFollowPolicy",
+    "LeptonJobFollower",
+    "LeptonJobPoll",
+    "LeptonOutcome",
+    "PollLeptonJob",
+    "StopLeptonJob",
+    "outcome_error",
+]

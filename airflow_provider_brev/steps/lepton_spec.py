@@ -1,0 +1,77 @@
+"""A Lepton step's parameters, checked once and frozen (what :class:`~.lepton.LeptonJobCompute` runs).
+
+:func:`lepton_step_spec` turns a Lepton operator's rendered parameters into a :class:`LeptonStepSpec` or raises
+:class:`~airflow_provider_brev.exceptions.BrevInvalidInputError` naming the parameter, before any API call. Its parts:
+the job's platform settings (:class:`~airflow_provider_brev.cli.lepton.spec.LeptonJobSpec`), how it is followed
+(:class:`LeptonFollowSpec`: the settings every compute shares, :func:`~.spec.following`) and its data (a Brev step's
+:class:`~.spec.DataSpec`, with directories below the job's working directory).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from airflow_provider_brev.cli.lepton.agent import job_directory
+from airflow_provider_brev.cli.lepton.follower import LeptonFollowPolicy
+from airflow_provider_brev.cli.lepton.spec import LeptonJobSpec, lepton_job_spec
+from airflow_provider_brev.cli.transfer.manifest import validate_inputs, validate_outputs
+from airflow_provider_brev.steps.spec import DataSpec, data_spec, following
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+
+@dataclass(frozen=True)
+class LeptonFollowSpec:
+    """How a Lepton job is followed.
+
+    :param deferrable: follow it from the triggerer.
+    :param timeout: seconds for the whole job from its submission (``None``: no limit); then it is stopped.
+    :param poll_interval: seconds between polls.
+    :param max_poll_failures: consecutive transient failures tolerated.
+    :param on_kill_action: ``kill`` (stop) the job when the task is killed, or ``keep`` it.
+    """
+
+    deferrable: bool
+    timeout: float | None
+    poll_interval: float
+    max_poll_failures: int
+    on_kill_action: str
+
+    def policy(self, deadline: float | None, queue_timeout: float | None) -> LeptonFollowPolicy:
+        return LeptonFollowPolicy(
+            poll_interval=self.poll_interval,
+            max_poll_failures=self.max_poll_failures,
+            deadline=deadline,
+            queue_timeout=queue_timeout,
+        )
+
+
+@dataclass(frozen=True)
+class LeptonStepSpec:
+    """Everything the Lepton compute needs besides the workload.
+
+    :param job: the job's platform settings.
+    :param follow: how it is followed.
+    :param data: its inputs and outputs (directories below the job's working directory).
+    """
+
+    job: LeptonJobSpec
+    follow: LeptonFollowSpec
+    data: DataSpec
+
+
+def lepton_step_spec(params: Mapping[str, Any], *, deferrable_default: bool) -> LeptonStepSpec:
+    """A Lepton operator's rendered parameters, checked and frozen: the data as a Brev step's
+    (:func:`~.spec.data_spec`), its directories below the job's working directory."""
+    data = data_spec(params)
+    for pair in validate_inputs(data.inputs):
+        job_directory("inputs", pair.directory)
+    for pair in validate_outputs(data.outputs):
+        job_directory("outputs", pair.directory)
+    return LeptonStepSpec(
+        job=lepton_job_spec(params),
+        follow=LeptonFollowSpec(**following(params, deferrable_default=deferrable_default)),
+        data=data,
+    )

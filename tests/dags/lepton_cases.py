@@ -1,0 +1,66 @@
+"""DAGs of the Lepton step tests (tests/integration/test_lepton_steps.py), run against the fake Lepton workspace."""
+
+from __future__ import annotations
+
+from airflow.sdk import DAG
+
+from airflow_provider_brev.operators.lepton import LeptonJobOperator
+
+IMAGE = "docker.io/library/ubuntu:22.04"
+COMMAND = (
+    "set -e; cat data/hello.txt; mkdir -p results; "
+    'echo "secret is $API_SECRET"; wc -c < data/hello.txt > results/count.txt; '
+    "echo epoch done > results/log.txt; echo finished"
+)
+DATA = {
+    "inputs": {"s3://{{ params.bucket }}/lepton/in/": "data"},
+    "outputs": {"results": "s3://{{ params.bucket }}/lepton/out/{{ run_id }}/"},
+}
+
+for dag_id, deferrable in (("lepton_command", False), ("lepton_command_deferred", True)):
+    with DAG(dag_id, schedule=None, catchup=False, params={"bucket": "b"}) as dag:
+        LeptonJobOperator(
+            task_id="job",
+            resource_shape="cpu.small",
+            image=IMAGE,
+            command=COMMAND,
+            secret_env={"API_SECRET": "s3cr3t-value-123"},
+            poll_interval=0.2,
+            deferrable=deferrable,
+            **DATA,
+        )
+
+with DAG("lepton_queue_limit", schedule=None, catchup=False) as dag:
+    LeptonJobOperator(
+        task_id="job",
+        resource_shape="gpu.8xh100-sxm",
+        image=IMAGE,
+        command="echo never",
+        queue_timeout=1.0,
+        poll_interval=0.2,
+        aws_conn_id=None,
+    )
+
+with DAG("lepton_fails", schedule=None, catchup=False) as dag:
+    LeptonJobOperator(
+        task_id="job",
+        resource_shape="cpu.small",
+        image=IMAGE,
+        command="echo about to fail; exit 3",
+        poll_interval=0.2,
+        aws_conn_id=None,
+    )
+
+#: A job that says it started, then waits (bounded: 60 s) until the test opens the ``gate`` file in its directory.
+GATED = "echo started; for i in $(seq 1 1200); do [ -e gate ] && break; sleep 0.05; done; echo job-done"
+
+with DAG("lepton_gated", schedule=None, catchup=False) as dag:
+    LeptonJobOperator(
+        task_id="job",
+        resource_shape="gpu.1xh100-sxm",
+        image=IMAGE,
+        command=GATED,
+        poll_interval=0.2,
+        aws_conn_id=None,
+        retries=0,
+    )

@@ -1,0 +1,458 @@
+"""Following a Lepton job (airflow_provider_brev/cli/lepton/follower.py), one scenario per row: the machine is run
+by a driver that records every call, sleep and log record against a fake clock, so each row pins what the worker
+and the triggerer do -- when they poll, how long they wait, when they stop the job and how the follow ends."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+
+import pytest
+
+from airflow_provider_brev.cli.lepton import follower, report, states
+from airflow_provider_brev.cli.lepton.follower import (
+    TIMED_OUT,
+    LeptonFollowPolicy,
+    LeptonJobFollower,
+    LeptonJobPoll,
+    LeptonOutcome,
+    PollLeptonJob,
+    StopLeptonJob,
+    outcome_error,
+)
+from airflow_provider_brev.cli.protocol.machine import Done, Emit, Fail, Failed, Sleep
+from airflow_provider_brev.exceptions import (
+    BrevTimeoutError,
+    LeptonAuthError,
+    LeptonJobFailedError,
+    LeptonJobLostError,
+    LeptonNotFoundError,
+    LeptonResourcesUnavailableError,
+    LeptonTransientError,
+)
+
+DONE = report.render_result(report.JobReport(exit_code=0))
+FLAKY = LeptonTransientError("503")
+
+
+def job(state: str | None) -> dict[str, object]:
+    return {"status": {"state": state}}
+
+
+def poll(state: str | None = "Running", entries=(), complete: bool = True) -> LeptonJobPoll:
+    return LeptonJobPoll(None if state is None else job(state), list(entries), complete)
+
+
+def run(answers, policy: LeptonFollowPolicy | None = None, **kwargs):
+    """Drive a follower (started at t=1000) with ``answers``; returns the trace and the end."""
+    machine = LeptonJobFollower(policy or LeptonFollowPolicy(poll_interval=1.0), job="j", since_ns=100, **kwargs)
+    answers, trace, now = list(answers), [], 1000.0
+    while True:
+        action = machine.next_action(now)
+        if isinstance(action, Sleep):
+            trace.append(("sleep", round(action.seconds, 3)))
+            now += action.seconds
+        elif isinstance(action, Emit):
+            trace.append((logging.getLevelName(action.level), action.message))
+        elif isinstance(action, PollLeptonJob | StopLeptonJob):
+            trace.append(("poll", action.since_ns) if isinstance(action, PollLeptonJob) else ("stop",))
+            answer = answers.pop(0)
+            machine.receive(Failed(answer) if isinstance(answer, BaseException) else answer, now)
+        else:
+            assert answers == [], "the follow ended before every scripted answer was used"
+            return machine, trace, action
+
+
+def logs(trace, *levels):
+    """The messages of the trace's log records of ``levels``."""
+    return [step[1] for step in trace if step[0] in levels]
+
+
+def calls(trace):
+    """The trace without its log records."""
+    return [step for step in trace if step[0] in ("poll", "stop", "sleep")]
+
+
+# -- the log: each line once, the result line read, not shown ----------------------------------------------------
+@pytest.mark.parametrize(
+    ("answers", "shown", "cursor"),
+    [
+        ([poll("Completed", [(100, "a"), (100, "b"), (100, DONE)])], ["a", "b"], (100, 3)),
+        (
+            [poll("Running", [(100, "a"), (200, "b")]), poll("Completed", [(200, "b"), (200, "c"), (300, DONE)])],
+            ["a", "b", "c"],
+            (300, 1),
+        ),
+        (
+            [
+                poll("Running", [(100, "a"), (200, "b"), (200, "c")]),
+                poll("Completed", [(200, "b"), (200, "c"), (200, "d"), (300, DONE)]),
+            ],
+            ["a", "b", "c", "d"],
+            (300, 1),
+        ),
+        ([poll("Running", [(50, "old"), (100, "a")]), poll("Completed", [(100, "a"), (100, DONE)])], ["a"], (100, 2)),
+        ([poll("Completed", [(100, "a\n"), (100, ""), (100, DONE)])], ["a", ""], (100, 3)),
+    ],
+)
+def test_each_log_line_is_shown_once(answers, shown, cursor):
+    machine, trace, end = run(answers)
+    assert [m.removeprefix("[j] ") for m in logs(trace, "INFO")] == shown
+    assert (machine.cursor_ns, machine.skip) == cursor
+    assert isinstance(end, Done) and end.result.tail == shown and end.result.report == report.JobReport(exit_code=0)
+    assert end.result.last_line == [line for line in shown if line][-1]  # an empty line is no last line
+
+
+def test_a_resumed_follower_skips_the_lines_it_showed_and_keeps_its_tail():
+    answers = [poll("Completed", [(100, "a"), (100, "b"), (100, "c"), (200, DONE)])]
+    _machine, trace, end = run(answers, skip=2, last_line="b", tail=["a", "b"])
+    assert logs(trace, "INFO") == ["[j] c"]
+    assert end.result.tail == ["a", "b", "c"] and end.result.last_line == "c"
+
+
+def test_the_tail_keeps_the_last_40_lines():
+    lines = [(100 + n, f"line {n}") for n in range(45)]
+    _m, _t, end = run([poll("Completed", [*lines, (999, DONE)])])
+    assert end.result.tail == [f"line {n}" for n in range(5, 45)]
+
+
+def test_resume_state_is_what_a_trigger_needs():
+    machine, _t, _e = run([poll("Queueing", [(100, "a"), (300, "b")]), poll(None)])
+    assert machine.resume_state() == {
+        "since_ns": 300,
+        "skip": 1,
+        "last_line": "b",
+        "tail": ["a", "b"],
+        "queued_since": 1000.0,
+    }
+
+
+# -- polling, the incomplete log, the drain after the end ---------------------------------------------------------
+@pytest.mark.parametrize(
+    ("answers", "policy", "expected"),
+    [
+        pytest.param(
+            [poll("Running", [(100, "a")], complete=False), poll("Completed", [(100, "a"), (200, DONE)])],
+            LeptonFollowPolicy(poll_interval=5.0),
+            [("poll", 100), ("poll", 100)],
+            id="a capped log answer is read on at once",
+        ),
+        pytest.param(
+            [poll("Completed", complete=False), poll("Completed", [(200, DONE)])],
+            LeptonFollowPolicy(poll_interval=5.0),
+            [("poll", 100), ("poll", 100)],
+            id="a capped answer of an ended job too",
+        ),
+        pytest.param(
+            [poll("Starting"), poll("Running"), poll("Completed", [(200, DONE)])],
+            LeptonFollowPolicy(poll_interval=5.0),
+            [("poll", 100), ("sleep", 5.0), ("poll", 100), ("sleep", 5.0), ("poll", 100)],
+            id="polls every poll_interval",
+        ),
+        pytest.param(
+            [poll("Completed")] * 4,
+            LeptonFollowPolicy(poll_interval=5.0),
+            [
+                ("poll", 100),
+                ("sleep", 2.0),
+                ("poll", 100),
+                ("sleep", 2.0),
+                ("poll", 100),
+                ("sleep", 2.0),
+                ("poll", 100),
+            ],
+            id="an end without the result line is read 3 more times, at most 2 s apart",
+        ),
+        pytest.param(
+            [poll("Failed"), poll("Failed"), poll("Failed", [(200, DONE)])],
+            LeptonFollowPolicy(poll_interval=1.0),
+            [("poll", 100), ("sleep", 1.0), ("poll", 100), ("sleep", 1.0), ("poll", 100)],
+            id="the drain ends with the result line",
+        ),
+        pytest.param(
+            [poll(None)],
+            LeptonFollowPolicy(poll_interval=1.0),
+            [("poll", 100)],
+            id="a missing job has no log to wait for",
+        ),
+    ],
+)
+def test_polls_and_waits(answers, policy, expected):
+    _m, trace, end = run(answers, policy)
+    assert calls(trace) == expected and isinstance(end, Done)
+
+
+@pytest.mark.parametrize(
+    ("state", "phase"),
+    [("Completed", "succeeded"), ("Failed", "failed"), ("Stopped", "stopped"), ("Deleted", "stopped")],
+)
+def test_every_end_is_followed_to_its_outcome(state, phase):
+    _m, trace, end = run([poll(state)] * 4)
+    assert end.result.phase == phase and end.result.state == state and end.result.report is None
+    assert len(calls(trace)) == 7
+
+
+def test_a_missing_job_ends_at_once_with_no_state():
+    _m, _t, end = run([poll(None)])
+    assert (end.result.phase, end.result.state, end.result.last_line, end.result.tail) == ("missing", "", "", [])
+
+
+def test_a_job_without_status_is_starting():
+    _m, _t, end = run([LeptonJobPoll({"status": None}), LeptonJobPoll({}), poll("Completed", [(200, DONE)])])
+    assert end.result.phase == "succeeded" and end.result.state == "Completed"
+
+
+# -- transient failures: a budget, a growing back-off -------------------------------------------------------------
+def test_transient_failures_back_off_up_to_30_s_and_reset_on_success():
+    policy = LeptonFollowPolicy(poll_interval=12.0, max_poll_failures=3)
+    answers = [FLAKY, FLAKY, FLAKY, poll("Running"), FLAKY, poll("Completed", [(200, DONE)])]
+    _m, trace, end = run(answers, policy)
+    assert calls(trace) == [
+        ("poll", 100),
+        ("sleep", 12.0),
+        ("poll", 100),
+        ("sleep", 24.0),
+        ("poll", 100),
+        ("sleep", 30.0),
+        ("poll", 100),
+        ("sleep", 12.0),
+        ("poll", 100),
+        ("sleep", 12.0),
+        ("poll", 100),
+    ]
+    assert ("WARNING", "Following Lepton job j: transient failure 1/3 (503); retrying in 12.0 s.") in trace
+    assert isinstance(end, Done)
+
+
+@pytest.mark.parametrize(
+    ("failures", "budget", "ends"),
+    [(1, 1, Done), (2, 1, Fail), (3, 3, Done), (4, 3, Fail), (30, None, Done), (31, None, Fail)],
+)
+def test_the_budget_of_consecutive_transient_failures(failures, budget, ends):
+    policy = LeptonFollowPolicy(poll_interval=0.5) if budget is None else LeptonFollowPolicy(0.5, budget)
+    answers = [FLAKY] * failures + ([poll("Completed", [(200, DONE)])] if ends is Done else [])
+    _m, trace, end = run(answers, policy)
+    assert isinstance(end, ends)
+    if ends is Fail:
+        assert end.error is FLAKY and trace[-1][0] == "poll"  # no back-off after the last straw
+
+
+def test_a_failure_that_is_not_transient_ends_the_follow_at_once():
+    _m, trace, end = run([poll("Running"), LeptonAuthError("401")])
+    assert isinstance(end, Fail) and isinstance(end.error, LeptonAuthError) and trace[-1] == ("poll", 100)
+
+
+def test_the_default_policy_polls_every_5_s():
+    assert (LeptonFollowPolicy().poll_interval, LeptonFollowPolicy().max_poll_failures) == (5.0, 30)
+    _m, trace, _e = run([poll("Running"), poll("Completed", [(200, DONE)])], LeptonFollowPolicy())
+    assert ("sleep", 5.0) in trace
+
+
+# -- the deadline ------------------------------------------------------------------------------------------------
+def test_the_deadline_clamps_the_wait_stops_the_job_and_times_out():
+    policy = LeptonFollowPolicy(poll_interval=1.0, deadline=1002.5)
+    answers = [poll("Running")] * 4 + [True] + [poll("Running"), poll("Stopped")] + [poll("Stopped")] * 3
+    _m, trace, end = run(answers, policy)
+    assert calls(trace) == [
+        ("poll", 100),
+        ("sleep", 1.0),
+        ("poll", 100),
+        ("sleep", 1.0),
+        ("poll", 100),
+        ("sleep", 0.5),
+        ("poll", 100),
+        ("stop",),
+        ("poll", 100),
+        ("sleep", 1.0),
+        ("poll", 100),
+        ("sleep", 1.0),
+        ("poll", 100),
+        ("sleep", 1.0),
+        ("poll", 100),
+        ("sleep", 1.0),
+        ("poll", 100),
+    ]  # after the stop, no clamp to the deadline: the job is followed every poll_interval until it ended
+    assert logs(trace, "WARNING") == [
+        "Lepton job j reached its deadline: stopping it.",
+        "Stopped Lepton job j (deadline).",
+    ]
+    assert end.result.phase == TIMED_OUT and end.result.state == "Stopped"
+
+
+def test_a_deadline_already_past_waits_a_moment_at_least():
+    policy = LeptonFollowPolicy(poll_interval=1.0, deadline=999.0)
+    _m, trace, end = run([poll("Running"), LeptonAuthError("403")], policy)
+    assert calls(trace) == [("poll", 100), ("stop",)] and end.result.phase == TIMED_OUT
+    _m, trace, _e = run([poll("Starting"), poll("Completed", [(200, DONE)])], LeptonFollowPolicy(1.0, 30, 1000.01))
+    assert calls(trace) == [("poll", 100), ("sleep", 0.05), ("poll", 100)]  # the clamp's floor
+
+
+@pytest.mark.parametrize(
+    ("stop_answer", "ends"),
+    [
+        pytest.param(LeptonAuthError("403"), TIMED_OUT, id="a stop the API refuses still times out"),
+        pytest.param(False, TIMED_OUT, id="a job that ended before the stop"),
+    ],
+)
+def test_a_stop_at_the_deadline(stop_answer, ends):
+    policy = LeptonFollowPolicy(poll_interval=1.0, deadline=1000.0)
+    answers = [poll("Running"), stop_answer] + ([poll("Stopped")] * 4 if stop_answer is False else [])
+    _m, _t, end = run(answers, policy)
+    assert isinstance(end, Done) and end.result.phase == ends
+
+
+def test_a_refused_poll_after_the_deadline_stop_ends_the_follow():
+    policy = LeptonFollowPolicy(poll_interval=1.0, deadline=1000.0)
+    _m, _t, end = run([poll("Running"), True, LeptonNotFoundError("404")], policy)
+    assert isinstance(end, Fail) and isinstance(end.error, LeptonNotFoundError)
+
+
+def test_a_transient_stop_failure_is_retried():
+    policy = LeptonFollowPolicy(poll_interval=1.0, deadline=1000.0)
+    _m, trace, end = run([poll("Running"), FLAKY, True, *[poll("Stopped")] * 4], policy)
+    assert calls(trace)[:4] == [("poll", 100), ("stop",), ("sleep", 1.0), ("stop",)]
+    assert end.result.phase == TIMED_OUT
+
+
+# -- the queue limit ---------------------------------------------------------------------------------------------
+def test_a_job_queued_past_its_limit_is_stopped_and_fails_typed():
+    policy = LeptonFollowPolicy(poll_interval=1.0, queue_timeout=2.5)
+    _m, trace, end = run([poll("Queueing")] * 4 + [True], policy)
+    assert calls(trace) == [
+        ("poll", 100),
+        ("sleep", 1.0),
+        ("poll", 100),
+        ("sleep", 1.0),
+        ("poll", 100),
+        ("sleep", 0.5),
+        ("poll", 100),
+        ("stop",),
+    ]
+    assert logs(trace, "INFO", "WARNING") == [
+        "Lepton job j is queued, waiting for resources in its node group.",
+        "Lepton job j waited 2 s in the queue: stopping it.",
+        "Stopped Lepton job j (queue).",
+    ]
+    assert isinstance(end, Fail) and isinstance(end.error, LeptonResourcesUnavailableError)
+    assert "queue_timeout (2 s)" in str(end.error)
+
+
+def test_the_queue_clock_restarts_when_the_job_leaves_the_queue():
+    policy = LeptonFollowPolicy(poll_interval=1.0, queue_timeout=1.5)
+    answers = [poll("Queueing"), poll("Running"), poll("Awaiting"), poll("Completed", [(200, DONE)])]
+    _m, trace, end = run(answers, policy)
+    assert calls(trace) == [
+        ("poll", 100),
+        ("sleep", 1.0),
+        ("poll", 100),
+        ("sleep", 1.0),
+        ("poll", 100),
+        ("sleep", 1.0),
+        ("poll", 100),
+    ]
+    queued = "Lepton job j is queued, waiting for resources in its node group."
+    assert logs(trace, "INFO").count(queued) == 2 and isinstance(end, Done)
+
+
+def test_a_job_queued_without_a_limit_waits():
+    answers = [poll("Queueing")] * 3 + [poll("Completed", [(200, DONE)])]
+    _m, trace, end = run(answers, LeptonFollowPolicy(poll_interval=1.0, queue_timeout=None))
+    assert (
+        isinstance(end, Done)
+        and logs(trace, "INFO").count("Lepton job j is queued, waiting for resources in its node group.") == 1
+    )
+
+
+def test_a_resumed_follower_keeps_its_queue_clock():
+    policy = LeptonFollowPolicy(poll_interval=1.0, queue_timeout=10.0)
+    _m, trace, end = run([poll("Queueing"), True], policy, queued_since=990.0)
+    assert calls(trace) == [("poll", 100), ("stop",)] and isinstance(end, Fail)
+
+
+def test_a_deadline_stop_stays_one_when_the_queue_limit_passes_later():
+    policy = LeptonFollowPolicy(poll_interval=1.0, deadline=1001.0, queue_timeout=1.5)
+    answers = [poll("Queueing"), poll("Queueing"), True, poll("Queueing"), poll("Queueing")] + [poll("Stopped")] * 4
+    _m, trace, end = run(answers, policy)
+    assert calls(trace) == [
+        ("poll", 100),
+        ("sleep", 1.0),
+        ("poll", 100),
+        ("stop",),
+        ("poll", 100),
+        ("sleep", 1.0),
+        ("poll", 100),
+        ("sleep", 1.0),
+        ("poll", 100),
+        ("sleep", 1.0),
+        ("poll", 100),
+        ("sleep", 1.0),
+        ("poll", 100),
+        ("sleep", 1.0),
+        ("poll", 100),
+    ]  # once stopped, neither the deadline nor the queue limit shortens a wait
+    assert isinstance(end, Done) and end.result.phase == TIMED_OUT
+
+
+def test_a_refused_stop_at_the_queue_limit_fails_with_the_refusal():
+    policy = LeptonFollowPolicy(poll_interval=1.0, queue_timeout=0.0)
+    _m, trace, end = run([poll("Queueing"), LeptonAuthError("403")], policy)
+    assert calls(trace) == [("poll", 100), ("stop",)]
+    assert isinstance(end, Fail) and isinstance(end.error, LeptonAuthError)
+
+
+# -- outcomes ----------------------------------------------------------------------------------------------------
+TAIL = [f"l{n}" for n in range(12)]
+
+
+@pytest.mark.parametrize(
+    ("outcome", "error", "words"),
+    [
+        (LeptonOutcome(TIMED_OUT, "Stopped", "", [], None), BrevTimeoutError, "did not finish within its timeout"),
+        (LeptonOutcome(TIMED_OUT, "Stopped", "", [], report.JobReport(0)), BrevTimeoutError, "was stopped"),
+        (LeptonOutcome("failed", "Failed", "x", ["x"], report.JobReport(1)), None, ""),  # the workload judges
+        (LeptonOutcome("succeeded", "Completed", "", [], report.JobReport(0)), None, ""),
+        (LeptonOutcome("missing", "", "", [], None), LeptonJobLostError, "is gone"),
+        (LeptonOutcome("stopped", "Stopped", "", [], None), LeptonJobLostError, "stopped by someone else (Stopped)"),
+        (LeptonOutcome("failed", "Failed", "", [], None), LeptonJobFailedError, "exit code (Failed)."),
+        (
+            LeptonOutcome("failed", "Failed", "l11", TAIL, None),
+            LeptonJobFailedError,
+            "its log:\n" + "\n".join(TAIL[2:]),
+        ),
+        (LeptonOutcome("succeeded", "Completed", "", [], None), LeptonJobLostError, "without its result line"),
+    ],
+)
+def test_what_an_outcome_means(outcome, error, words):
+    err = outcome_error(outcome, "j")
+    assert type(err) is error if error else err is None
+    if error:
+        assert words in str(err) and "l1\n" not in str(err)
+
+
+@pytest.mark.parametrize(
+    "outcome",
+    [
+        LeptonOutcome("failed", "Failed", "boom", ["a", "boom"], report.JobReport(exit_code=3, uploaded=1)),
+        LeptonOutcome("missing", "", "", [], None),
+    ],
+)
+def test_an_outcome_round_trips_through_a_trigger_event(outcome):
+    data = outcome.to_dict()
+    assert set(data) == {"phase", "state", "last_line", "tail", "report"}
+    assert data["phase"] == outcome.phase and data["tail"] == outcome.tail and data["state"] == outcome.state
+    assert data["last_line"] == outcome.last_line
+    assert data["report"] == (outcome.report.to_dict() if outcome.report else None)
+    assert LeptonOutcome.from_dict(data) == outcome
+    assert outcome.exit_code == (outcome.report.exit_code if outcome.report else None)
+
+
+def test_an_outcome_from_a_sparse_event():
+    assert LeptonOutcome.from_dict({"phase": "missing"}) == LeptonOutcome("missing", "", "", [], None)
+
+
+def test_polls_and_policies_are_frozen_values():
+    for value, name in ((LeptonJobPoll(None), "complete"), (LeptonFollowPolicy(), "poll_interval")):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(value, name, 1)
+    assert follower.NS == 10**9 and follower.MAX_BACKOFF == 30.0
+    assert {follower.SUCCEEDED} <= states.ENDED

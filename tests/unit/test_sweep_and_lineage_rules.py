@@ -1,0 +1,255 @@
+"""The janitor's sweep plan (airflow_provider_brev/cli/instances/sweep.py) and the lineage dataset names
+(airflow_provider_brev/cli/transfer/lineage.py, utils/lineage.py): pure rules, table-driven."""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from airflow_provider_brev.cli.instances.reuse import STATE_IN_USE, STATE_STOPPED, ReuseEntry
+from airflow_provider_brev.cli.instances.sweep import ALREADY_DELETING, DELETE, IGNORE, KEEP, plan_sweep
+from airflow_provider_brev.cli.protocol.names import managed_instance_name
+from airflow_provider_brev.cli.protocol.output import BrevInstance
+from airflow_provider_brev.cli.transfer import lineage as lineage_rules
+from airflow_provider_brev.cli.transfer.lineage import (
+    bucket_uris,
+    mapping_keys,
+    mapping_values,
+    s3_dataset,
+    s3_datasets,
+)
+from airflow_provider_brev.utils.lineage import operator_lineage
+
+NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
+
+
+def name(task: str, hours: float, prefix: str = "afbrev") -> str:
+    return managed_instance_name(
+        dag_id="d", run_id="r", task_id=task, expires_at=NOW + timedelta(hours=hours), prefix=prefix
+    )
+
+
+def listed(instance_name: str, status: str = "RUNNING", ident: str | None = None) -> BrevInstance:
+    return BrevInstance(name=instance_name, id=ident or f"id-{instance_name}", status=status)
+
+
+def record(instance: BrevInstance, *, state: str = STATE_STOPPED, idle_hours: float = 1.0) -> ReuseEntry:
+    since = (NOW - timedelta(hours=idle_hours)).timestamp()
+    return ReuseEntry(key="k", id=instance.id, name=instance.name, state=state, since=since, max_idle=7200)
+
+
+OLD, EXPIRED, FRESH = name("old", -5), name("expired", -2), name("fresh", 6)
+
+
+@pytest.mark.parametrize(
+    ("instance", "grace_hours", "action", "reason"),
+    [
+        (listed(EXPIRED), 0, DELETE, "expired 2026-06-01T10:00:00+00:00"),
+        (listed(EXPIRED), 3, KEEP, "expires 2026-06-01T10:00:00+00:00"),  # within the grace period
+        (listed(EXPIRED, "STOPPED"), 0, DELETE, "expired 2026-06-01T10:00:00+00:00"),
+        (listed(FRESH), 0, KEEP, "expires 2026-06-01T18:00:00+00:00"),
+        (listed(EXPIRED, "DELETING"), 0, ALREADY_DELETING, "already DELETING (expires 2026-06-01T10:00:00+00:00)"),
+        (listed(name("x", -2, "team2")), 0, IGNORE, "not a managed name with prefix 'afbrev'"),
+        (listed("my-notebook"), 0, IGNORE, "not a managed name with prefix 'afbrev'"),
+        (listed("afbrev-hand-made"), 0, IGNORE, "not a managed name with prefix 'afbrev'"),
+        (listed(EXPIRED.replace("afbrev-", "afbrev2-", 1)), 0, IGNORE, "not a managed name with prefix 'afbrev'"),
+    ],
+)
+def test_a_listed_instance_by_its_name(instance, grace_hours, action, reason):
+    plan = plan_sweep([instance], prefix="afbrev", cutoff=NOW - timedelta(hours=grace_hours), records={}, now=NOW)
+    [verdict] = plan.verdicts
+    assert (verdict.action, verdict.reason) == (action, reason)
+    assert verdict.managed is (action != IGNORE)
+    assert plan.deletions() == ([verdict] if action == DELETE else [])
+
+
+@pytest.mark.parametrize(
+    ("state", "status", "idle_hours", "action", "reason"),
+    [
+        (STATE_STOPPED, "STOPPED", 1, KEEP, "reuse key 'k', stopped, until 2026-06-01T13:00+00:00"),
+        (
+            STATE_STOPPED,
+            "STOPPED",
+            3,
+            DELETE,
+            "reuse key 'k': stopped longer than its max_idle (2026-06-01T11:00+00:00)",
+        ),
+        (
+            STATE_STOPPED,
+            "STARTING",
+            3,
+            KEEP,
+            "reuse key 'k', stopped, until 2026-06-01T11:00+00:00",
+        ),  # a run started it
+        (STATE_IN_USE, "RUNNING", 30, DELETE, "reuse key 'k': in use past max_lifetime (2026-06-01T06:00+00:00)"),
+    ],
+)
+def test_a_recorded_instance_by_its_record_not_its_name(state, status, idle_hours, action, reason):
+    warm = listed(OLD, status)  # its name expired long ago
+    plan = plan_sweep(
+        [warm], prefix="afbrev", cutoff=NOW, records={"k": [record(warm, state=state, idle_hours=idle_hours)]}, now=NOW
+    )
+    [verdict] = plan.verdicts
+    assert (verdict.action, verdict.reason, verdict.reuse_key, verdict.managed) == (action, reason, "k", True)
+    assert plan.forget == []
+
+
+def test_a_stale_record_is_forgotten_and_the_instance_judged_by_its_name():
+    gone = ReuseEntry(key="k", id="id-gone", name="afbrev-gone", state=STATE_STOPPED, since=0.0)
+    holder = listed(EXPIRED, ident="someone-else")  # another id holds the recorded name
+    foreign = ReuseEntry(key="k", id="id-ours", name=EXPIRED, state=STATE_STOPPED, since=0.0)
+    plan = plan_sweep([holder], prefix="afbrev", cutoff=NOW, records={"k": [gone, foreign]}, now=NOW)
+    assert plan.forget == [("k", gone), ("k", foreign)]
+    [verdict] = plan.verdicts
+    assert (verdict.action, verdict.reuse_key) == (DELETE, None)  # its own name expired
+
+
+def test_deletions_run_recorded_instances_first_then_the_oldest_expiry():
+    warm = listed(name("warm", 5), "STOPPED")  # its name has not expired; its record has
+    instances = [listed(EXPIRED), listed(FRESH), warm, listed(OLD)]
+    plan = plan_sweep(instances, prefix="afbrev", cutoff=NOW, records={"k": [record(warm, idle_hours=3)]}, now=NOW)
+    assert [v.instance.name for v in plan.deletions()] == [warm.name, OLD, EXPIRED]
+    assert [v.instance.name for v in plan.of(KEEP)] == [FRESH]
+
+
+@pytest.mark.parametrize(
+    ("uri", "dataset"),
+    [
+        ("s3://data/train/", ("s3://data", "train")),
+        ("s3://data/train", ("s3://data", "train")),  # the same dataset as with the slash
+        ("s3://data/runs/r1/out//", ("s3://data", "runs/r1/out")),
+        ("s3://data/", ("s3://data", "/")),  # the whole bucket
+        ("s3://data", ("s3://data", "/")),
+        ("s3://data/specs/train.yaml", ("s3://data", "specs/train.yaml")),
+        ("s3://data/runs/X/", ("s3://data", "runs/X")),  # only the slash is dropped, not the letters before it
+        ("s3://data/BOX", ("s3://data", "BOX")),
+        ("s3://Bad_Bucket/x", None),
+        ("gs://data/x", None),
+        ("s3://data/a/../b", None),
+        ("s3://data/a\nb", None),
+        (42, None),
+        ("{{ params.bucket }}", None),
+        (None, None),
+    ],
+)
+def test_s3_dataset_names(uri, dataset):
+    assert s3_dataset(uri) == dataset
+
+
+def test_datasets_are_listed_once_in_order():
+    assert s3_datasets(["s3://bkt/a/", "s3://bkt/a", "s3://cat/x", "nope", "s3://bkt/a/"]) == [
+        ("s3://bkt", "a"),
+        ("s3://cat", "x"),
+    ]
+    assert bucket_uris("b", "in/") == ["s3://b/in/"]
+    assert bucket_uris("b", None, ["k1", "k2"]) == ["s3://b/k1", "s3://b/k2"]
+    assert bucket_uris("b", "", None) == ["s3://b/"]
+    assert bucket_uris(None, "x") == []
+
+
+@pytest.mark.parametrize(
+    ("bucket", "prefix", "keys", "uris"),
+    [
+        ("b", "in/", None, ["s3://b/in/"]),
+        ("b", None, None, ["s3://b/"]),
+        ("b", 7, None, ["s3://b/"]),  # a prefix that is no string: the whole bucket
+        ("b", "in/", ["k1", 2, "k2"], ["s3://b/k1", "s3://b/k2"]),  # keys win over the prefix
+        ("b", "in/", "k1", ["s3://b/k1"]),
+        ("b", "in/", [], ["s3://b/in/"]),
+        ("", "in/", None, []),
+        (None, "in/", None, []),
+        (["b"], "in/", None, []),
+    ],
+)
+def test_the_uris_a_transfer_names(bucket, prefix, keys, uris):
+    assert bucket_uris(bucket, prefix, keys) == uris
+
+
+@pytest.mark.parametrize(
+    ("value", "uris"),
+    [
+        (None, []),
+        ("s3://b/x", ["s3://b/x"]),
+        (["s3://b/x", "s3://b/y"], ["s3://b/x", "s3://b/y"]),
+        (("s3://b/x",), ["s3://b/x"]),
+        ({"s3://b/x": "d"}, []),  # neither one URI nor a list
+        (3, []),
+    ],
+)
+def test_a_parameter_of_one_or_several_uris(value, uris):
+    assert lineage_rules.listed(value) == uris
+
+
+@pytest.mark.parametrize(
+    ("value", "keys", "values"),
+    [
+        ({"s3://b/in/": "data", "s3://b/x": "more"}, ["s3://b/in/", "s3://b/x"], ["data", "more"]),
+        ({}, [], []),
+        (None, [], []),
+        (["s3://b/in/"], [], []),  # not a mapping
+        ("s3://b/in/", [], []),
+    ],
+)
+def test_the_uris_of_a_steps_inputs_and_outputs(value, keys, values):
+    assert (mapping_keys(value), mapping_values(value)) == (keys, values)
+
+
+def test_verdicts_and_plans_are_frozen_and_expiry_is_iso():
+    verdict = plan_sweep([listed(EXPIRED)], prefix="afbrev", cutoff=NOW, records={}, now=NOW).verdicts[0]
+    assert verdict.expires == "2026-06-01T10:00:00+00:00"
+    ignored = plan_sweep([listed("mine")], prefix="afbrev", cutoff=NOW, records={}, now=NOW).verdicts[0]
+    assert (ignored.expires, ignored.expires_at) == ("", None)
+    plan = plan_sweep([], prefix="afbrev", cutoff=NOW, records={}, now=NOW)
+    for value, name in ((verdict, "action"), (plan, "verdicts")):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(value, name, None)
+
+
+def test_a_kept_recorded_instance_is_no_deletion():
+    warm = listed(OLD, "STOPPED")
+    plan = plan_sweep([warm], prefix="afbrev", cutoff=NOW, records={"k": [record(warm, idle_hours=1)]}, now=NOW)
+    assert [v.action for v in plan.verdicts] == [KEEP] and plan.deletions() == []
+
+
+def test_deletions_without_a_known_expiry_come_first_among_the_named():
+    from airflow_provider_brev.cli.instances.sweep import SweepPlan, SweepVerdict
+
+    dated = SweepVerdict(listed("a"), DELETE, "expired", NOW - timedelta(hours=1))
+    undated = SweepVerdict(listed("b"), DELETE, "by hand")
+    assert SweepPlan([dated, undated]).deletions() == [undated, dated]
+
+
+def test_operator_lineage_is_none_without_the_openlineage_provider(monkeypatch):
+    monkeypatch.setitem(sys.modules, "airflow.providers.openlineage.extractors", None)  # import raises ImportError
+    assert operator_lineage(["s3://bkt/a/"], []) is None
+
+
+def test_operator_lineage_with_the_openlineage_provider():
+    pytest.importorskip("airflow.providers.openlineage.extractors")
+    lineage = operator_lineage(["s3://bkt/in/", "s3://bkt/in"], ["s3://out/out/"])
+    assert [(d.namespace, d.name) for d in lineage.inputs] == [("s3://bkt", "in")]
+    assert [(d.namespace, d.name) for d in lineage.outputs] == [("s3://out", "out")]
+
+
+@pytest.mark.parametrize(
+    ("operator", "inputs", "outputs"),
+    [
+        (dict(kind="download", s3_prefix="inputs/"), [("s3://bkt", "inputs")], []),
+        (dict(kind="download", s3_keys=["a/x.txt", "b.txt"]), [("s3://bkt", "a/x.txt"), ("s3://bkt", "b.txt")], []),
+        (dict(kind="download", s3_prefix=""), [("s3://bkt", "/")], []),
+        (dict(kind="upload", s3_prefix="runs/r1/out"), [], [("s3://bkt", "runs/r1/out")]),
+    ],
+)
+def test_transfers_report_the_s3_side(operator, inputs, outputs):
+    pytest.importorskip("airflow.providers.openlineage.extractors")
+    from airflow_provider_brev.transfers.s3 import BrevToS3Operator, S3ToBrevOperator
+
+    kind = operator.pop("kind")
+    cls = S3ToBrevOperator if kind == "download" else BrevToS3Operator
+    task = cls(task_id=kind, instance_name="box", s3_bucket="bkt", remote_dir="work", **operator)
+    lineage = task.get_openlineage_facets_on_complete(None)
+    assert [(d.namespace, d.name) for d in lineage.inputs] == inputs
+    assert [(d.namespace, d.name) for d in lineage.outputs] == outputs
