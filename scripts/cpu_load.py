@@ -7,7 +7,7 @@ run under it by hand::
     .venv/bin/python scripts/cpu_load.py -- make test
 
 Each loop is a ``sh`` process in a process group of its own; all are stopped when the context (or the command)
-ends, also on Ctrl-C.
+ends, also on Ctrl-C or when this script is killed with SIGTERM or SIGHUP.
 """
 
 from __future__ import annotations
@@ -51,9 +51,21 @@ def main(argv: list[str]) -> int:
     if not argv:
         print("usage: cpu_load.py -- COMMAND [ARGS...]", file=sys.stderr)
         return 2
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, _exit_on_signal)  # so that the loops are stopped when this script is killed too
     with cpu_load() as running:
         print(f"cpu_load: {running} busy-loops on {os.cpu_count()} cores while running {' '.join(argv)}", flush=True)
-        return subprocess.call(argv)
+        command = subprocess.Popen(argv)
+        try:
+            return command.wait()
+        finally:
+            if command.poll() is None:
+                command.terminate()
+                command.wait()
+
+
+def _exit_on_signal(signum: int, _frame: object) -> None:
+    raise SystemExit(128 + signum)
 
 
 if __name__ == "__main__":
