@@ -51,21 +51,45 @@ def main(argv: list[str]) -> int:
     if not argv:
         print("usage: cpu_load.py -- COMMAND [ARGS...]", file=sys.stderr)
         return 2
+    stopper = _Stopper()
     for signum in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(signum, _exit_on_signal)  # so that the loops are stopped when this script is killed too
+        signal.signal(signum, stopper)  # so that the loops are stopped when this script is killed too
     with cpu_load() as running:
         print(f"cpu_load: {running} busy-loops on {os.cpu_count()} cores while running {' '.join(argv)}", flush=True)
-        command = subprocess.Popen(argv)
+        command = None
         try:
-            return command.wait()
+            command = subprocess.Popen(argv)
+            with stopper.raising():
+                return command.wait()
         finally:
-            if command.poll() is None:
+            if command is not None and command.poll() is None:
                 command.terminate()
                 command.wait()
 
 
-def _exit_on_signal(signum: int, _frame: object) -> None:
-    raise SystemExit(128 + signum)
+class _Stopper:
+    """A SIGTERM/SIGHUP handler that ends the script (``SystemExit``), but only where everything started so far is
+    known to it: a signal that arrives while a process is being started is remembered and acted on once that process
+    can be stopped."""
+
+    def __init__(self) -> None:
+        self.pending: int | None = None
+        self.armed = False
+
+    def __call__(self, signum: int, _frame: object) -> None:
+        self.pending = signum
+        if self.armed:
+            raise SystemExit(128 + signum)
+
+    @contextlib.contextmanager
+    def raising(self) -> Iterator[None]:
+        self.armed = True
+        try:
+            if self.pending is not None:
+                raise SystemExit(128 + self.pending)
+            yield
+        finally:
+            self.armed = False
 
 
 if __name__ == "__main__":

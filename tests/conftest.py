@@ -13,6 +13,7 @@ import copy
 import functools
 import logging
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -145,6 +146,8 @@ def run_dag(dagbag, active_sim, monkeypatch):
         dag = dagbag.get_dag(dag_id)
         assert dag is not None, f"no DAG {dag_id}"
         dag = copy.deepcopy(dag)  # dag.test(run_conf=...) would otherwise leak params into later tests
+        for task in dag.tasks:  # a deep copy shares each task's params (BaseOperator's shallow-copy attrs), and
+            task.params = copy.deepcopy(task.params)  # 3.0's dag.test() writes the run's conf into them
         test_kwargs.setdefault("logical_date", None)
         with bundles_already_parsed():
             return dag.test(run_conf=conf, **test_kwargs)
@@ -203,6 +206,12 @@ class LogCapture:
     @property
     def text(self) -> str:
         return "\n".join(self.lines)
+
+    @property
+    def as_read(self) -> str:
+        """The text with whitespace folded and rich's box drawing (│ ╭ ─) removed: a sentence reads the same however
+        a console renderer wrapped it."""
+        return " ".join(re.sub("[\u2500-\u257f]", " ", self.text).split())
 
 
 class _StdlibCapture(logging.Handler):

@@ -216,13 +216,11 @@ def _single_task(dag_run):
 
 
 @pytest.fixture
-def run_case(run_dag, dagbag):
-    """Run ``brev_bad_input_<dag>`` with its default params overridden by ``conf``: every param is passed, because
-    params given to one ``dag.test()`` run would otherwise leak into the next."""
+def run_case(run_dag):
+    """Run ``brev_bad_input_<dag>`` with its default params overridden by ``conf``."""
 
     def run(dag: str, conf: dict | None = None):
-        dag_id = f"brev_bad_input_{dag}"
-        return run_dag(dag_id, conf={**dagbag.get_dag(dag_id).params.dump(), **(conf or {})})
+        return run_dag(f"brev_bad_input_{dag}", conf=conf)
 
     return run
 
@@ -257,6 +255,17 @@ def _assert_refused_before_any_brev_call(dag_run, brev_sim, task_logs, expected)
     assert cli_calls(brev_sim, "create") == []
     assert brev_sim.runs() == []  # nothing launched on any instance
     assert brev_sim.calls() == []  # not even a listing: validation comes before the first `brev` call
+
+
+def test_a_bad_value_given_to_one_run_does_not_reach_the_next(run_case, brev_sim, task_logs):
+    """The params of one ``dag.test()`` run stay in that run (tests/conftest.py ``run_dag``): on Airflow 3.0 a DAG's
+    deep copy shares its tasks' params, into which the run writes its conf."""
+    run_case("create", {"max_idle": "a week"})
+    task_logs.lines.clear()
+    dag_run = run_case("create", {"gpu": "NOPE:1"})
+    assert task_states(dag_run) == {"create": "failed"}
+    assert "a week" not in task_logs.text
+    assert "No Brev instance type offers 1x NOPE" in task_logs.as_read
 
 
 def test_exec_defaults_get_past_validation_to_brev(run_case, brev_sim, task_logs):
