@@ -55,3 +55,12 @@ def test_install_section_installs_from_a_checkout_or_a_built_wheel():
     assert "pip install .  " in install
     assert f"pip install dist/{wheel_prefix}-*.whl" in install
     assert "Once it is published, `pip install airflow-provider-brev` will do the same." in install
+
+
+def test_benchmark_rows_are_those_of_the_latest_results():
+    """The README's headline benchmark rows are lines of benchmarks/results.md, which `make bench` rewrites."""
+    rows = [line for line in section((ROOT / "README.md").read_text(), "Benchmarks").splitlines() if line[:2] == "| "]
+    results = set((ROOT / "benchmarks" / "results.md").read_text().splitlines())
+    measured = rows[2:]  # below the header and its rule
+    assert len(measured) >= 10
+    assert [row for row in measured if row not in results] == []
