@@ -273,7 +273,8 @@ def test_retry_reattaches_to_the_previous_trys_running_job(run_dag, brev_sim, ta
     # Try 1's two polls (max_poll_failures=1), 4 hook attempts each, each run twice by the released CLI's slow path,
     # all lose the connection: try 1 fails while its job waits for a gate. The fault is spent then; it never matches try 2's probe of that job.
     brev_sim.set_fault("connection_drop", after_seconds=0.0, match=f"__BJ_MAX={RETRY_REATTACH_CHUNK_BYTES}\n", times=16)
-    command = "echo once >> counter; for i in $(seq 1 600); do [ -e gate ] && break; sleep 0.05; done; echo done"
+    # The job runs until the gate opens (at most 2,400 rounds: minutes, even on a busy machine)
+    command = "echo once >> counter; for i in $(seq 1 2400); do [ -e gate ] && break; sleep 0.05; done; echo done"
 
     def probed_successfully() -> bool:
         return any(
@@ -285,8 +286,10 @@ def test_retry_reattaches_to_the_previous_trys_running_job(run_dag, brev_sim, ta
         assert launches(brev_sim) and not (brev_sim.sandbox(only_instance_name(brev_sim)) / "gate").exists()
         (brev_sim.sandbox(only_instance_name(brev_sim)) / "gate").touch()  # the job may end now, not before
 
-    with ChaosAgent(probed_successfully, open_gate) as agent:  # try 2 saw the job running: let it finish
+    # the gate opens once try 2 has said it re-attaches: until then the job is certainly still running
+    with ChaosAgent(lambda: "Re-attaching to job" in task_logs.text, open_gate) as agent:
         dag_run = run_dag("brev_exec_retry_reattach", conf={"command": command})
+    assert probed_successfully()  # try 2 asked about the earlier try's job
     assert agent.fired
     assert run_state(dag_run) == "success", task_states(dag_run)
     run_ti = next(ti for ti in dag_run.get_task_instances() if ti.task_id == "run")
