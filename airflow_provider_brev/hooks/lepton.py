@@ -205,7 +205,8 @@ class LeptonHook(BaseHook):
             except BrevError:
                 raise
             except (ValueError, TypeError) as err:  # the SDK's own checks (job name, env names) and pydantic
-                raise LeptonRejectedError(f"The Lepton SDK refused the request ({what}): {err}") from None
+                said = f": {err}" if quotable else " (its message may quote the secret values, so it is not shown)"
+                raise LeptonRejectedError(f"The Lepton SDK refused the request ({what}){said}") from None
             except Exception as err:
                 answer = _status_and_body(err)
                 if answer is None:

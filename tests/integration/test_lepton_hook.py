@@ -82,3 +82,12 @@ def test_a_wrong_token_and_a_missing_connection(lepton_fake, monkeypatch):
     monkeypatch.setenv("AIRFLOW_CONN_LEPTON_EMPTY", json.dumps({"conn_type": "lepton", "login": "ws"}))
     with pytest.raises(LeptonConfigurationError, match="token"):
         LeptonHook("lepton_empty").get_job("x")
+
+
+def test_a_secret_the_sdk_refuses_is_not_quoted(hook, lepton_fake):
+    """The SDK's own check (pydantic) quotes the value it refuses: for a secret, the message leaves it out."""
+    value = {"url": "https://bucket.s3.amazonaws.com/key?X-Amz-Signature=" + "5e" * 16}
+    with pytest.raises(LeptonRejectedError) as refused:
+        hook.create_secret("af-hook-secret", value)  # type: ignore[arg-type]  # not a str: refused by SecretItem
+    assert "X-Amz-Signature" not in str(refused.value) and "5e5e" not in str(refused.value)
+    assert "create secret af-hook-secret" in str(refused.value)
