@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING
 
 import process_groups  # scripts/process_groups.py, beside this file
 
+from airflow_provider_brev.testing.fake_lepton import TOKEN_ENV
 from airflow_provider_brev.testing.local_s3 import free_port
 
 if TYPE_CHECKING:
@@ -281,12 +282,12 @@ class LocalAirflow:
             "# written by scripts/airflow_local.py; valid while it runs\n" + "\n".join(lines) + "\n"
         )
 
-    def _spawn(self, name: str, argv: list[str]) -> subprocess.Popen[bytes]:
+    def _spawn(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
         with (self.logs / f"{name}.log").open("ab") as fh:
             proc = subprocess.Popen(
                 argv,
                 cwd=self.root,
-                env=self.env,
+                env={**self.env, **(env or {})},
                 stdin=subprocess.DEVNULL,
                 stdout=fh,
                 stderr=subprocess.STDOUT,
@@ -320,8 +321,8 @@ class LocalAirflow:
         root = self.root / "lepton"
         shutil.rmtree(root, ignore_errors=True)  # its jobs' containers ended with the previous start
         argv = [sys.executable, "-m", "airflow_provider_brev.testing.fake_lepton", "--root", str(root)]
-        argv += ["--port", str(self.lepton_port), "--token", self.lepton_token, "--workspace", LEPTON_WORKSPACE]
-        self._spawn("lepton", [*argv, "--pull-secret", "nvcr-ngc"])
+        argv += ["--port", str(self.lepton_port), "--workspace", LEPTON_WORKSPACE, "--pull-secret", "nvcr-ngc"]
+        self._spawn("lepton", argv, env={TOKEN_ENV: self.lepton_token})  # not on its command line
         deadline = time.monotonic() + 60
         while not port_in_use(self.lepton_port):
             self.assert_running()

@@ -27,7 +27,6 @@ from airflow_provider_brev.cli.tao.checkpoints import RESUME_KEY, newest_checkpo
 from airflow_provider_brev.cli.tao.command import validate_image
 from airflow_provider_brev.cli.tao.report import build_report_command, parse_report
 from airflow_provider_brev.cli.values import named
-from airflow_provider_brev.exceptions import BrevInvalidInputError
 from airflow_provider_brev.steps.tao import TaoWorkload, judge_tao_report
 from airflow_provider_brev.steps.workload import judge_exit_code
 from airflow_provider_brev.utils.lepton_data import newest_download
@@ -141,11 +140,6 @@ class LeptonTaoWorkload:
     """
 
     def __init__(self, spec: TaoSpec) -> None:
-        if spec.mounts:
-            raise BrevInvalidInputError(
-                "mounts do not apply to a Lepton job: its inputs are downloaded below its working directory "
-                "(/workspace); point the spec at those paths."
-            )
         self.spec = spec
         #: the Brev TAO workload's checks, secrets and resume point (``resumed``: the checkpoint this launch resumes
         #: from, ``None`` for a fresh run)

@@ -76,7 +76,6 @@ class LeptonJobTrigger(BrevBaseTrigger):
         super().__init__()
         self.not_before = None if not_before is None else float(not_before)
         self.job = job
-        self.instance_name = job
         self.lepton_conn_id = lepton_conn_id
         self.since_ns = int(since_ns)
         self.deadline = None if deadline is None else float(deadline)

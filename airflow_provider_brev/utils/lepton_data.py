@@ -53,10 +53,6 @@ class LeptonData:
     ) -> None:
         self.inputs = validate_inputs(inputs)
         self.outputs = validate_outputs(outputs)
-        for pair in self.inputs:
-            job_directory("inputs", pair.directory)
-        for pair in self.outputs:
-            job_directory("outputs", pair.directory)
         self.aws_conn_id = aws_conn_id
         self.url_expires_in = int(url_expires_in)
         self._staging = StagingHooks(aws_conn_id, url_expires_in=self.url_expires_in)  # one S3Hook, built at use

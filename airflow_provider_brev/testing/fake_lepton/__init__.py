@@ -29,7 +29,12 @@ from airflow_provider_brev.testing.fake_lepton.jobs import Job, Workspace
 from airflow_provider_brev.testing.fake_lepton.server import serve
 from airflow_provider_brev.testing.sandbox_tools import install_tools, write_exe
 
-__all__ = ["FakeLepton", "Job"]
+__all__ = ["TOKEN_ENV", "FakeLepton", "Job"]
+
+
+#: The environment variable ``python -m airflow_provider_brev.testing.fake_lepton`` reads its token from when
+#: ``--token`` is not given (a token on a command line is visible to every user of the machine).
+TOKEN_ENV = "FAKE_LEPTON_TOKEN"
 
 
 class FakeLepton:

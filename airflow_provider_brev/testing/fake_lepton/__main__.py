@@ -6,23 +6,26 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import signal
 import sys
 import threading
 from pathlib import Path
 
-from airflow_provider_brev.testing.fake_lepton import FakeLepton
+from airflow_provider_brev.testing.fake_lepton import TOKEN_ENV, FakeLepton
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="fake_lepton")
     parser.add_argument("--root", required=True)
     parser.add_argument("--port", type=int, default=0)
-    parser.add_argument("--token", default=None)
+    parser.add_argument("--token", default=None, help=f"the API token (better: ${TOKEN_ENV}, not on a command line)")
     parser.add_argument("--workspace", default="ws-fake")
     parser.add_argument("--pull-secret", action="append", default=[], help="an nvcr.io registry secret's name")
     args = parser.parse_args(argv)
-    fake = FakeLepton(Path(args.root), workspace_id=args.workspace, token=args.token, port=args.port).start()
+    fake = FakeLepton(
+        Path(args.root), workspace_id=args.workspace, token=args.token or os.environ.get(TOKEN_ENV), port=args.port
+    ).start()
     for name in args.pull_secret:
         fake.add_image_pull_secret(name)
     done = threading.Event()

@@ -258,8 +258,10 @@ class Workspace:
                 registry_password = self.pull_secrets.get(str(secret))
             if registry_password:
                 registry, password = registry_password
+                variable = f"_FL_PULL_PASSWORD_{len(logins)}"  # in the environment, not on bash's command line
+                base[variable] = password
                 logins.append(
-                    f"printf %s {shlex.quote(password)} | docker login {shlex.quote(registry)} "
+                    f'printf %s "${variable}" | docker login {shlex.quote(registry)} '
                     "-u '$oauthtoken' --password-stdin >/dev/null"
                 )
         argv = ["docker", "run", "--rm", "--name", replica]
