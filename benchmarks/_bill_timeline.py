@@ -25,7 +25,6 @@ billed, on the projected clock.
 
 from __future__ import annotations
 
-import json
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -56,12 +55,11 @@ def record_meter_spans(spans: list[dict[str, Any]]) -> None:
 def tao_runs(root: Path, instance: str, window: tuple[float, float]) -> list[dict[str, Any]]:
     """The fake TAO runs on ``instance`` that started in ``window``: ``start``, ``end``, ``step`` (gap_analysis,
     train, evaluate or the action), from the raw start/end records (the merged view keeps only the end time)."""
+    from airflow_provider_brev.testing.fake_common import read_jsonl
     from airflow_provider_brev.testing.fake_tao.spec import RUNS_FILE
 
     runs: dict[str, dict[str, Any]] = {}
-    path = root / RUNS_FILE
-    lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
-    for rec in (json.loads(line) for line in lines if line.strip()):
+    for rec in read_jsonl(str(root / RUNS_FILE)):
         if instance not in (rec.get("instance"), rec.get("instance_id")):
             continue
         run = runs.setdefault(str(rec["run_id"]), {"step": rec.get("action")})

@@ -9,7 +9,7 @@ when that command runs (:mod:`airflow_provider_brev.commands.brev_command`). ``-
 
 from __future__ import annotations
 
-from airflow.cli.cli_config import ARG_VERBOSE, ActionCommand, Arg, GroupCommand, lazy_load_command
+from airflow.cli.cli_config import ARG_OUTPUT, ARG_VERBOSE, ActionCommand, Arg, GroupCommand, lazy_load_command
 
 COMMAND_MODULE = "airflow_provider_brev.commands.brev_command"
 
@@ -22,13 +22,6 @@ ARG_PREFIX = Arg(
     ("--prefix",),
     help="Owner prefix of the managed names (default: the connection extra name_prefix, else afbrev)",
     default=None,
-)
-ARG_OUTPUT = Arg(
-    ("-o", "--output"),
-    help="Output format. Allowed values: json, yaml, plain, table (default: table)",
-    metavar="(table, json, yaml, plain)",
-    choices=("table", "json", "yaml", "plain"),
-    default="table",
 )
 ARG_NO_PRICES = Arg(
     ("--no-prices",),

@@ -37,6 +37,7 @@ from airflow_provider_brev.cli.jobs.remote import (
     parse_launch_output,
     parse_poll_output,
 )
+from airflow_provider_brev.cli.jobs.scripts import wait_tenths
 from airflow_provider_brev.cli.jobs.shell import (
     STARTED_ELSEWHERE,
     build_foreground_kill_command,
@@ -389,28 +390,34 @@ class BrevHook(BrevInstancesHook):
             raise BrevCLIError(f"Could not launch job {job.job_id} on {name!r}: {launch.error}", command="exec")
         return launch  # type: ignore[no-any-return]
 
+    def _poll_request(
+        self, job: RemoteJob, *, offset: int, max_bytes: int, wait: float
+    ) -> tuple[str, float, Callable[[ProcessResult], PollResult]]:
+        """One poll's script, its ``brev exec`` timeout (the probe's plus the wait on the instance) and its reader:
+        all that :meth:`poll_job` and :meth:`apoll_job` decide."""
+        script = build_poll_command(job, offset=offset, max_bytes=max_bytes, wait=wait)
+
+        def read(result: ProcessResult) -> PollResult:
+            return self._parse_or_lost(lambda: parse_poll_output(result.stdout_lines, job.job_id, offset), result)  # type: ignore[no-any-return]
+
+        return script, DEFAULT_PROBE_TIMEOUT + wait_tenths(wait) / 10, read
+
     def poll_job(
         self, name: str, job: RemoteJob, *, offset: int, max_bytes: int = DEFAULT_MAX_BYTES, wait: float = 0.0
     ) -> PollResult:
         """Status and the next log chunk of ``job`` in one ``brev exec`` (transient failures retried), after waiting
         on the instance up to ``wait`` seconds for the job to end."""
-        script = build_poll_command(job, offset=offset, max_bytes=max_bytes, wait=wait)
-
-        def once() -> PollResult:
-            result = self.exec_script(name, script, timeout=DEFAULT_PROBE_TIMEOUT + wait)
-            return self._parse_or_lost(lambda: parse_poll_output(result.stdout_lines, job.job_id, offset), result)  # type: ignore[no-any-return]
-
-        return self.retry_sync(once)  # type: ignore[no-any-return]
+        script, timeout, read = self._poll_request(job, offset=offset, max_bytes=max_bytes, wait=wait)
+        return self.retry_sync(lambda: read(self.exec_script(name, script, timeout=timeout)))  # type: ignore[no-any-return]
 
     async def apoll_job(
         self, name: str, job: RemoteJob, *, offset: int, max_bytes: int = DEFAULT_MAX_BYTES, wait: float = 0.0
     ) -> PollResult:
-        """Async twin of :meth:`poll_job` (same script, same parser, same retry policy)."""
-        script = build_poll_command(job, offset=offset, max_bytes=max_bytes, wait=wait)
+        """Async twin of :meth:`poll_job` (same script, timeout, reader and retry policy)."""
+        script, timeout, read = self._poll_request(job, offset=offset, max_bytes=max_bytes, wait=wait)
 
         async def once() -> PollResult:
-            result = await self.aexec_script(name, script, timeout=DEFAULT_PROBE_TIMEOUT + wait)
-            return self._parse_or_lost(lambda: parse_poll_output(result.stdout_lines, job.job_id, offset), result)  # type: ignore[no-any-return]
+            return read(await self.aexec_script(name, script, timeout=timeout))
 
         return await self.retry_async(once)  # type: ignore[no-any-return]
 

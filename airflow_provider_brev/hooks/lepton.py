@@ -25,7 +25,7 @@ import tenacity
 
 from airflow_provider_brev._compat import BaseHook, mask_secret
 from airflow_provider_brev.cli.lepton.errors import api_error
-from airflow_provider_brev.cli.lepton.follower import NS, LeptonJobPoll
+from airflow_provider_brev.cli.lepton.follower import NS, LeptonJobPoll, PollLeptonJob
 from airflow_provider_brev.exceptions import (
     BrevError,
     LeptonConfigurationError,
@@ -36,6 +36,8 @@ from airflow_provider_brev.exceptions import (
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+
+    from airflow_provider_brev.cli.protocol.machine import Call
 
 T = TypeVar("T")
 
@@ -324,10 +326,19 @@ class LeptonHook(BaseHook):
             return False, str(err)
         return True, f"Lepton workspace {self.workspace!r} answers."
 
+    def perform(self, name: str, action: Call) -> LeptonJobPoll | bool:
+        """Carry out one call of :class:`~airflow_provider_brev.cli.lepton.follower.LeptonJobFollower` for job
+        ``name``: a poll (:meth:`poll_job`) or a stop (:meth:`stop_job`). The worker's and the triggerer's driver
+        both perform through it."""
+        if isinstance(action, PollLeptonJob):
+            return self.poll_job(name, action.since_ns)
+        return self.stop_job(name)
+
     # -- async (the triggerer): the same calls in a thread ---------------------------------------------
-    async def apoll_job(self, name: str, since_ns: int) -> LeptonJobPoll:
+    async def aperform(self, name: str, action: Call) -> LeptonJobPoll | bool:
+        """Async twin of :meth:`perform` (the same call, in a thread)."""
         await self.aconfig()
-        return await asyncio.to_thread(self.poll_job, name, since_ns)
+        return await asyncio.to_thread(self.perform, name, action)
 
     async def astop_job(self, name: str) -> bool:
         await self.aconfig()

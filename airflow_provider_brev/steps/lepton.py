@@ -50,7 +50,6 @@ if TYPE_CHECKING:
 
     from airflow.triggers.base import BaseTrigger
 
-    from airflow_provider_brev.cli.protocol.machine import Call
     from airflow_provider_brev.exceptions import BrevError
     from airflow_provider_brev.steps.compute import Handle, StepTask, Tries
     from airflow_provider_brev.steps.lepton_spec import LeptonStepSpec
@@ -58,15 +57,6 @@ if TYPE_CHECKING:
 
 #: Seconds of log before a job's creation that a follower reads (clock skew between worker and platform).
 LOG_SLACK_SECONDS = 60
-
-
-def perform(hook: LeptonHook, job: str, action: Call) -> object:
-    """Carry out one call of :class:`~airflow_provider_brev.cli.lepton.follower.LeptonJobFollower` (sync)."""
-    from airflow_provider_brev.cli.lepton.follower import PollLeptonJob
-
-    if isinstance(action, PollLeptonJob):
-        return hook.poll_job(job, action.since_ns)
-    return hook.stop_job(job)
 
 
 class LeptonJobCompute:
@@ -214,7 +204,7 @@ class LeptonJobCompute:
         try:
             return drive(
                 machine,
-                lambda action: perform(self.hook, job, action),
+                lambda action: self.hook.perform(job, action),
                 log=self.log,
                 interrupted=lambda: BrevTaskKilledError("The task was killed.") if self.killed() else None,
             )
@@ -228,14 +218,11 @@ class LeptonJobCompute:
         from airflow_provider_brev.triggers.lepton import LeptonJobTrigger  # triggerer-side code: lazy
 
         spec = self.spec
-        return LeptonJobTrigger(
+        return LeptonJobTrigger.for_policy(
+            policy=spec.follow.policy(deadline, spec.job.queue_timeout),
             job=str(handle["job"]),
             lepton_conn_id=spec.job.lepton_conn_id,
             since_ns=int(handle["since_ns"]),
-            deadline=deadline,
-            poll_interval=spec.follow.poll_interval,
-            max_poll_failures=spec.follow.max_poll_failures,
-            queue_timeout=spec.job.queue_timeout,
             on_kill_action=spec.follow.on_kill_action,
             try_number=int(handle["try_number"]),
             secret=self.secret,

@@ -12,9 +12,10 @@ typed error's name (``error_type``). ``on_kill`` (Airflow 3.3+, a user's mark-fa
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import dataclasses
+from typing import TYPE_CHECKING, Any
 
-from airflow_provider_brev.cli.lepton.follower import LeptonFollowPolicy, LeptonJobFollower, PollLeptonJob
+from airflow_provider_brev.cli.lepton.follower import LeptonFollowPolicy, LeptonJobFollower
 from airflow_provider_brev.exceptions import BrevError
 from airflow_provider_brev.hooks.driver import adrive
 from airflow_provider_brev.hooks.lepton import LeptonHook
@@ -27,6 +28,10 @@ if TYPE_CHECKING:
     from airflow.triggers.base import TriggerEvent
 
     from airflow_provider_brev.cli.protocol.machine import Call
+
+
+#: The trigger's kwargs that are its :class:`LeptonFollowPolicy` (same names).
+_POLICY_FIELDS = tuple(field.name for field in dataclasses.fields(LeptonFollowPolicy))
 
 
 class LeptonJobTrigger(BrevBaseTrigger):
@@ -86,23 +91,25 @@ class LeptonJobTrigger(BrevBaseTrigger):
         self.try_number = int(try_number)
         self.secret = secret
 
+    @classmethod
+    def for_policy(cls, *, policy: LeptonFollowPolicy, **kwargs: Any) -> LeptonJobTrigger:
+        """A trigger following a job with ``policy`` (the settings the worker-side follower uses)."""
+        return cls(**{field: getattr(policy, field) for field in _POLICY_FIELDS}, **kwargs)
+
+    @property
+    def policy(self) -> LeptonFollowPolicy:
+        """How this trigger follows its job (:class:`~airflow_provider_brev.cli.lepton.follower.LeptonFollowPolicy`)."""
+        return LeptonFollowPolicy(**{field: getattr(self, field) for field in _POLICY_FIELDS})
+
     def _lepton(self) -> LeptonHook:
         return LeptonHook(self.lepton_conn_id)
 
     async def events(self) -> AsyncIterator[TriggerEvent]:
         hook = self._lepton()
-        policy = LeptonFollowPolicy(
-            poll_interval=self.poll_interval,
-            max_poll_failures=self.max_poll_failures,
-            deadline=self.deadline,
-            queue_timeout=self.queue_timeout,
-        )
-        machine = LeptonJobFollower(policy, job=self.job, since_ns=self.since_ns)
+        machine = LeptonJobFollower(self.policy, job=self.job, since_ns=self.since_ns)
 
         async def perform(action: Call) -> object:
-            if isinstance(action, PollLeptonJob):
-                return await hook.apoll_job(self.job, action.since_ns)
-            return await hook.astop_job(self.job)
+            return await hook.aperform(self.job, action)
 
         self.log.info("Following Lepton job %s from the triggerer.", self.job)
         try:

@@ -252,7 +252,7 @@ class Workspace:
             "BREV_SIM_INSTANCE_NAME": replica,
             "LANG": "C.UTF-8",
         }
-        logins = []
+        logins: list[str] = []
         for secret in job.spec.get("image_pull_secrets") or []:
             with self.lock:
                 registry_password = self.pull_secrets.get(str(secret))
