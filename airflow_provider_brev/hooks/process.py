@@ -38,6 +38,21 @@ def _kill_group(proc_pid: int, sig: int) -> None:
         os.killpg(proc_pid, sig)
 
 
+async def _reaped(proc: asyncio.subprocess.Process) -> int:
+    """The exit code of a process whose group was signalled, waiting at most :data:`KILL_GRACE_SECONDS`.
+
+    On Python 3.11 ``Process.wait()`` returns only once the process has exited *and* its pipes are closed; a
+    descendant that left the process group (its own session) can hold them open for as long as it lives, and a
+    cancelled trigger would wait for it. The sync runner waits for the process alone; so does this.
+    """
+    with contextlib.suppress(TimeoutError):
+        return await asyncio.wait_for(proc.wait(), timeout=KILL_GRACE_SECONDS)
+    transport = getattr(proc, "_transport", None)  # asyncio has no public close: stop reading the held pipes
+    if transport is not None:
+        transport.close()
+    return proc.returncode if proc.returncode is not None else -signal.SIGKILL
+
+
 def start_failed(argv: Sequence[str], err: OSError) -> BrevCLINotFoundError:
     """The typed error for an executable that could not be started (removed or made non-executable since it was
     resolved, e.g. on a triggerer host), shared by both drivers."""
@@ -174,7 +189,7 @@ async def arun_process(
     except BaseException:
         _kill_group(proc.pid, signal.SIGKILL)
         with contextlib.suppress(Exception):
-            await proc.wait()
+            await _reaped(proc)
         raise
     if timed_out:
         _kill_group(proc.pid, signal.SIGTERM)
@@ -184,7 +199,9 @@ async def arun_process(
             _kill_group(proc.pid, signal.SIGKILL)
         for splitter in splitters:  # like the sync runner: the last partial line is not lost
             splitter.close()
-    exit_code = await proc.wait()
+        exit_code = await _reaped(proc)
+    else:
+        exit_code = await proc.wait()  # both pipes reached EOF
     return ProcessResult(
         exit_code=exit_code,
         stdout_lines=list(out.lines),

@@ -140,7 +140,8 @@ def test_ready_trigger_on_kill_deletes_the_instance_it_owns(brev_sim, hook, task
 
     async def scenario() -> None:
         task = asyncio.create_task(run_like_triggerer(trigger, events))
-        await await_until(lambda: cli_calls(brev_sim, "exec"), timeout=60, what="the trigger to probe ssh")
+        # its ssh probe (refused); a `brev exec` is recorded only once it ends, after the CLI's 40 ssh retries
+        await await_until(brev_sim.ssh_calls, timeout=60, what="the trigger to probe ssh")
         await cancel_and_wait(task, USER_ACTION_CANCEL_MSG if user_kill else None)
 
     asyncio.run(scenario())

@@ -71,16 +71,14 @@ def test_flagship_dag_end_to_end(run_dag, brev_sim, tao_env, task_logs):
     dataset_sync, checkpoints_sync = evaluate["sync"]["inputs"]
     assert (checkpoints_sync["transferred"], checkpoints_sync["skipped"]) == (0, len(train_keys)), checkpoints_sync
     assert dataset_sync["transferred"] == 0, dataset_sync
+    _no_docker_notice_and_one_aws_read_per_execution(brev_sim, task_logs)
 
 
 TAO_STEPS = ("gap_analysis", "train", "evaluate")
 
 
-def test_tao_steps_log_no_docker_notice_and_read_the_aws_connection_once_per_execution(
-    run_dag, brev_sim, tao_env, task_logs
-):
-    dag_run = flagship(run_dag, tao_env)
-    assert run_state(dag_run) == "success", task_states(dag_run)
+def _no_docker_notice_and_one_aws_read_per_execution(brev_sim, task_logs) -> None:
+    """The TAO steps log no docker notice and read the AWS connection once per execution (of the flagship run)."""
     logins = brev_sim.docker_calls(subcommand="login")
     assert len(logins) == len(TAO_STEPS)  # every step logged in to nvcr.io: docker printed its notice each time
     assert "stored unencrypted" not in task_logs.text
@@ -93,23 +91,17 @@ def test_tao_steps_log_no_docker_notice_and_read_the_aws_connection_once_per_exe
     assert len(retrieved) == executions, retrieved
 
 
-def test_flagship_leaves_nothing_when_train_fails(run_dag, brev_sim, tao_env):
+def test_an_oom_fails_train_without_retry_and_the_flagship_leaves_nothing(run_dag, brev_sim, tao_env, task_logs):
     brev_sim.set_tao(oom="train")
     dag_run = flagship(run_dag, tao_env)
     states = task_states(dag_run)
     assert run_state(dag_run) == "failed"
     assert states["train"] == "failed"
-    assert states["delete_instance"] == "success"
-    wait_for_no_instances(brev_sim)
-
-
-def test_oom_fails_without_retry(run_dag, brev_sim, tao_env, task_logs):
-    brev_sim.set_tao(oom="train")
-    dag_run = flagship(run_dag, tao_env)
     train = next(ti for ti in dag_run.get_task_instances() if ti.task_id == "train")
-    assert train.state == "failed"
     assert train.try_number == 1  # retries=1 in default_args, but a program fault is not retried
     assert "out of memory" in task_logs.text
+    assert states["delete_instance"] == "success"
+    wait_for_no_instances(brev_sim)
 
 
 def test_silent_pass_is_a_failure(run_dag, brev_sim, tao_env, task_logs):

@@ -1,7 +1,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import signal
 import sys
 import time
 
@@ -82,6 +84,60 @@ def test_async_runner_timeout():
     result = asyncio.run(main())
     assert result.timed_out
     assert time.monotonic() - started < 8
+
+
+def _own_session_child(pidfile) -> str:
+    """A shell whose child leaves the process group (``setsid``) holding stdout and stderr open for 30 s."""
+    return f"setsid sleep 30 & echo $! > {pidfile}; echo started; sleep 30"
+
+
+def _stop(pidfile) -> None:
+    with contextlib.suppress(OSError, ValueError):
+        os.kill(int(pidfile.read_text()), signal.SIGKILL)
+
+
+def test_async_timeout_ends_even_when_a_descendant_outside_the_group_holds_the_pipes(tmp_path):
+    """Python 3.11's ``Process.wait()`` also waits for the pipes: a trigger's timed-out call used to wait as long as
+    such a descendant lived (30 s here); like the sync runner it waits for the process only."""
+    pidfile = tmp_path / "child.pid"
+
+    async def main():
+        run = arun_process(["bash", "-c", _own_session_child(pidfile)], env=None, timeout=0.5)
+        return await asyncio.wait_for(run, timeout=20)
+
+    try:
+        result = asyncio.run(main())
+    finally:
+        _stop(pidfile)
+    assert result.timed_out and result.stdout_lines == ["started"]
+    assert result.exit_code != 0
+
+
+def test_a_cancelled_async_call_ends_even_when_a_descendant_outside_the_group_holds_the_pipes(tmp_path):
+    """A trigger cancelled (triggerer shutdown, user kill) mid-call returns promptly, its ``brev`` killed."""
+    pidfile = tmp_path / "child.pid"
+
+    async def main():
+        started = asyncio.Event()
+        call = asyncio.ensure_future(
+            arun_process(
+                ["bash", "-c", _own_session_child(pidfile)],
+                env=None,
+                timeout=60,
+                on_stdout=lambda line: started.set(),
+            )
+        )
+        await asyncio.wait_for(started.wait(), timeout=20)
+        call.cancel()
+        done, _ = await asyncio.wait([call], timeout=20)
+        return done
+
+    try:
+        done = asyncio.run(main())
+    finally:
+        _stop(pidfile)
+    assert done, "the cancelled call was still waiting"
+    assert next(iter(done)).cancelled()
 
 
 @pytest.mark.parametrize("char", ["é", "€", "😀"])
