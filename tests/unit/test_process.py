@@ -86,9 +86,10 @@ def test_async_runner_timeout():
     assert time.monotonic() - started < 8
 
 
-def _own_session_child(pidfile) -> str:
+def _own_session_child(pidfile, *, ignore_sigterm: bool = False) -> str:
     """A shell whose child leaves the process group (``setsid``) holding stdout and stderr open for 30 s."""
-    return f"setsid sleep 30 & echo $! > {pidfile}; echo started; sleep 30"
+    trap = "trap '' TERM; " if ignore_sigterm else ""
+    return f"setsid sleep 30 & echo $! > {pidfile}; {trap}echo started; sleep 30"
 
 
 def _stop(pidfile) -> None:
@@ -97,12 +98,14 @@ def _stop(pidfile) -> None:
 
 
 def test_async_timeout_ends_even_when_a_descendant_outside_the_group_holds_the_pipes(tmp_path):
-    """Python 3.11's ``Process.wait()`` also waits for the pipes: a trigger's timed-out call used to wait as long as
-    such a descendant lived (30 s here); like the sync runner it waits for the process only."""
+    """Python 3.11's ``Process.wait()`` also waits for the pipes: a trigger's timed-out call whose ``brev`` needed
+    SIGKILL used to wait as long as such a descendant lived (30 s here); like the sync runner it waits for the
+    process only."""
     pidfile = tmp_path / "child.pid"
 
     async def main():
-        run = arun_process(["bash", "-c", _own_session_child(pidfile)], env=None, timeout=0.5)
+        script = _own_session_child(pidfile, ignore_sigterm=True)  # SIGTERM's grace runs out: SIGKILL, then the wait
+        run = arun_process(["bash", "-c", script], env=None, timeout=0.5)
         return await asyncio.wait_for(run, timeout=20)
 
     try:

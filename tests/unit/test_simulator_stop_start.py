@@ -7,8 +7,9 @@ ledger (``BrevSimulator.billing()``) counts running and stopped seconds apart. D
 from __future__ import annotations
 
 import subprocess
-import time
 from typing import TYPE_CHECKING
+
+from chaos.chaos_helpers import wait_until
 
 if TYPE_CHECKING:
     from airflow_provider_brev.testing import BrevSimulator
@@ -51,10 +52,8 @@ def test_stop_keeps_home_and_ends_the_processes(brev_sim_both: BrevSimulator) ->
     sim = brev_sim_both
     seeded(sim, "warm")
     assert brev("exec", "warm", "echo cached > image.tar; setsid nohup sleep 300 >/dev/null 2>&1 &").returncode == 0
-    deadline = time.monotonic() + 30  # `brev exec` returns once bash does; the detached child may still be starting
-    while not sim.sandbox_pids("warm") and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert sim.sandbox_pids("warm")
+    # `brev exec` returns once bash does; the detached child may still be starting
+    wait_until(lambda: sim.sandbox_pids("warm"), what="the detached child to run in the sandbox")
     res = brev("stop", "warm")
     assert res.returncode == 0, res.stderr
     assert res.stdout == "warm\n"  # piped: the names
