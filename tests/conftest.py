@@ -35,9 +35,10 @@ ROOT = Path(__file__).resolve().parents[1]
 #: environment its workers inherit) makes it and removes it when it exits.
 SHARED_ENV = "BREV_TEST_SHARED_DIR"
 _MADE_SHARED = SHARED_ENV not in os.environ
-SHARED = Path(os.environ.setdefault(SHARED_ENV, tempfile.mkdtemp(prefix="brev-airflow-shared-")))
-if _MADE_SHARED:
-    atexit.register(shutil.rmtree, SHARED, True)
+if _MADE_SHARED:  # (only then: a worker that made its own and left it would leak an empty directory per run)
+    os.environ[SHARED_ENV] = tempfile.mkdtemp(prefix="brev-airflow-shared-")
+    atexit.register(shutil.rmtree, os.environ[SHARED_ENV], True)
+SHARED = Path(os.environ[SHARED_ENV])
 AIRFLOW_HOME = Path(tempfile.mkdtemp(prefix="brev-airflow-home-"))
 DAGS_FOLDER = SHARED / "dags"
 DAGS_FOLDER.mkdir(exist_ok=True)
