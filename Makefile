@@ -20,7 +20,7 @@ export UV_COMPILE_BYTECODE := 1
 # Airflow's imports and its in-process execution API). Every test must pass on a loaded machine anyway.
 TEST_WORKERS ?= $(shell $(PYTHON) -c 'import os; print(max(12, 4 * len(os.sched_getaffinity(0))))')
 
-.PHONY: help sync lint format typecheck test test-unit demo bench clean mutation
+.PHONY: help sync lint format typecheck test demo bench clean mutation
 
 help:
 	@echo "make test   - install the locked environment, run ruff, import-linter, mypy and pytest"
@@ -71,8 +71,10 @@ test: sync
 
 .PHONY: test-collect
 # Collect the suite once (no test runs): fails early on an import error and leaves the bytecode cache for the workers.
+# $(call collect_suite,<pytest>): quiet unless collection fails (then its last 40 lines).
+collect_suite = @out=$$($(SUITE_ENV) $(1) --collect-only -qq 2>&1) || { echo "$$out" | tail -40; exit 1; }
 test-collect: sync
-	@out=$$($(SUITE_ENV) $(BIN)/pytest --collect-only -qq 2>&1) || { echo "$$out" | tail -40; exit 1; }
+	$(call collect_suite,$(BIN)/pytest)
 
 demo: sync
 	$(BIN)/python scripts/demo.py
@@ -102,7 +104,7 @@ test-floor: $(UV)
 	$(UV) venv --quiet --allow-existing --python $(PYTHON) $(FLOOR_VENV)
 	$(UV) pip sync --quiet --python $(FLOOR_VENV)/bin/python --require-hashes floor/requirements.txt
 	$(UV) pip install --quiet --python $(FLOOR_VENV)/bin/python --no-deps --reinstall .
-	@out=$$($(SUITE_ENV) $(FLOOR_VENV)/bin/pytest -p no:cacheprovider --collect-only -qq 2>&1) || { echo "$$out" | tail -40; exit 1; }
+	$(call collect_suite,$(FLOOR_VENV)/bin/pytest -p no:cacheprovider)
 	$(SUITE_ENV) $(FLOOR_VENV)/bin/pytest -p no:cacheprovider -n $(TEST_WORKERS) --dist worksteal $(PYTEST_ARGS)
 
 .PHONY: docs

@@ -192,6 +192,10 @@ def configure_dag_test_logging() -> None:
 
 
 SSH_HELD_SECONDS = 600
+#: Simulated seconds a new instance stays DEPLOYING when a test holds it (``set_timings(deploy=...)``): it is RUNNING
+#: (or FAILURE) only once the test moves the simulator's clock past them, so what the test waits for cannot be
+#: outrun by the boot on a busy machine.
+DEPLOY_HELD_SECONDS = 600
 
 
 def ssh_refused_until_a_try_times_out(sim, task_logs) -> ChaosAgent:

@@ -23,7 +23,7 @@ from chaos_helpers import (
     started_counter,
     wait_until,
 )
-from helpers import ChaosAgent, DagWorker, cli_calls, deleted_names, job_ids_on, task_states
+from helpers import DEPLOY_HELD_SECONDS, ChaosAgent, DagWorker, cli_calls, deleted_names, job_ids_on, task_states
 
 from airflow_provider_brev.cli.jobs.remote import DEFAULT_BASE_DIR
 from airflow_provider_brev.cli.protocol.names import parse_managed_name
@@ -74,7 +74,8 @@ def test_token_expiry_mid_job(run_dag, brev_sim, task_logs, secret):
 
 def test_token_expiry_while_deferred_on_readiness(run_dag, brev_sim, task_logs, secret):
     """The session dies while the triggerer polls readiness: the trigger's async path logs in again."""
-    brev_sim.set_timings(deploy=3)  # keep the trigger polling `brev ls` (every 0.2 s) while the instance deploys
+    # keep the trigger polling `brev ls` (every 0.2 s) while the instance deploys, until the session has died
+    brev_sim.set_timings(deploy=DEPLOY_HELD_SECONDS)
 
     def polling_in_the_triggerer():
         # the create task lists at most twice before it defers; the fourth listing after `brev create` is the
@@ -82,7 +83,11 @@ def test_token_expiry_while_deferred_on_readiness(run_dag, brev_sim, task_logs, 
         created = [c["ts"] for c in cli_calls(brev_sim, "create")]
         return created and len([c for c in cli_calls(brev_sim, "ls") if c["ts"] > created[0]]) >= 4
 
-    with ChaosAgent(polling_in_the_triggerer, lambda _: brev_sim.expire_sessions()) as agent:
+    def expire_then_finish_the_deploy(_):
+        brev_sim.expire_sessions()
+        brev_sim.advance(DEPLOY_HELD_SECONDS + 60)
+
+    with ChaosAgent(polling_in_the_triggerer, expire_then_finish_the_deploy) as agent:
         dag_run = run_dag("brev_chaos_deferrable", conf=chaos_conf("echo job-done", secret))
     assert agent.fired
     logins = cli_calls(brev_sim, "login")

@@ -21,6 +21,9 @@ DATASET_PREFIX = "datasets/vcn/"
 TRAIN_IMAGE = "nvcr.io/nvidia/tao/tao-toolkit:6.26.3-pyt"
 EVALUATE_IMAGE = "nvcr.io/nvidia/tao/tao-toolkit:6.26.3-pyt-eval"
 IMAGE_BYTES = {TRAIN_IMAGE: 7_000_000_000, EVALUATE_IMAGE: 3_000_000_000}
+#: How long the fake pull waits for the input manifest before it fails like a registry timeout. It ends the test only
+#: when the step never syncs its inputs while pulling; a busy machine (several suites at once) took over 30 s to sync.
+PULL_GATE_SECONDS = 300
 
 
 @pytest.fixture
@@ -45,7 +48,9 @@ def ends(call) -> float:
 @pytest.mark.parametrize("brev_sim_both", ["released", "documented"], indirect=True)
 def test_the_pull_runs_while_the_inputs_sync_and_later_images_are_pulled_ahead_once(run_dag, brev_sim_both, tao_data):
     sim = brev_sim_both
-    sim.set_docker(image_bytes=IMAGE_BYTES, pull_gate="vcn/data/.brev-manifest.jsonl", pull_gate_timeout=30)
+    sim.set_docker(
+        image_bytes=IMAGE_BYTES, pull_gate="vcn/data/.brev-manifest.jsonl", pull_gate_timeout=PULL_GATE_SECONDS
+    )
     dag_run = run(run_dag, tao_data)
     assert run_state(dag_run) == "success", task_states(dag_run)
     pulls = {call["argv"][-1]: call for call in sim.docker_calls(subcommand="pull")}

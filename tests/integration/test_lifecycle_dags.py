@@ -8,6 +8,7 @@ from datetime import UTC
 
 import pytest
 from helpers import (
+    DEPLOY_HELD_SECONDS,
     ChaosAgent,
     cli_calls,
     deferrals,
@@ -62,11 +63,6 @@ def test_readiness_timeout_in_create_deletes_its_instance(run_dag, brev_sim):
     dag_run = run_dag("brev_case_create_waits", conf={"ready_timeout": 2})
     assert task_states(dag_run)["create"] == "failed"
     wait_for_no_instances(brev_sim)
-
-
-#: Simulated seconds a new instance stays DEPLOYING: it is RUNNING (or FAILURE) only once the test moves the
-#: simulator's clock past them, after the task deferred, so the wait cannot end before the deferral.
-DEPLOY_HELD_SECONDS = 600
 
 
 def deployed_once_deferred(sim, task_logs, task_id: str) -> ChaosAgent:
