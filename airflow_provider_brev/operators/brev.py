@@ -221,7 +221,9 @@ class BrevCreateInstanceOperator(BrevBaseOperator):
 
     def provisioner(self, request: InstanceRequest) -> InstanceProvisioner:
         """The lifecycle rules for ``request`` (from :meth:`_validate`), kept for ``on_kill``."""
-        self._provisioner = InstanceProvisioner(self.hook, self.log, request, poll_interval=self.poll_interval)
+        self._provisioner = InstanceProvisioner(
+            self.hook, self.log, request, poll_interval=self.poll_interval, delete_on_failure=self.delete_on_failure
+        )
         return self._provisioner
 
     def execute(self, context: Context) -> str:

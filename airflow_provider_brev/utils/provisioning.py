@@ -201,6 +201,8 @@ class InstanceProvisioner:
     :param request: the wanted instance.
     :param poll_interval: seconds between status checks while waiting.
     :param cancelled: returns ``True`` once the task was killed: nothing more is created, and a wait ends.
+    :param delete_on_failure: delete an instance whose creation failed after it reached Brev (``False`` keeps it
+        for inspection; a retry of the task replaces it).
     """
 
     def __init__(
@@ -211,8 +213,10 @@ class InstanceProvisioner:
         *,
         poll_interval: float = 1.0,
         cancelled: Callable[[], bool] | None = None,
+        delete_on_failure: bool = True,
     ):
         self.hook = hook
+        self.delete_on_failure = delete_on_failure
         self.log = log
         self.request = request
         self.poll_interval = poll_interval
@@ -449,8 +453,15 @@ class InstanceProvisioner:
             # failed setup gets no teardown. Errors raised before anything is created need no cleanup.
             if not isinstance(err, _NOTHING_CREATED):
                 if not managed:
-                    self._remember_listed(memory, name)  # a retry then recognises it while it is being deleted
-                self.cleanup_after_failure(name, owned=True, reason=str(err))
+                    self._remember_listed(memory, name)  # a retry then recognises it (being deleted, or kept)
+                if self.delete_on_failure:
+                    self.cleanup_after_failure(name, owned=True, reason=str(err))
+                else:
+                    self.log.warning(
+                        "Keeping instance %s after its creation failed, as delete_on_failure=False asks "
+                        "(a retry of this task replaces it).",
+                        name,
+                    )
             raise
         finally:
             self.pending_name = None

@@ -113,8 +113,9 @@ def test_adopt_existing_leaves_a_failure_leftover_it_did_not_create(run_dag, bre
 
 @pytest.mark.skipif(not AIRFLOW_V_3_3_PLUS, reason="a retry recognises its earlier try's instance from the 3.3+ store")
 def test_a_retry_replaces_the_failure_leftover_of_its_earlier_try(run_dag, brev_sim, task_logs):
-    # Try 1 creates the instance, which then fails (FAILURE) during the readiness wait; delete_on_failure=False
-    # leaves it. Try 2 finds it recorded as its own: it deletes it, waits until it is gone and creates anew.
+    # Try 1 creates the instance, which then fails (FAILURE) during the readiness wait (or, on a busy machine,
+    # already before `brev create`'s own listing: the next test pins that path); delete_on_failure=False leaves it.
+    # Try 2 finds it recorded as its own: it deletes it, waits until it is gone and creates anew.
     brev_sim.set_fault("instance_lost", instance="retry-notebook", mode="failure")
     dag_run = run_dag("brev_own_retry")
     assert run_state(dag_run) == "success", task_states(dag_run)
@@ -123,6 +124,24 @@ def test_a_retry_replaces_the_failure_leftover_of_its_earlier_try(run_dag, brev_
     assert len(cli_calls(brev_sim, "create")) == 2
     wait_for_no_instances(brev_sim)  # the replacement, deleted by the teardown
     assert "was not created by this task" not in task_logs.text
+
+
+@pytest.mark.skipif(not AIRFLOW_V_3_3_PLUS, reason="a retry recognises its earlier try's instance from the 3.3+ store")
+def test_delete_on_failure_false_keeps_an_instance_whose_create_ended_in_failure(run_dag, brev_sim, task_logs):
+    # The instance is in FAILURE by the time `brev create` has returned (no deploy time): the create itself fails.
+    # delete_on_failure=False keeps it for inspection there too, and the retry replaces it as its own.
+    brev_sim.set_timings(deploy_seconds=0)
+    brev_sim.set_fault("boot_failure", instance="retry-notebook", message="host lost")
+    dag_run = run_dag("brev_own_retry")
+    assert run_state(dag_run) == "success", task_states(dag_run)
+    assert ti_of(dag_run, "create").try_number == 2
+    text = task_logs.text
+    assert "Instance 'retry-notebook' was created but is in FAILURE" in text
+    assert "Keeping instance retry-notebook after its creation failed, as delete_on_failure=False asks" in text
+    assert "Deleting instance retry-notebook" not in text.split("Keeping instance retry-notebook")[0]
+    assert "Instance retry-notebook from an earlier try is in FAILURE: replacing it." in text
+    assert len(cli_calls(brev_sim, "create")) == 2
+    wait_for_no_instances(brev_sim)
 
 
 # ------------------------------------------------------------------ 2. the secret file after a failed launch
