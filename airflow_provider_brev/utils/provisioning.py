@@ -202,7 +202,7 @@ class InstanceProvisioner:
     :param poll_interval: seconds between status checks while waiting.
     :param cancelled: returns ``True`` once the task was killed: nothing more is created, and a wait ends.
     :param delete_on_failure: delete an instance whose creation failed after it reached Brev (``False`` keeps it
-        for inspection; a retry of the task replaces it).
+        for inspection).
     """
 
     def __init__(
@@ -459,7 +459,7 @@ class InstanceProvisioner:
                 else:
                     self.log.warning(
                         "Keeping instance %s after its creation failed, as delete_on_failure=False asks "
-                        "(a retry of this task replaces it).",
+                        "(it bills until it is deleted).",
                         name,
                     )
             raise

@@ -72,6 +72,10 @@ def create_with_teardown(dag_id: str, name: str, **create_kwargs: object) -> Non
 # First try: readiness times out (the simulator refuses ssh for a while); with delete_on_failure off the instance
 # stays, and the retry must recognise it as its own (recorded id) instead of refusing it.
 create_with_teardown("brev_own_retry", "retry-notebook", ready_timeout=3, delete_on_failure=False)
+# First try: the instance ends in FAILURE (during the readiness wait or already in `brev create`); with
+# delete_on_failure off it stays, and the retry must replace it as its own. No readiness timeout is part of the
+# case, so the wait is long: a busy machine must not turn the retry's boot into a timeout.
+create_with_teardown("brev_own_keep_failed", "retry-notebook", ready_timeout=60, delete_on_failure=False)
 # First try: the instance ends in FAILURE and the task deletes it; the retry finds it still DELETING and must
 # recognise it as the one its first try recorded (wait it out, create anew) instead of refusing the name.
 create_with_teardown("brev_own_retry_after_boot_failure", "boot-notebook", ready_timeout=60)

@@ -117,7 +117,7 @@ def test_a_retry_replaces_the_failure_leftover_of_its_earlier_try(run_dag, brev_
     # already before `brev create`'s own listing: the next test pins that path); delete_on_failure=False leaves it.
     # Try 2 finds it recorded as its own: it deletes it, waits until it is gone and creates anew.
     brev_sim.set_fault("instance_lost", instance="retry-notebook", mode="failure")
-    dag_run = run_dag("brev_own_retry")
+    dag_run = run_dag("brev_own_keep_failed")
     assert run_state(dag_run) == "success", task_states(dag_run)
     assert ti_of(dag_run, "create").try_number == 2
     assert "Instance retry-notebook from an earlier try is in FAILURE: replacing it." in task_logs.text
@@ -132,7 +132,7 @@ def test_delete_on_failure_false_keeps_an_instance_whose_create_ended_in_failure
     # delete_on_failure=False keeps it for inspection there too, and the retry replaces it as its own.
     brev_sim.set_timings(deploy_seconds=0)
     brev_sim.set_fault("boot_failure", instance="retry-notebook", message="host lost")
-    dag_run = run_dag("brev_own_retry")
+    dag_run = run_dag("brev_own_keep_failed")
     assert run_state(dag_run) == "success", task_states(dag_run)
     assert ti_of(dag_run, "create").try_number == 2
     text = task_logs.text
