@@ -14,7 +14,7 @@ from airflow_provider_brev.testing.fake_brev.context import (
     visible_instances,
 )
 from airflow_provider_brev.testing.fake_brev.flags import CliError, multierror, traced
-from airflow_provider_brev.testing.fake_brev.store import derive, kill_sandbox_processes, record_phase, take_fault
+from airflow_provider_brev.testing.fake_brev.store import derive, kill_marked, record_phase, take_fault
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -56,7 +56,7 @@ def _change_each(
         except CliError as exc:
             errors.append(traced(exc.message, *trace))
             continue
-        kill_sandbox_processes("BREV_SIM_INSTANCE", inst["id"])
+        kill_marked(("BREV_SIM_INSTANCE", inst["id"]))
         done.append(name)
         if not ctx.stdout_piped:
             ctx.out(tty_line.format(name=inst["name"]))
