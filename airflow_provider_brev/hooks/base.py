@@ -12,7 +12,8 @@ It absorbs the CLI's sharp edges: stdin is always ``/dev/null``; every call runs
 timeout; output is streamed line by line into the task log; ``SSH_AUTH_SOCK`` is set so the CLI starts no
 ``ssh-agent`` that would outlive the call (:mod:`airflow_provider_brev.cli.protocol.environment` says why
 ``/dev/null``); the hook logs in headlessly before the first authenticated call (serialised by a file lock, because
-parallel tasks share ``~/.brev/credentials.json``) and again once when the CLI takes its "logged out"
+parallel tasks share ``~/.brev/credentials.json``; in a scratch HOME whose files replace the shared ones only when
+the login succeeded, :mod:`airflow_provider_brev.hooks.login`) and again once when the CLI takes its "logged out"
 path; transient failures are retried with tenacity.
 
 The token is registered with Airflow's secrets masker and is passed on exactly one command line:
@@ -58,6 +59,7 @@ from airflow_provider_brev.exceptions import (
 )
 from airflow_provider_brev.hooks.connection_form import form_widgets, ui_field_behaviour
 from airflow_provider_brev.hooks.driver import adrive, drive
+from airflow_provider_brev.hooks.login import adopt_login, scratch_home
 from airflow_provider_brev.hooks.process import LineCallback, ProcessResult, arun_process, run_process
 
 if TYPE_CHECKING:
@@ -347,11 +349,17 @@ class BrevBaseHook(BaseHook):
             if force and failed_since is not None and self._last_login() > failed_since:
                 return  # another task logged in after our call failed: just retry
             self.log.info("Logging in to Brev (brev login --%s ***).", "api-key" if self.config.api_key else "token")
-            result = run_process([self.cli_path, *argv], env=self._env(), timeout=LOGIN_TIMEOUT)
-            if result.timed_out:
-                raise BrevTimeoutError(f"`brev login` did not finish within {LOGIN_TIMEOUT:.0f} s.", command="login")
-            if result.exit_code != 0:
-                raise login_failure(result.exit_code, result.stdout, result.stderr)
+            brev_dir = self._home() / ".brev"
+            with scratch_home(brev_dir) as scratch:
+                env = {**self._env(), "HOME": str(scratch)}
+                result = run_process([self.cli_path, *argv], env=env, timeout=LOGIN_TIMEOUT)
+                if result.timed_out:
+                    raise BrevTimeoutError(
+                        f"`brev login` did not finish within {LOGIN_TIMEOUT:.0f} s.", command="login"
+                    )
+                if result.exit_code != 0:  # the session in brev_dir is untouched
+                    raise login_failure(result.exit_code, result.stdout, result.stderr)
+                adopt_login(scratch, brev_dir)
             self._login_stamp().write_text(f"{time.time():.6f}")
         with _CACHE_LOCK:
             _LOGGED_IN.add(key)
