@@ -392,8 +392,9 @@ def marked_pids(*markers: tuple[str, str]) -> list[int]:
 
 
 def kill_marked(*markers: tuple[str, str]) -> int:
-    """SIGKILL every process :func:`marked_pids` finds; repeats a few rounds to catch forks in flight."""
-    killed = 0
+    """SIGKILL every process :func:`marked_pids` finds; repeats a few rounds to catch forks in flight. Returns how
+    many processes were killed."""
+    killed: set[int] = set()
     for _ in range(5):
         pids = marked_pids(*markers)
         if not pids:
@@ -401,8 +402,8 @@ def kill_marked(*markers: tuple[str, str]) -> int:
         for pid in pids:
             try:
                 os.kill(pid, signal.SIGKILL)
-                killed += 1
+                killed.add(pid)
             except OSError:
                 pass
         time.sleep(0.01)
-    return killed
+    return len(killed)
