@@ -8,7 +8,12 @@ import os
 import signal
 import time
 
-from airflow_provider_brev.testing.fake_brev.cmd_lifecycle import names_or_error, poll_until_running, start_instance
+from airflow_provider_brev.testing.fake_brev.cmd_lifecycle import (
+    names_or_error,
+    poll_until_running,
+    reach_instance,
+    start_instance,
+)
 from airflow_provider_brev.testing.fake_brev.context import (
     Ctx,
     authenticate,
@@ -172,6 +177,10 @@ def ssh_run(ctx: Ctx, alias: str, command: str, host: bool, connect_timeout: int
     return run_remote(ctx, inst, alias, command, host)
 
 
+#: util.PollUntil's error after pollTimeout (10 minutes).
+_NOT_RUNNING = "timed out waiting for instance to reach RUNNING state after 10m0s"
+
+
 class _ExecFailure(Exception):
     def __init__(self, message: str, code: int = 1) -> None:
         super().__init__(message)
@@ -211,7 +220,7 @@ def exec_one(ctx: Ctx, name: str, command: str, host: bool) -> None:
         if status == "STOPPED":
             inst = start_instance(ctx, user, name)
             if not poll_until_running(ctx, inst["id"]):
-                raise _ExecFailure("timed out waiting for instance to reach RUNNING state after 10m0s")
+                raise _ExecFailure(_NOT_RUNNING)
         run_refresh(ctx, user)
     except CliError as exc:
         raise _ExecFailure(exc.message) from None
@@ -235,15 +244,9 @@ def _exec_one_v0_6_317(ctx: Ctx, name: str, command: str, host: bool) -> None:
     try:
         user = authenticate(ctx)
         inst = find_instance(ctx, ctx.store.read(), user, name)
-        if derive(inst, ctx.now())["status"] == "STOPPED":
-            inst = start_instance(ctx, user, name)
-        if not poll_until_running(ctx, inst["id"]):
-            raise _ExecFailure("timed out waiting for instance to reach RUNNING state after 10m0s")
-        run_refresh(ctx, user)
+        _inst, alias, line = reach_instance(ctx, user, name, inst, host, _NOT_RUNNING)
     except CliError as exc:
         raise _ExecFailure(exc.message) from None
-    alias = inst["name"] + "-host" if host else inst["name"]
-    line = wait_for_ssh(ctx, alias)
     if line is not None:
         raise _ExecFailure(traced("\n" + line, "cmd/util.WaitForSSHToBeAvailable", "cmd/util/ssh.go", 76))
     rc = ssh_run(ctx, alias, command, host, None)
