@@ -273,7 +273,8 @@ def test_example_runs_without_a_logical_date(
         assert dag_id in CHECKS, f"add the checks for the new example {dag_id} to CHECKS"
         CHECKS[dag_id](dag_run, calls, written)
         wait_for_no_instances(brev_sim)
-        assert_no_process_left(brev_sim)  # no ssh-agent per brev exec, nothing else either
+        assert brev_sim.agents() == []  # the CLI started no ssh-agent for any brev exec...
+        assert_no_process_left(brev_sim)  # ...and nothing it or the provider started is still running
         if lepton is not None:  # every Lepton resource released: no job alive, no secret left
             assert not lepton.workspace.secrets
             assert all(job.state in ("Completed", "Failed", "Stopped") for job in lepton.jobs().values())

@@ -227,7 +227,8 @@ def test_ephemeral_deferrable_follows_its_job_from_the_triggerer_and_leaves_noth
     assert f"Following job {job_id} on {name} from the triggerer." in task_logs.text  # ...the trigger followed it
     assert run_ti.xcom_pull(task_ids="run")["last_line"] == "deferred-ephemeral"  # ...and the resumed task finished
     no_instances_left(brev_sim_both)
-    assert_no_process_left(brev_sim_both)  # the worker's and the triggerer's brev calls left no ssh-agent
+    assert brev_sim_both.agents() == []  # the worker's and the triggerer's brev calls started no ssh-agent...
+    assert_no_process_left(brev_sim_both)  # ...and left nothing else running
 
 
 def test_a_cli_that_starts_an_agent_anyway_has_it_stopped_and_kept_out_of_the_output(run_dag, brev_sim, task_logs):
