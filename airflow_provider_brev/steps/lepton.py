@@ -35,10 +35,11 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_brev.cli.jobs.attempts import COLLECT, REATTACH, RELAUNCH, SUPERSEDED
-from airflow_provider_brev.cli.lepton.agent import AGENT_ENV, PLAN_ENV, agent_source, encode_plan, job_command
+from airflow_provider_brev.cli.lepton.agent import AGENT_ENV, PLAN_ENV, agent_source, encode_plan, job_command, job_plan
 from airflow_provider_brev.cli.lepton.follower import NS, LeptonJobFollower, LeptonOutcome, outcome_error
 from airflow_provider_brev.cli.lepton.names import TryJob, earlier_jobs, job_name, secret_name
 from airflow_provider_brev.cli.lepton.states import SUCCEEDED, earlier_job_verdict, job_phase
+from airflow_provider_brev.cli.secrets import redaction_fragments
 from airflow_provider_brev.exceptions import BrevTaskKilledError, LeptonJobExistsError, LeptonResourcesUnavailableError
 from airflow_provider_brev.hooks.driver import drive
 from airflow_provider_brev.hooks.lepton import LeptonHook
@@ -99,6 +100,10 @@ class LeptonJobCompute:
     def mask(self) -> None:
         self.workload.mask()
 
+    def redact_fragments(self) -> list[str]:
+        """What of the workload's secret values the job's output must not show (the rule of Brev steps)."""
+        return redaction_fragments(self.workload.secrets())
+
     def acquire(self) -> None:
         """Nothing: the job is its own compute, submitted at launch."""
 
@@ -149,16 +154,15 @@ class LeptonJobCompute:
         """Plan the data, put the plan in a workspace secret, submit this try's job (nothing after a kill)."""
         launch = self.workload.launch()
         inputs = [*self.data.input_plan(), *launch.inputs]
-        plan: dict[str, Any] = {
-            "command": launch.command,
-            "env": {},
-            "secret_env": dict(launch.secret_env or {}),
-            "inputs": inputs,
-            "outputs": self.data.output_plan(),
-            "files": dict(launch.files),
-            "report": launch.report,
-            "sync_interval": self.spec.data.sync_interval,
-        }
+        plan = job_plan(
+            command=launch.command,
+            secret_env=launch.secret_env,
+            inputs=inputs,
+            outputs=self.data.output_plan(),
+            files=launch.files,
+            report=launch.report,
+            sync_interval=self.spec.data.sync_interval,
+        )
         encoded = encode_plan(plan)
         if self.killed():
             raise BrevTaskKilledError("The task was killed before its Lepton job was submitted: not submitting it.")
@@ -200,7 +204,9 @@ class LeptonJobCompute:
         """Follow the job on the worker; one stopped in the queue (it never ran) is deleted."""
         job = self.current = str(handle["job"])
         policy = self.spec.follow.policy(deadline, self.spec.job.queue_timeout)
-        machine = LeptonJobFollower(policy, job=job, since_ns=int(handle["since_ns"]))
+        machine = LeptonJobFollower(
+            policy, job=job, since_ns=int(handle["since_ns"]), redact_fragments=self.redact_fragments()
+        )
         try:
             return drive(
                 machine,
@@ -244,6 +250,7 @@ class LeptonJobCompute:
     def collect(self, handle: Handle, outcome: LeptonOutcome) -> dict[str, Any]:
         """The job's result: the workload's verdict on the agent's report, what the outputs hold, the log's end."""
         job = str(handle["job"])
+        outcome = outcome.redacted(self.redact_fragments())  # the agent redacted them; an older job's agent may not
         try:
             error = outcome_error(outcome, job)
             if error is not None:

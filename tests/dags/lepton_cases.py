@@ -64,3 +64,19 @@ with DAG("lepton_gated", schedule=None, catchup=False) as dag:
         aws_conn_id=None,
         retries=0,
     )
+
+#: Prints a multi-line secret (a PEM key), a plain line, then one line of the key again (the job's last line).
+PRINTS_SECRET = 'printf "%s\\n" "$PEM"; echo "plain output stays"; printf "%s\\n" "$PEM" | sed -n 2p'
+
+for dag_id, deferrable in (("lepton_secret_multiline", False), ("lepton_secret_multiline_deferred", True)):
+    with DAG(dag_id, schedule=None, catchup=False, params={"pem": ""}) as dag:
+        LeptonJobOperator(
+            task_id="job",
+            resource_shape="cpu.small",
+            image=IMAGE,
+            command=PRINTS_SECRET,
+            secret_env={"PEM": "{{ params.pem }}"},
+            poll_interval=0.2,
+            deferrable=deferrable,
+            aws_conn_id=None,
+        )

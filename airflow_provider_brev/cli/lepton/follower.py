@@ -6,7 +6,9 @@ The machine has the one shape of :mod:`airflow_provider_brev.cli.protocol.machin
 :class:`StopLeptonJob`, and answers them. The machine decides:
 
 * which log lines are new (the log is read by timestamp; lines of the cursor's own timestamp already shown are
-  skipped) and which line is the agent's result (:mod:`.report`, not shown);
+  skipped), how they are shown (secret fragments redacted where the follower knows them -- the worker --, then
+  progress bars squashed to what a terminal shows, as a Brev job's lines are) and which line is the agent's result
+  (:mod:`.report`, not shown);
 * when the job waited in its node group's queue past ``queue_timeout``: it is stopped and the follow fails with
   :class:`~airflow_provider_brev.exceptions.LeptonResourcesUnavailableError`;
 * when the absolute deadline passed: the job is stopped once and followed until it ended (:data:`TIMED_OUT`);
@@ -17,10 +19,11 @@ The machine has the one shape of :mod:`airflow_provider_brev.cli.protocol.machin
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow_provider_brev.cli.lepton.report import JobReport, parse_result, report_from_dict
 from airflow_provider_brev.cli.lepton.states import (
@@ -32,7 +35,9 @@ from airflow_provider_brev.cli.lepton.states import (
     SUCCEEDED,
     job_phase,
 )
+from airflow_provider_brev.cli.protocol.lines import squash_carriage_returns
 from airflow_provider_brev.cli.protocol.machine import Call, Done, Fail, Failed, Sleep, StepMachine
+from airflow_provider_brev.cli.secrets import redact
 from airflow_provider_brev.exceptions import (
     BrevError,
     BrevTimeoutError,
@@ -41,6 +46,9 @@ from airflow_provider_brev.exceptions import (
     LeptonResourcesUnavailableError,
     retry_policy,
 )
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 #: The outcome of a job stopped at its deadline.
 TIMED_OUT = "timeout"
@@ -139,6 +147,19 @@ class LeptonOutcome:
     def exit_code(self) -> int | None:
         return self.report.exit_code if self.report else None
 
+    def redacted(self, fragments: Sequence[str]) -> LeptonOutcome:
+        """This outcome with ``fragments`` (:func:`~airflow_provider_brev.cli.secrets.redaction_fragments`) redacted
+        from its log lines and its report: what may go to XCom and into an error."""
+        report = self.report
+        if report is not None:
+            report = dataclasses.replace(report, report=[redact(line, fragments) for line in report.report])
+        return dataclasses.replace(
+            self,
+            last_line=redact(self.last_line, fragments),
+            tail=[redact(line, fragments) for line in self.tail],
+            report=report,
+        )
+
     @property
     def collected(self) -> bool:
         """The step is done with the job (the engine forgets its handle): every outcome the follower returns is of
@@ -178,6 +199,8 @@ class LeptonJobFollower(StepMachine[LeptonOutcome]):
     :param last_line: the last non-empty line shown so far.
     :param tail: the log's end so far.
     :param queued_since: when the job was first seen queued (epoch seconds), across deferrals.
+    :param redact_fragments: secret fragments to redact from every line shown (the worker's; a trigger knows none -- no
+        secret is in its kwargs -- and relies on the job's agent, which redacts the same fragments first).
     """
 
     def __init__(
@@ -190,9 +213,11 @@ class LeptonJobFollower(StepMachine[LeptonOutcome]):
         last_line: str = "",
         tail: list[str] | None = None,
         queued_since: float | None = None,
+        redact_fragments: Sequence[str] = (),
     ) -> None:
         super().__init__()
         self.policy = policy
+        self.redact_fragments = tuple(redact_fragments)
         self.job = job
         self.cursor_ns = int(since_ns)
         self.skip = int(skip)
@@ -289,11 +314,12 @@ class LeptonJobFollower(StepMachine[LeptonOutcome]):
                 self.cursor_ns, self.skip, at_cursor = ts, 1, 1
             self._show(line.rstrip("\n"))
 
-    def _show(self, text: str) -> None:
-        report = parse_result(text)
+    def _show(self, line: str) -> None:
+        report = parse_result(line)
         if report is not None:
             self.report = report
             return
+        text = squash_carriage_returns(redact(line, self.redact_fragments))
         self.tail.append(text)
         if text.strip():
             self.last_line = text
