@@ -12,8 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from airflow_provider_brev._compat import deferral_settle_seconds
 from airflow_provider_brev.cli.lepton.agent import job_directory
-from airflow_provider_brev.cli.lepton.follower import LeptonFollowPolicy
+from airflow_provider_brev.cli.lepton.follower import LeptonFollowPolicy, check_ttl
 from airflow_provider_brev.cli.lepton.spec import LeptonJobSpec, lepton_job_spec
 from airflow_provider_brev.cli.transfer.manifest import validate_inputs, validate_outputs
 from airflow_provider_brev.steps.spec import DataSpec, data_spec, following
@@ -64,14 +65,15 @@ class LeptonStepSpec:
 
 def lepton_step_spec(params: Mapping[str, Any], *, deferrable_default: bool) -> LeptonStepSpec:
     """A Lepton operator's rendered parameters, checked and frozen: the data as a Brev step's
-    (:func:`~.spec.data_spec`), its directories below the job's working directory."""
+    (:func:`~.spec.data_spec`), its directories below the job's working directory; a ``ttl_seconds_after_finished``
+    below what following the job needs (:func:`~airflow_provider_brev.cli.lepton.follower.ttl_floor`) is refused."""
     data = data_spec(params)
     for pair in validate_inputs(data.inputs):
         job_directory("inputs", pair.directory)
     for pair in validate_outputs(data.outputs):
         job_directory("outputs", pair.directory)
-    return LeptonStepSpec(
-        job=lepton_job_spec(params),
-        follow=LeptonFollowSpec(**following(params, deferrable_default=deferrable_default)),
-        data=data,
-    )
+    job = lepton_job_spec(params)
+    follow = LeptonFollowSpec(**following(params, deferrable_default=deferrable_default))
+    settle = deferral_settle_seconds() if follow.deferrable else 0.0
+    check_ttl(job.ttl_seconds_after_finished, poll_interval=follow.poll_interval, deferral_settle=settle)
+    return LeptonStepSpec(job=job, follow=follow, data=data)

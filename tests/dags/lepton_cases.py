@@ -80,3 +80,15 @@ for dag_id, deferrable in (("lepton_secret_multiline", False), ("lepton_secret_m
             deferrable=deferrable,
             aws_conn_id=None,
         )
+
+with DAG("lepton_ttl_too_short", schedule=None, catchup=False) as dag:
+    # Lepton would remove the ended job (and its log) before the step read how it ended: refused up front.
+    LeptonJobOperator(
+        task_id="job",
+        resource_shape="cpu.small",
+        image=IMAGE,
+        command="echo never submitted",
+        ttl_seconds_after_finished=0,
+        retries=1,
+        aws_conn_id=None,
+    )

@@ -62,3 +62,12 @@ def test_a_failed_job_fails_the_task_with_its_exit_code_and_is_deleted(run_dag, 
     assert "failed with exit code 3: about to fail" in task_logs.text
     [submission] = lepton_fake.submissions()
     assert lepton_fake.job(submission["metadata"]["id"]) is None
+
+
+def test_a_ttl_shorter_than_following_needs_is_refused_before_any_request(run_dag, lepton_fake, task_logs):
+    dag_run = run_dag("lepton_ttl_too_short")
+    assert task_states(dag_run) == {"job": "failed"}
+    assert "LeptonTTLTooShortError" in task_logs.text
+    assert "ttl_seconds_after_finished=0 is shorter than the 71 s" in task_logs.text  # 5 + 3 x 2 + 60
+    assert "set ttl_seconds_after_finished to at least 71" in task_logs.text
+    assert lepton_fake.requests == [] and lepton_fake.submissions() == []  # not a single API call

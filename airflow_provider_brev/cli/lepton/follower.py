@@ -14,18 +14,22 @@ The machine has the one shape of :mod:`airflow_provider_brev.cli.protocol.machin
 * when the absolute deadline passed: the job is stopped once and followed until it ended (:data:`TIMED_OUT`);
 * when the job ended and its log was read to the end (the agent's result line, or a grace of a few polls: the
   log may trail the state), and what the outcome is (:class:`LeptonOutcome`, :func:`outcome_error`);
-* how many consecutive transient failures are tolerated, and the back-off between them.
+* how many consecutive transient failures are tolerated, and the back-off between them;
+* how long Lepton must keep an ended job for all this (:func:`ttl_floor`; a shorter ``ttl_seconds_after_finished``
+  is refused before anything is submitted, :func:`check_ttl`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_brev.cli.lepton.report import JobReport, parse_result, report_from_dict
+from airflow_provider_brev.cli.lepton.spec import DEFAULT_TTL_SECONDS
 from airflow_provider_brev.cli.lepton.states import (
     ENDED,
     FAILED,
@@ -44,6 +48,7 @@ from airflow_provider_brev.exceptions import (
     LeptonJobFailedError,
     LeptonJobLostError,
     LeptonResourcesUnavailableError,
+    LeptonTTLTooShortError,
     retry_policy,
 )
 
@@ -56,6 +61,10 @@ TIMED_OUT = "timeout"
 MAX_BACKOFF = 30.0
 #: Polls after the job ended without its result line before the step stops waiting for the log.
 DRAIN_POLLS = 3
+#: The longest wait between those polls (shorter when ``poll_interval`` is).
+DRAIN_WAIT = 2.0
+#: What :func:`ttl_floor` adds for slow API answers and a transient failure or two, in seconds.
+TTL_MARGIN_SECONDS = 60.0
 #: Lines of the log's end kept in the outcome (the job and its log are removed ``ttl_seconds_after_finished``
 #: after it ended: the step keeps what it needs to explain a failure).
 TAIL_LINES = 40
@@ -187,6 +196,43 @@ def outcome_error(outcome: LeptonOutcome, job: str) -> BrevError | None:
             + (f"; the end of its log:\n{tail}" if tail else ".")
         )
     return LeptonJobLostError(f"Lepton job {job} ended ({outcome.state}) without its result line: a retry submits it.")
+
+
+def ttl_floor(poll_interval: float, *, deferral_settle: float = 0.0) -> int:
+    """The shortest ``ttl_seconds_after_finished`` (whole seconds) with which a step still reads how its job ended:
+    the job may end just after a poll (``poll_interval``), its log may trail its state (:data:`DRAIN_POLLS` more
+    polls, :data:`DRAIN_WAIT` apart at most), a deferred step's trigger may start only once Airflow has settled the
+    deferral (``deferral_settle``: ``[brev] deferral_settle_seconds``), and :data:`TTL_MARGIN_SECONDS` on top.
+
+    :param poll_interval: seconds between polls.
+    :param deferral_settle: the deferral's settling time when the step defers, else 0.
+    """
+    drain = DRAIN_POLLS * min(poll_interval, DRAIN_WAIT)
+    return math.ceil(poll_interval + drain + deferral_settle + TTL_MARGIN_SECONDS)
+
+
+def check_ttl(ttl_seconds: int, *, poll_interval: float, deferral_settle: float = 0.0) -> None:
+    """Raise :class:`~airflow_provider_brev.exceptions.LeptonTTLTooShortError` when ``ttl_seconds`` is below
+    :func:`ttl_floor`, saying what to set.
+
+    :param ttl_seconds: the job's ``ttl_seconds_after_finished``.
+    :param poll_interval: seconds between polls.
+    :param deferral_settle: the deferral's settling time when the step defers, else 0.
+    """
+    floor = ttl_floor(poll_interval, deferral_settle=deferral_settle)
+    if ttl_seconds >= floor:
+        return
+    parts = [
+        f"poll_interval {poll_interval:g} s",
+        f"{DRAIN_POLLS} polls for the log's end, {min(poll_interval, DRAIN_WAIT):g} s apart",
+        *([f"the deferral's settling time {deferral_settle:g} s"] if deferral_settle else []),
+        f"a margin of {TTL_MARGIN_SECONDS:g} s",
+    ]
+    raise LeptonTTLTooShortError(
+        f"ttl_seconds_after_finished={ttl_seconds} is shorter than the {floor} s the step needs to read how its "
+        f"Lepton job ended before Lepton removes it ({' + '.join(parts)}): set ttl_seconds_after_finished to at "
+        f"least {floor} (default {DEFAULT_TTL_SECONDS}), or lower poll_interval. Nothing was submitted."
+    )
 
 
 class LeptonJobFollower(StepMachine[LeptonOutcome]):
@@ -344,7 +390,7 @@ class LeptonJobFollower(StepMachine[LeptonOutcome]):
         # a "queue" stop never gets here: the stop is the next call, and its answer ends the follow
         if self.report is None and phase != MISSING and self.drain_polls < DRAIN_POLLS:
             self.drain_polls += 1  # the log may trail the state: read it a few more times
-            self._wait = min(self.policy.poll_interval, 2.0)
+            self._wait = min(self.policy.poll_interval, DRAIN_WAIT)
             return
         self._finish(Done(self._outcome(TIMED_OUT if self.stop_reason == "deadline" else phase)))
 
@@ -379,5 +425,7 @@ __all__ = [
     "LeptonOutcome",
     "PollLeptonJob",
     "StopLeptonJob",
+    "check_ttl",
     "outcome_error",
+    "ttl_floor",
 ]
