@@ -76,7 +76,7 @@ DEFAULT_DEFERRAL_SETTLE_SECONDS = 10.0
 
 def deferral_settle_seconds() -> float:
     """``[brev] deferral_settle_seconds``: the least time between a deferral and the trigger's event (see
-    :class:`~airflow_provider_brev.triggers.brev.BrevBaseTrigger`); never negative."""
+    :class:`~airflow_provider_brev.triggers.base.ProviderBaseTrigger`); never negative."""
     value = conf.getfloat("brev", "deferral_settle_seconds", fallback=DEFAULT_DEFERRAL_SETTLE_SECONDS)
     return max(0.0, float(value))
 

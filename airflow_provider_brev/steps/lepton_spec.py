@@ -9,12 +9,13 @@ the job's platform settings (:class:`~airflow_provider_brev.cli.lepton.spec.Lept
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_brev._compat import deferral_settle_seconds
 from airflow_provider_brev.cli.lepton.agent import job_directory
 from airflow_provider_brev.cli.lepton.follower import LeptonFollowPolicy, check_ttl
+from airflow_provider_brev.cli.lepton.pricing import shape_prices
 from airflow_provider_brev.cli.lepton.spec import LeptonJobSpec, lepton_job_spec
 from airflow_provider_brev.cli.transfer.manifest import validate_inputs, validate_outputs
 from airflow_provider_brev.steps.spec import DataSpec, data_spec, following
@@ -56,11 +57,13 @@ class LeptonStepSpec:
     :param job: the job's platform settings.
     :param follow: how it is followed.
     :param data: its inputs and outputs (directories below the job's working directory).
+    :param shape_prices: the step's prices by resource shape (US dollars per hour) for its cost estimate.
     """
 
     job: LeptonJobSpec
     follow: LeptonFollowSpec
     data: DataSpec
+    shape_prices: dict[str, float] = field(default_factory=dict)
 
 
 def lepton_step_spec(params: Mapping[str, Any], *, deferrable_default: bool) -> LeptonStepSpec:
@@ -76,4 +79,5 @@ def lepton_step_spec(params: Mapping[str, Any], *, deferrable_default: bool) -> 
     follow = LeptonFollowSpec(**following(params, deferrable_default=deferrable_default))
     settle = deferral_settle_seconds() if follow.deferrable else 0.0
     check_ttl(job.ttl_seconds_after_finished, poll_interval=follow.poll_interval, deferral_settle=settle)
-    return LeptonStepSpec(job=job, follow=follow, data=data)
+    prices = shape_prices("shape_prices", params.get("shape_prices"))
+    return LeptonStepSpec(job=job, follow=follow, data=data, shape_prices=prices)

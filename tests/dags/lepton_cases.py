@@ -92,3 +92,54 @@ with DAG("lepton_ttl_too_short", schedule=None, catchup=False) as dag:
         retries=1,
         aws_conn_id=None,
     )
+
+with DAG(
+    "lepton_connections",
+    schedule=None,
+    catchup=False,
+    params={"conn": "lepton_default"},
+    default_args={"brev_conn_id": "brev_default"},  # a mixed DAG's defaults: Brev's connection is no Lepton argument
+) as dag:
+    # A Lepton step's connection is its own: templated, and mappable.
+    LeptonJobOperator(
+        task_id="templated",
+        lepton_conn_id="{{ params.conn }}",
+        resource_shape="cpu.small",
+        image=IMAGE,
+        command="echo templated",
+        poll_interval=0.2,
+        aws_conn_id=None,
+    )
+    LeptonJobOperator.partial(
+        task_id="mapped",
+        resource_shape="cpu.small",
+        image=IMAGE,
+        command="echo mapped",
+        poll_interval=0.2,
+        aws_conn_id=None,
+    ).expand(lepton_conn_id=["lepton_default", "lepton_other"])
+
+#: A progress bar (``\r`` updates of one line), then a second of work.
+PROGRESS = "printf 'step 1/3 33%%\\rstep 2/3 66%%\\rstep 3/3 100%%\\n'; sleep 1; echo trained"
+
+for dag_id, deferrable in (("lepton_logs_and_cost", False), ("lepton_logs_and_cost_deferred", True)):
+    with DAG(dag_id, schedule=None, catchup=False, params={"price": "0.5"}) as dag:
+        LeptonJobOperator(
+            task_id="priced",
+            resource_shape="cpu.small",
+            shape_prices={"cpu.small": "{{ params.price }}"},
+            image=IMAGE,
+            command=PROGRESS,
+            poll_interval=0.2,
+            deferrable=deferrable,
+            aws_conn_id=None,
+        )
+        LeptonJobOperator(  # no price of its own: the connection's extra shape_prices
+            task_id="from_connection",
+            resource_shape="gpu.1xh100-sxm",
+            image=IMAGE,
+            command="echo on a GPU",
+            poll_interval=0.2,
+            deferrable=deferrable,
+            aws_conn_id=None,
+        )

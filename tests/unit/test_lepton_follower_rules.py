@@ -467,13 +467,15 @@ def test_what_an_outcome_means(outcome, error, words):
 @pytest.mark.parametrize(
     "outcome",
     [
-        LeptonOutcome("failed", "Failed", "boom", ["a", "boom"], report.JobReport(exit_code=3, uploaded=1)),
+        LeptonOutcome(
+            "failed", "Failed", "boom", ["a", "boom"], report.JobReport(exit_code=3, uploaded=1), {"work": 2.5}
+        ),
         LeptonOutcome("missing", "", "", [], None),
     ],
 )
 def test_an_outcome_round_trips_through_a_trigger_event(outcome):
     data = outcome.to_dict()
-    assert set(data) == {"phase", "state", "last_line", "tail", "report"}
+    assert set(data) == {"phase", "state", "last_line", "tail", "report", "seconds"}
     assert data["phase"] == outcome.phase and data["tail"] == outcome.tail and data["state"] == outcome.state
     assert data["last_line"] == outcome.last_line
     assert data["report"] == (outcome.report.to_dict() if outcome.report else None)

@@ -35,8 +35,11 @@ from airflow_provider_brev.cli.lepton.states import (
     FAILED,
     MISSING,
     QUEUED,
+    RUNNING,
+    STARTING,
     STOPPED,
     SUCCEEDED,
+    UNKNOWN,
     job_phase,
 )
 from airflow_provider_brev.cli.protocol.lines import squash_carriage_returns
@@ -125,6 +128,9 @@ class LeptonOutcome:
     :param last_line: the last non-empty log line.
     :param tail: the last :data:`TAIL_LINES` lines of the log.
     :param report: the agent's result (``None`` when its line never came).
+    :param seconds: how long the follower saw the job ``boot`` (starting: scheduled, its container being created)
+        and ``work`` (running, until it ended), by polls -- its billed time as this try saw it (queued time is not
+        billed; a job first seen ended has none).
     """
 
     phase: str
@@ -132,6 +138,7 @@ class LeptonOutcome:
     last_line: str
     tail: list[str]
     report: JobReport | None
+    seconds: dict[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -140,6 +147,7 @@ class LeptonOutcome:
             "last_line": self.last_line,
             "tail": list(self.tail),
             "report": self.report.to_dict() if self.report else None,
+            "seconds": dict(self.seconds),
         }
 
     @classmethod
@@ -150,7 +158,22 @@ class LeptonOutcome:
             last_line=str(data.get("last_line", "")),
             tail=[str(line) for line in data.get("tail", [])],
             report=report_from_dict(data.get("report")),
+            seconds={str(k): float(v) for k, v in (data.get("seconds") or {}).items()},
         )
+
+    def summary(self, job: str) -> str:
+        """The step's one line on how the job ended: its state, exit code, time and data."""
+        code = "no exit code reported" if self.report is None else f"exit code {self.report.exit_code}"
+        times = [
+            f"{self.seconds[p]:.1f} s {w}" for p, w in (("boot", "starting"), ("work", "running")) if p in self.seconds
+        ]
+        line = f"Lepton job {job} ended ({self.state or self.phase}, {code})"
+        line += f" after {', '.join(times)}" if times else ""
+        report = self.report
+        if report is not None and (report.downloaded or report.uploaded or report.upload_failures):
+            line += f"; {report.downloaded} input file(s) downloaded, {report.uploaded} output file(s) uploaded"
+            line += f", {len(report.upload_failures)} failed" if report.upload_failures else ""
+        return line + "."
 
     @property
     def exit_code(self) -> int | None:
@@ -276,6 +299,8 @@ class LeptonJobFollower(StepMachine[LeptonOutcome]):
         self.stop_sent = False
         self.drain_polls = 0
         self.state = ""
+        self.seen: dict[str, float] = {}  # when a phase was first seen (epoch seconds): starting, running, ended
+        self.polled_at: float | None = None  # the last poll's answer (epoch seconds)
         self._wait: float | None = None
         self._told_queued = False
 
@@ -313,6 +338,7 @@ class LeptonJobFollower(StepMachine[LeptonOutcome]):
         self._take_log(outcome.entries)
         phase = job_phase(outcome.job)
         self.state = str(((outcome.job or {}).get("status") or {}).get("state") or "")
+        self._saw(phase, now)
         if not outcome.complete:
             self._wait = 0.0
             return
@@ -371,6 +397,26 @@ class LeptonJobFollower(StepMachine[LeptonOutcome]):
             self.last_line = text
         self._emit(logging.INFO, f"[{self.job}] {text}")
 
+    def _saw(self, phase: str, now: float) -> None:
+        """Remember when the job was first seen starting, running (a state unknown to the provider counts) and
+        ended: its billed time (:attr:`LeptonOutcome.seconds`)."""
+        seen = {STARTING: "starting", RUNNING: "running", UNKNOWN: "running"}.get(phase)
+        seen = "ended" if phase in ENDED else seen
+        if seen is not None:
+            self.seen.setdefault(seen, now)
+        self.polled_at = now
+
+    def _billed(self) -> dict[str, float]:
+        """``boot``: first seen starting until first seen running (or ended); ``work``: first seen running until
+        first seen ended (or the last poll: a job the step could not stop at its deadline)."""
+        seen, billed = self.seen, {}
+        end = seen.get("ended", self.polled_at or 0.0)
+        if "starting" in seen:
+            billed["boot"] = round(max(seen.get("running", end) - seen["starting"], 0.0), 3)
+        if "running" in seen:
+            billed["work"] = round(max(end - seen["running"], 0.0), 3)
+        return billed
+
     def _watch_queue(self, phase: str, now: float) -> None:
         if phase != QUEUED:
             self.queued_since = None
@@ -402,7 +448,7 @@ class LeptonJobFollower(StepMachine[LeptonOutcome]):
         )
 
     def _outcome(self, phase: str) -> LeptonOutcome:
-        return LeptonOutcome(phase, self.state, self.last_line, list(self.tail), self.report)
+        return LeptonOutcome(phase, self.state, self.last_line, list(self.tail), self.report, self._billed())
 
     def resume_state(self) -> dict[str, Any]:
         """What a follower resumed elsewhere needs (a trigger's kwargs)."""
