@@ -173,8 +173,9 @@ class LeptonJobOperator(LeptonStepOperator):
     :param image: the container image, a full reference with a tag or digest (templated).
     :param command: the shell command (templated), run with ``bash -c`` in ``/workspace``.
     :param env: plain environment variables (in the job spec: not for secrets).
-    :param secret_env: secret environment variables (templated): in the job's plan (a workspace secret), redacted
-        from its log; never in the job spec, a log or XCom.
+    :param secret_env: secret environment variables (templated): in the job's plan (a workspace secret), never in
+        the job spec; printed, they are redacted from the job's output as on Brev (the value, each line of a
+        multi-line value: :mod:`airflow_provider_brev.cli.secrets`).
     :param cwd: working directory of the command (relative to ``/workspace``, or absolute).
     :param skip_on_exit_code: exit code(s) that mark the task skipped instead of failed.
     :param kwargs: the parameters of :class:`LeptonStepOperator` (``resource_shape``, ``inputs``, ``timeout`` ...).

@@ -132,3 +132,19 @@ def test_the_billed_time_is_what_the_follower_saw_starting_and_running(answers, 
 )
 def test_the_completion_line_says_how_the_job_ended(outcome, line):
     assert outcome.summary("j") == line
+
+
+def test_the_documented_default_estimates_are_the_shipped_ones():
+    from pathlib import Path
+
+    page = (Path(__file__).parents[2] / "docs" / "howto" / "lepton.md").read_text()
+    row = next(line for line in page.splitlines() if line.startswith("   | per GPU, $/h |"))
+    documented = {
+        model: float(price)
+        for cell in row.strip(" |").split(" | ")[1:]
+        for models, price in [cell.rsplit(" ", 1)]
+        for model in models.split(", ")
+    }
+    assert documented == pricing.DEFAULT_GPU_HOUR_PRICES
+    for shape, price in pricing.DEFAULT_CPU_SHAPE_PRICES.items():
+        assert f"`{shape}` {price:.2f}" in page
