@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from airflow_provider_brev._compat import conf, default_deferrable
+from airflow_provider_brev.cli.instances.cost import unset_cap_warnings
 from airflow_provider_brev.cli.instances.recovery import DEFAULT_MAX_INSTANCE_RECOVERIES
 from airflow_provider_brev.cli.instances.reuse import DEFAULT_MAX_IDLE
 from airflow_provider_brev.cli.jobs.remote import DEFAULT_MAX_BYTES
@@ -127,7 +128,10 @@ class StepOperatorBase(ProviderBaseOperator):
 
     def execute(self, context: Context) -> Any:
         try:
-            return self.service(context).execute()
+            service = self.service(context)
+            for warning in unset_cap_warnings(self.parameters()):  # once per try, not again on resuming
+                self.log.warning("%s", warning)
+            return service.execute()
         finally:
             self.wait_for_kill_cleanup()
 
