@@ -165,6 +165,21 @@ def wait_for_no_instances(sim, timeout: float = 20.0) -> None:
     assert sim.instances() == [], sim.instances()
 
 
+def assert_no_process_left(sim, timeout: float = 10.0) -> None:
+    """Nothing the provider or the CLI started is still running: no ``ssh-agent`` (the released CLI starts one per
+    ``ssh`` unless ``SSH_AUTH_SOCK`` is set), no ``brev`` or ``ssh``, no command in a sandbox. A process still exiting
+    gets ``timeout`` seconds; an agent never ends by itself."""
+    deadline = time.monotonic() + timeout
+    while (pids := sim.processes()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    left = {}
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            left[pid] = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")[:200]
+    started = len(sim.agents())
+    assert not left, f"{len(sim.agent_pids())} of {started} ssh-agents and these processes are still running: {left}"
+
+
 def airflow_logs_through_stdlib() -> bool:
     """Airflow 3.0 logs tasks, hooks and triggers through stdlib ``logging``; 3.1+ through structlog."""
     from airflow.sdk import BaseOperator
