@@ -46,7 +46,12 @@ from airflow_provider_brev.cli.protocol.config import (
     BrevConnectionConfig,
     login_args,
 )
-from airflow_provider_brev.cli.protocol.environment import AgentAnnouncement, announces_agent, brev_environment
+from airflow_provider_brev.cli.protocol.environment import (
+    AgentAnnouncement,
+    announces_agent,
+    brev_environment,
+    login_environment,
+)
 from airflow_provider_brev.cli.protocol.invocation import EnsureLogin, Invocation, OutputView
 from airflow_provider_brev.cli.protocol.output import parse_help_flags, parse_version
 from airflow_provider_brev.exceptions import (
@@ -351,7 +356,7 @@ class BrevBaseHook(BaseHook):
             self.log.info("Logging in to Brev (brev login --%s ***).", "api-key" if self.config.api_key else "token")
             brev_dir = self._home() / ".brev"
             with scratch_home(brev_dir) as scratch:
-                env = {**self._env(), "HOME": str(scratch)}
+                env = login_environment(self._env(), home=str(scratch))
                 result = run_process([self.cli_path, *argv], env=env, timeout=LOGIN_TIMEOUT)
                 if result.timed_out:
                     raise BrevTimeoutError(

@@ -338,6 +338,7 @@ def test_api_key_connection_logs_in_with_the_api_key(run_dag, brev_sim, task_log
     assert (stored["api_key"], stored["api_key_org_id"]) == (api_key, org_id)
     carrying = [call["argv"] for call in brev_sim.calls() if api_key in json.dumps(call)]
     assert carrying == [login["argv"]]  # no other invocation carries it
+    assert login["analytics"] is False  # the CLI sends a command's flags to its analytics unless told not to
     assert api_key not in task_logs.text
 
 
@@ -355,6 +356,7 @@ def test_a_failed_login_leaves_the_session_other_connections_of_its_home_use(run
     assert "good-first" in task_logs.text and "good-again" in task_logs.text
     logins = [call["argv"][2] for call in cli_calls(brev_sim, "login")]
     assert logins == [good, "not-the-right-token"]  # good_again did not have to log in again
+    assert [call["analytics"] for call in cli_calls(brev_sim, "login")] == [False, False]  # no token to analytics
     brev_dir = brev_sim.home / ".brev"
     stored = json.loads((brev_dir / "credentials.json").read_text())
     assert stored == {"access_token": good, "refresh_token": "auto-login"}

@@ -21,6 +21,7 @@ from airflow_provider_brev.cli.protocol.environment import (
     announces_agent,
     brev_environment,
     is_announced_agent,
+    login_environment,
 )
 from airflow_provider_brev.hooks.process import arun_process, run_process, stop_announced_agent
 
@@ -41,6 +42,13 @@ def test_brev_always_gets_an_agent_socket_so_the_cli_starts_no_agent(worker, exp
     env = brev_environment({"PATH": "/usr/bin", **worker}, brev_home=None)
     assert env["SSH_AUTH_SOCK"] == expected
     assert env["PATH"] == "/usr/bin"
+
+
+def test_the_login_sends_nothing_to_the_clis_analytics_and_runs_in_its_scratch_home():
+    base = brev_environment({"HOME": "/home/airflow", "DO_NOT_TRACK": "0"}, brev_home=None)
+    env = login_environment(base, home="/tmp/scratch")
+    assert (env["HOME"], env["BREV_NO_ANALYTICS"], env["DO_NOT_TRACK"]) == ("/tmp/scratch", "1", "1")
+    assert "BREV_NO_ANALYTICS" not in base and base["DO_NOT_TRACK"] == "0"  # other calls keep the user's choice
 
 
 def test_brev_environment_keeps_the_token_out_and_uses_the_connections_home():

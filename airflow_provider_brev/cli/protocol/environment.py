@@ -49,6 +49,7 @@ __all__ = [
     "announces_agent",
     "brev_environment",
     "is_announced_agent",
+    "login_environment",
 ]
 
 #: ``SSH_AUTH_SOCK`` for ``brev`` on a worker without an agent: set (so the CLI starts none), never an agent.
@@ -79,6 +80,23 @@ def brev_environment(environ: Mapping[str, str], *, brev_home: str | None) -> di
     if not env.get("SSH_AUTH_SOCK"):
         env["SSH_AUTH_SOCK"] = NO_SSH_AGENT
     return env
+
+
+#: What ``brev login`` runs with on top of :func:`brev_environment`: from v0.6.323 the CLI sends each command's
+#: flags to its analytics service (on by default), and the flags of a login are the token or API key. The CLI's
+#: own switch (``DO_NOT_TRACK``/``BREV_NO_ANALYTICS``) keeps the secret on the worker; other commands' flags hold
+#: no secret and keep the user's own analytics choice.
+LOGIN_ENVIRONMENT = {"BREV_NO_ANALYTICS": "1", "DO_NOT_TRACK": "1"}
+
+
+def login_environment(environ: Mapping[str, str], *, home: str) -> dict[str, str]:
+    """The environment of one ``brev login``: ``environ`` (already :func:`brev_environment`) in the scratch ``home``,
+    with analytics off for this one call (:data:`LOGIN_ENVIRONMENT`).
+
+    :param environ: what every ``brev`` call of the hook runs with.
+    :param home: the scratch HOME the login runs in.
+    """
+    return {**environ, "HOME": home, **LOGIN_ENVIRONMENT}
 
 
 def announces_agent(command: str, version: tuple[int, int, int] | None) -> bool:
