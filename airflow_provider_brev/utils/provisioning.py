@@ -402,7 +402,10 @@ class InstanceProvisioner:
         assert key is not None
         self._stop_if_cancelled(f"starting a stopped instance for reuse key {key!r}")
         started_at = time.time()
-        instance = claim_warm(self.hook, self.log, ReuseRegistry(self.log), key, task_identity(memory.ti))
+        prefix = self.request.name_prefix or self.hook.config.name_prefix
+        instance = claim_warm(
+            self.hook, self.log, ReuseRegistry(self.log), key, task_identity(memory.ti), prefix=prefix
+        )
         if instance is None:
             self.log.info("Reuse key %r: no stopped instance to start; creating one.", key)
             return None

@@ -7,13 +7,10 @@ import dataclasses
 import pytest
 
 from airflow_provider_brev.cli.instances.reuse import (
-    DELETE,
-    DROP,
     EXPIRED,
     FOREIGN,
     GONE,
     IN_USE,
-    KEEP,
     NOT_STOPPED,
     REUSE,
     STATE_IN_USE,
@@ -24,9 +21,7 @@ from airflow_provider_brev.cli.instances.reuse import (
     candidates,
     disk_dollars_per_hour,
     entries_in,
-    entries_value,
     expected_idle_seconds,
-    janitor_verdict,
     reuse_key_value,
     saved_seconds,
 )
@@ -65,23 +60,6 @@ def offer(stoppable: bool = True, **raw) -> InstanceTypeOffer:
 )
 def test_candidate_verdict(the_entry, the_live, verdict):
     assert candidate_verdict(the_entry, the_live, NOW) == verdict
-
-
-@pytest.mark.parametrize(
-    ("the_entry", "the_live", "verdict"),
-    [
-        (entry(since=NOW - 3601), live(), DELETE),  # stopped past max_idle
-        (entry(since=NOW - 3600), live(), DELETE),
-        (entry(since=NOW - 10), live(), KEEP),
-        (entry(since=NOW - 3601), live("RUNNING"), KEEP),  # started after the record was written
-        (entry(since=NOW - 3601), None, DROP),
-        (entry(since=NOW - 3601), live(ident="i-2"), DROP),  # someone else's: never deleted
-        (entry(STATE_IN_USE, since=NOW - 10, max_lifetime=60), live("RUNNING"), KEEP),
-        (entry(STATE_IN_USE, since=NOW - 61, max_lifetime=60), live("RUNNING"), DELETE),  # its run died
-    ],
-)
-def test_janitor_verdict(the_entry, the_live, verdict):
-    assert janitor_verdict(the_entry, the_live, NOW) == verdict
 
 
 def test_candidates_are_the_stopped_ones_newest_first():
@@ -140,9 +118,9 @@ def test_expected_idle_is_until_the_next_run_within_max_idle(next_run, idle):
     assert expected_idle_seconds(now=NOW, next_run_at=next_run, max_idle=3600) == idle
 
 
-def test_entries_round_trip_and_skip_what_is_not_one():
+def test_entries_of_the_single_variable_of_earlier_releases_skip_what_is_not_one():
     kept = entry()
-    stored = {**entries_value({"k": [kept], "empty": []}), "bad": "x", "k2": [{"key": "other", "id": "i", "name": "n"}]}
+    stored = {"k": [kept.to_dict()], "empty": [], "bad": "x", "k2": [{"key": "other", "id": "i", "name": "n"}]}
     assert entries_in(stored) == {"k": [kept]}
     assert entries_in(None) == {}
     assert ReuseEntry.from_dict({"key": "k", "id": "", "name": "n"}) is None
@@ -198,6 +176,7 @@ FULL = {
     "claimed_by": "d/r/t/-1",
     "price_per_hour": 2.24,
     "created_at": 11.0,
+    "created_by": "d/r/create/-1",
 }
 #: What a record holding only key, id and name reads as (and what a new entry holds): the documented defaults.
 DEFAULTS = {
@@ -210,6 +189,7 @@ DEFAULTS = {
     "claimed_by": "",
     "price_per_hour": None,
     "created_at": None,
+    "created_by": "",
 }
 MINIMAL = {"key": "weekly", "id": "i-7", "name": "brev-weekly"}
 
@@ -217,7 +197,7 @@ MINIMAL = {"key": "weekly", "id": "i-7", "name": "brev-weekly"}
 def test_a_full_record_round_trips_under_its_stored_field_names():
     read = ReuseEntry.from_dict(FULL)
     assert read is not None and read.to_dict() == FULL  # every field is written and read back under its name
-    assert entries_value(entries_in({"weekly": [FULL]})) == {"weekly": [FULL]}
+    assert [e.to_dict() for e in entries_in({"weekly": [FULL]})["weekly"]] == [FULL]
 
 
 @pytest.mark.parametrize(
@@ -225,7 +205,10 @@ def test_a_full_record_round_trips_under_its_stored_field_names():
     [
         pytest.param(MINIMAL, id="fields-missing"),
         pytest.param({**MINIMAL, **dict.fromkeys(DEFAULTS)}, id="fields-null"),
-        pytest.param({**MINIMAL, "instance_type": 5, "claimed_by": ["x"], "max_idle": "1h"}, id="fields-wrong-type"),
+        pytest.param(
+            {**MINIMAL, "instance_type": 5, "claimed_by": ["x"], "max_idle": "1h", "created_by": 3},
+            id="fields-wrong-type",
+        ),
         pytest.param({**MINIMAL, "state": "running", "since": True, "saved_seconds": False}, id="unknown-state-bools"),
     ],
 )
