@@ -329,27 +329,28 @@ def test_a_stopped_instance_started_by_hand_is_stopped_again_then_deleted(run, r
     assert run_state(dag_run) == "success", task_states(dag_run)
     name = xcom(dag_run, "create")
     until(sim, name, "STOPPED")
-    [entry] = registry()["k8"]
+    ident = sim.instance(name)["id"]
     assert brev("start", name).returncode == 0  # someone looks at the kept disk (brev shell/exec start it too)
     until(sim, name, "RUNNING")
 
     first = run_dag("brev_case_janitor", conf={"name_prefix": ""})
     assert run_state(first) == "success", task_states(first)
-    assert [k["name"] for k in xcom(first, "sweep")["kept"]] == [name]
     assert f"Keeping {name} (RUNNING): reuse key 'k8', recorded stopped but RUNNING since at least" in task_logs.text
+    assert [k["name"] for k in xcom(first, "sweep")["kept"]] == [name]
     assert status(sim, name) == "RUNNING"  # a run that had just started it would record it in use within seconds
 
     # the next sweep, 10 minutes or more later (the sighting the first sweep kept, moved back by as much)
-    sighting = WARM_AWAKE_PREFIX + entry.id
+    sighting = WARM_AWAKE_PREFIX + ident
     seen = Variable.get(sighting, deserialize_json=True)
     Variable.set(sighting, {**seen, "seen_at": seen["seen_at"] - 601}, serialize_json=True)
     second = run_dag("brev_case_janitor", conf={"name_prefix": ""})
     assert run_state(second) == "success", task_states(second)
     report = xcom(second, "sweep")
     assert (report["stopped"], report["deleted"]) == ([name], [])
-    assert [c["argv"][1:] for c in cli_calls(sim, "stop")][-1] == [entry.id]  # by the id it listed
+    assert [c["argv"][1:] for c in cli_calls(sim, "stop")][-1] == [ident]  # by the id it listed
     until(sim, name, "STOPPED")  # its disk kept, and its record as the run wrote it
-    assert registry()["k8"] == [entry] and warm_variable_keys(WARM_AWAKE_PREFIX) == []
+    [entry] = registry()["k8"]
+    assert (entry.id, entry.state) == (ident, STATE_STOPPED) and warm_variable_keys(WARM_AWAKE_PREFIX) == []
 
     write_warm_record({**entry.to_dict(), "since": entry.since - entry.max_idle - 60})  # no run started it in time
     third = run_dag("brev_case_janitor", conf={"name_prefix": ""})

@@ -107,7 +107,7 @@ def test_a_stale_record_is_forgotten_and_the_instance_judged_by_its_name():
     holder = listed(EXPIRED, ident="someone-else")  # another id holds the recorded name
     foreign = ReuseEntry(key="k", id="id-ours", name=EXPIRED, state=STATE_STOPPED, since=0.0)
     plan = plan_sweep([holder], prefix="afbrev", cutoff=NOW, records={e.id: e for e in (gone, foreign)}, now=NOW)
-    assert plan.forget == [gone, foreign]
+    assert plan.forget == [foreign, gone]  # by key, then name
     [verdict] = plan.verdicts
     assert (verdict.action, verdict.reuse_key) == (DELETE, None)  # its own name expired
 
