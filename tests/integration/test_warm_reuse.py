@@ -85,6 +85,22 @@ def until(sim, name: str, wanted: str | None) -> None:
     raise AssertionError(f"{name} never reached {wanted}: {status(sim, name)}")
 
 
+def kept_by_a_run(run, sim, key: str) -> str:
+    """The name of an instance a run created and its teardown stopped under ``key``, once STOPPED."""
+    dag_run = run("brev_reuse_lifecycle", params(key=key))
+    assert run_state(dag_run) == "success", task_states(dag_run)
+    name = xcom(dag_run, "create")
+    until(sim, name, "STOPPED")
+    return name
+
+
+def janitor(run_dag) -> dict:
+    """A janitor run's report (the connection's owner prefix)."""
+    sweep = run_dag("brev_case_janitor", conf={"name_prefix": ""})
+    assert run_state(sweep) == "success", task_states(sweep)
+    return xcom(sweep, "sweep")
+
+
 def delete_now(sim, name: str) -> None:
     assert brev("delete", name).returncode == 0
     until(sim, name, None)
@@ -156,24 +172,15 @@ def test_what_should_not_stay_stopped_is_deleted_and_forgotten(run, brev_sim_bot
 
 def test_the_janitor_deletes_a_stopped_instance_after_its_max_idle(run, run_dag, brev_sim_both, task_logs):
     sim = brev_sim_both
-    dag_run = run("brev_reuse_lifecycle", params(key="k2"))
-    assert run_state(dag_run) == "success", task_states(dag_run)
-    name = xcom(dag_run, "create")
-    until(sim, name, "STOPPED")
+    name = kept_by_a_run(run, sim, "k2")
 
-    sweep = run_dag(
-        "brev_case_janitor", conf={"name_prefix": ""}
-    )  # within max_idle: kept (by its record, not its name)
-    assert run_state(sweep) == "success", task_states(sweep)
-    report = xcom(sweep, "sweep")
+    report = janitor(run_dag)  # within max_idle: kept (by its record, not its name)
     assert [k["name"] for k in report["kept"]] == [name] and report["kept"][0]["reuse_key"] == "k2"
     assert status(sim, name) == "STOPPED"
 
     [entry] = registry()["k2"]  # stopped longer than max_idle ago (the run that stopped it is long gone)
     write_warm_record({**entry.to_dict(), "since": entry.since - entry.max_idle - 60})
-    sweep = run_dag("brev_case_janitor", conf={"name_prefix": ""})
-    assert run_state(sweep) == "success", task_states(sweep)
-    assert xcom(sweep, "sweep")["deleted"] == [name]
+    assert janitor(run_dag)["deleted"] == [name]
     assert "stopped longer than its max_idle" in task_logs.text
     assert status(sim, name) is None
     assert registry() == {}
@@ -308,9 +315,7 @@ def test_the_janitor_never_acts_on_a_record_of_an_instance_the_provider_did_not_
     write_warm_record(forged("my-notebook", notebook, "k7", state="in_use", since=long_ago), legacy=True)
     write_warm_record(forged(name, ident, "k7", since=long_ago), legacy=True)
 
-    sweep = run_dag("brev_case_janitor", conf={"name_prefix": ""})
-    assert run_state(sweep) == "success", task_states(sweep)
-    report = xcom(sweep, "sweep")
+    report = janitor(run_dag)
     assert report["deleted"] == [] and cli_calls(sim, "delete") == []
     assert report["kept"] == [{"name": name, "expires_at": report["kept"][0]["expires_at"]}]  # by its name, unexpired
     assert (status(sim, "my-notebook"), status(sim, name)) == ("RUNNING", "STOPPED")
@@ -325,37 +330,29 @@ def test_a_stopped_instance_started_by_hand_is_stopped_again_then_deleted(run, r
     from airflow.models.variable import Variable
 
     sim = brev_sim_both
-    dag_run = run("brev_reuse_lifecycle", params(key="k8"))
-    assert run_state(dag_run) == "success", task_states(dag_run)
-    name = xcom(dag_run, "create")
-    until(sim, name, "STOPPED")
+    name = kept_by_a_run(run, sim, "k8")
     ident = sim.instance(name)["id"]
     assert brev("start", name).returncode == 0  # someone looks at the kept disk (brev shell/exec start it too)
     until(sim, name, "RUNNING")
 
-    first = run_dag("brev_case_janitor", conf={"name_prefix": ""})
-    assert run_state(first) == "success", task_states(first)
+    first = janitor(run_dag)
     assert f"Keeping {name} (RUNNING): reuse key 'k8', recorded stopped but RUNNING since at least" in task_logs.text
-    assert [k["name"] for k in xcom(first, "sweep")["kept"]] == [name]
+    assert [k["name"] for k in first["kept"]] == [name]
     assert status(sim, name) == "RUNNING"  # a run that had just started it would record it in use within seconds
 
     # the next sweep, 10 minutes or more later (the sighting the first sweep kept, moved back by as much)
     sighting = WARM_AWAKE_PREFIX + ident
     seen = Variable.get(sighting, deserialize_json=True)
     Variable.set(sighting, {**seen, "seen_at": seen["seen_at"] - 601}, serialize_json=True)
-    second = run_dag("brev_case_janitor", conf={"name_prefix": ""})
-    assert run_state(second) == "success", task_states(second)
-    report = xcom(second, "sweep")
-    assert (report["stopped"], report["deleted"]) == ([name], [])
+    second = janitor(run_dag)
+    assert (second["stopped"], second["deleted"]) == ([name], [])
     assert [c["argv"][1:] for c in cli_calls(sim, "stop")][-1] == [ident]  # by the id it listed
     until(sim, name, "STOPPED")  # its disk kept, and its record as the run wrote it
     [entry] = registry()["k8"]
     assert (entry.id, entry.state) == (ident, STATE_STOPPED) and warm_variable_keys(WARM_AWAKE_PREFIX) == []
 
     write_warm_record({**entry.to_dict(), "since": entry.since - entry.max_idle - 60})  # no run started it in time
-    third = run_dag("brev_case_janitor", conf={"name_prefix": ""})
-    assert run_state(third) == "success", task_states(third)
-    assert xcom(third, "sweep")["deleted"] == [name]
+    assert janitor(run_dag)["deleted"] == [name]
     assert status(sim, name) is None and registry() == {}
 
 
