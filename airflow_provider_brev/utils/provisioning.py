@@ -428,6 +428,7 @@ class InstanceProvisioner:
             max_lifetime=as_timedelta(self.request.max_lifetime).total_seconds(),
             price_per_hour=provisioned.price_per_hour,
             created_at=provisioned.created_at,
+            conn_id=self.hook.brev_conn_id or "",
         )
 
     def _create(self, memory: TaskMemory, name: str, managed: bool) -> BrevInstance:

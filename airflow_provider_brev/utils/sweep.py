@@ -52,8 +52,8 @@ def sweep(
 
     A delete (or stop) that fails is reported and the sweep goes on with the others. A reuse record is forgotten once
     its instance is deleted, or when it is stale; the sightings of stopped-recorded instances found running are kept
-    for the next sweep; records of instances no longer listed are removed where Variables can be listed (not in a
-    dry run).
+    for the next sweep; the records this connection wrote of instances no longer listed are removed where Variables
+    can be listed (not in a dry run).
 
     :param hook: the Brev hook (its ``brev ls``, ``brev delete`` and ``brev stop``).
     :param log: where every decision is logged.
@@ -82,7 +82,7 @@ def sweep(
     )
     if not dry_run:
         registry.keep_sightings(plan.sightings, sightings)
-        for key in registry.forget_orphans(stored_keys, instances):
+        for key in registry.forget_orphans(stored_keys, instances, hook.brev_conn_id or ""):
             log.info("Removed Variable %s: the instance it recorded is no longer listed.", key)
     for entry in plan.forget:
         log.info(

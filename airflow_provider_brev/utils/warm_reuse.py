@@ -14,7 +14,8 @@ record would need to hold one instance at once, which the claim (Brev's STOPPED 
 
 **Found from ``brev ls``, never by listing Variables** (a task cannot list them before Airflow 3.3): each listed
 instance's record is read by its id. A record of an instance no longer listed is never read again; the janitor and
-``airflow brev sweep`` remove such orphans where Variables can be listed (:meth:`ReuseRegistry.forget_orphans`).
+``airflow brev sweep`` remove the ones their connection wrote where Variables can be listed
+(:meth:`ReuseRegistry.forget_orphans`).
 
 **Only a record that proves ownership acts** (:func:`~airflow_provider_brev.cli.instances.reuse_records.ownership_problem`:
 a managed name of the owner prefix, derived from the recorded creating task, whose XCom -- or that of the run that
@@ -24,6 +25,7 @@ the ``airflow brev`` commands.
 **Records of earlier releases** (the single Variable ``brev_warm_instances``) are read when an instance has no record
 of its own, never written: an instance a run holds keeps its protection from the janitor (its record names the
 task that holds it), a stopped one is not started again (nothing names its creator) and ends by its name's expiry.
+Nothing deletes that Variable: another account's run may still rely on it.
 """
 
 from __future__ import annotations
@@ -294,20 +296,31 @@ class ReuseRegistry:
             return None
         return None if records is None or awake is None else [*records, *awake]
 
-    def forget_orphans(self, stored_keys: Sequence[str] | None, listed: Iterable[BrevInstance]) -> list[str]:
-        """Delete the record and sighting Variables (of ``stored_keys``) of instances ``brev ls`` no longer lists,
-        and the single Variable of earlier releases once none of its instances is listed; returns the keys deleted."""
+    def forget_orphans(
+        self, stored_keys: Sequence[str] | None, listed: Iterable[BrevInstance], conn_id: str
+    ) -> list[str]:
+        """Delete the records (of ``stored_keys``) that ``conn_id`` wrote for instances ``brev ls`` no longer lists,
+        and sightings without a record; returns the keys deleted. A record another connection wrote is left: its
+        instance may be in an account this listing does not show. The single Variable of earlier releases is never
+        deleted here (it may hold a record another account's run still relies on)."""
         if stored_keys is None:
             return []
         ids = [instance.id for instance in listed]
-        keep = {record_variable(i) for i in ids} | {awake_variable(i) for i in ids}
-        orphans = sorted(set(stored_keys) - keep)
-        if self._legacy_entries() and not set(self._legacy_entries()) & set(ids):
-            orphans.append(LEGACY_VARIABLE)
+        listed_keys = {record_variable(i) for i in ids} | {awake_variable(i) for i in ids}
+        unlisted = sorted(set(stored_keys) - listed_keys)
+        orphans = [key for key in unlisted if key.startswith(RECORD_PREFIX) and self._written_by(key, conn_id)]
+        remaining = set(stored_keys) - set(orphans)
+        for key in unlisted:
+            if key.startswith(AWAKE_PREFIX) and RECORD_PREFIX + key[len(AWAKE_PREFIX) :] not in remaining:
+                orphans.append(key)
         for key in orphans:
             with contextlib.suppress(Exception):
                 self.store.delete(key)
         return orphans
+
+    def _written_by(self, key: str, conn_id: str) -> bool:
+        entry = ReuseEntry.from_dict(self._json(key))
+        return entry is not None and bool(conn_id) and entry.conn_id == conn_id
 
 
 def task_identity(ti: Any) -> str:
@@ -400,9 +413,11 @@ def record_in_use(
     max_lifetime: float,
     price_per_hour: float | None,
     created_at: float | None,
+    conn_id: str = "",
 ) -> None:
-    """Record that ``who`` created (or started) ``instance`` under ``key`` (kept ``in_use`` until its teardown). Its
-    creator is ``who`` when its managed name derives from ``who``, else the one recorded before."""
+    """Record that ``who`` created (or started) ``instance`` under ``key`` (kept ``in_use`` until its teardown), with
+    the connection ``conn_id``. Its creator is ``who`` when its managed name derives from ``who``, else the one
+    recorded before."""
     earlier = registry.find(instance.id)
     creator = _creator(instance.name, who) or (earlier.created_by if earlier is not None else "")
     registry.put(
@@ -420,6 +435,7 @@ def record_in_use(
             price_per_hour=price_per_hour,
             created_at=created_at,
             created_by=creator,
+            conn_id=conn_id,
         )
     )
 

@@ -89,8 +89,10 @@ def account(airflow_db, brev_sim, run_dag, monkeypatch):
     days_ago = NOW.timestamp() - 3 * 24 * 3600
     handmade = {"key": "nightly", "id": foreign, "name": FOREIGN, "state": "in_use", "since": days_ago}
     write_warm_record(handmade, legacy=True)
-    # the record of an instance deleted long ago, which nothing reads any more
-    write_warm_record({**handmade, "id": "i-gone", "name": "afbrev-gone"})
+    # records of instances deleted long ago, which nothing reads any more: one written through the connection the
+    # sweep uses, one through another (its instance may be in an account that connection does not list)
+    write_warm_record({**handmade, "id": "i-gone", "name": "afbrev-gone", "conn_id": "brev_cli_db"})
+    write_warm_record({**handmade, "id": "i-elsewhere", "name": "afbrev-elsewhere", "conn_id": "other_account"})
     for _ in range(200):  # the simulated clock on until the teardown's stop is done (no wall-clock wait)
         if {i["status"] for i in brev_sim.instances() if i["name"] == warm_name(brev_sim)} == {"STOPPED"}:
             break
@@ -151,7 +153,7 @@ def test_sweep_dry_run_shows_what_the_janitor_would_delete_and_why(account):
         "not a managed name with prefix 'afbrev'; its reuse record is ignored: my-notebook is not a name this "
         "provider makes"
     )
-    assert len(warm_variable_keys(WARM_RECORD_PREFIX)) == 3  # a dry run removes no record
+    assert len(warm_variable_keys(WARM_RECORD_PREFIX)) == 4  # a dry run removes no record
     assert cli_calls(account, "delete") == []
     assert {i["name"]: i["status"] for i in account.instances()}[EXPIRED] == "RUNNING"
 
@@ -188,8 +190,10 @@ def test_sweep_deletes_only_owned_expired_instances_by_id(account, connection_in
     assert after[EXPIRED] == "DELETING"
     assert after[WARM] == "STOPPED" and after[FRESH] == after[OTHER_OWNER] == after[FOREIGN] == "RUNNING"
     ids = {i["name"]: i["id"] for i in account.instances()}
-    # the record of an instance no longer listed is removed; the others stay (the hand-written one is never acted on)
-    assert warm_variable_keys(WARM_RECORD_PREFIX) == sorted(WARM_RECORD_PREFIX + ids[n] for n in (WARM, FOREIGN))
+    # the record this connection wrote of an instance no longer listed is removed; the others stay (the
+    # hand-written one is never acted on; another connection's is that connection's to remove)
+    kept = [WARM_RECORD_PREFIX + i for i in (ids[WARM], ids[FOREIGN], "i-elsewhere")]
+    assert warm_variable_keys(WARM_RECORD_PREFIX) == sorted(kept)
 
 
 def test_help_needs_no_connection_and_start_up_imports_nothing_heavy(airflow_db):

@@ -122,6 +122,8 @@ def test_a_warm_second_run_pulls_no_image_and_downloads_no_unchanged_input(
     until(sim, name, "STOPPED")
     [entry] = registry()["vcn-weekly"]
     assert (entry.name, entry.state, entry.id) == (name, STATE_STOPPED, sim.instance(name)["id"])
+    creator = f"brev_reuse_train/{first.run_id}/create/-1"  # its name derives from it; its XCom holds the id
+    assert (entry.created_by, entry.claimed_by, entry.conn_id) == (creator, creator, "brev_default")
     assert entry.saved_seconds >= 390  # at least g6e.xlarge's catalog boot time
     [staged] = xcom(first, "train")["sync"]["inputs"]
     assert (staged["transferred"], staged["skipped"]) == (objects, 0)

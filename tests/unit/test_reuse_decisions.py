@@ -177,6 +177,7 @@ FULL = {
     "price_per_hour": 2.24,
     "created_at": 11.0,
     "created_by": "d/r/create/-1",
+    "conn_id": "brev_default",
 }
 #: What a record holding only key, id and name reads as (and what a new entry holds): the documented defaults.
 DEFAULTS = {
@@ -190,6 +191,7 @@ DEFAULTS = {
     "price_per_hour": None,
     "created_at": None,
     "created_by": "",
+    "conn_id": "",
 }
 MINIMAL = {"key": "weekly", "id": "i-7", "name": "brev-weekly"}
 

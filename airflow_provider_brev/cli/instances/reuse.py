@@ -95,6 +95,8 @@ class ReuseEntry:
     :param created_at: when ``brev create`` was called for it (epoch seconds), when known.
     :param created_by: the task that created it (``dag_id/run_id/task_id/map_index``): its managed name derives
         from it (:mod:`airflow_provider_brev.cli.instances.reuse_records`).
+    :param conn_id: the Airflow connection it was created or started with: only a sweep through that connection
+        (whose ``brev ls`` shows its account) may forget the record once the instance is no longer listed.
     """
 
     key: str
@@ -110,6 +112,7 @@ class ReuseEntry:
     price_per_hour: float | None = None
     created_at: float | None = None
     created_by: str = ""
+    conn_id: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -126,6 +129,7 @@ class ReuseEntry:
             "price_per_hour": self.price_per_hour,
             "created_at": self.created_at,
             "created_by": self.created_by,
+            "conn_id": self.conn_id,
         }
 
     @classmethod
@@ -150,6 +154,7 @@ class ReuseEntry:
             price_per_hour=_number(value.get("price_per_hour")),
             created_at=_number(value.get("created_at")),
             created_by=_text(value.get("created_by")),
+            conn_id=_text(value.get("conn_id")),
         )
 
     def expires_at(self) -> float:
