@@ -69,6 +69,7 @@ __all__ = [
     "LeptonNotFoundError",
     "LeptonRejectedError",
     "LeptonResourcesUnavailableError",
+    "LeptonTTLTooShortError",
     "LeptonTransientError",
     "RetryPolicy",
     "TaoProgramFaultError",
@@ -305,6 +306,12 @@ class LeptonResourcesUnavailableError(LeptonError, BrevNoCapacityError):
     """The workspace has no quota or free resources for the job right now: its creation was refused, or it waited
     in its node group's queue longer than ``queue_timeout`` (then it was stopped). The task's retries may find
     resources later; a higher ``priority`` or another node group may too."""
+
+
+class LeptonTTLTooShortError(LeptonError, BrevInvalidInputError):
+    """``ttl_seconds_after_finished`` is shorter than the time the step needs to read an ended job's status and the
+    end of its log (:func:`~airflow_provider_brev.cli.lepton.follower.ttl_floor`): Lepton would remove the job
+    before the step saw how it ended. Refused before anything is submitted; no retry is spent."""
 
 
 class LeptonNotFoundError(LeptonError):

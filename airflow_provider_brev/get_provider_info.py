@@ -68,7 +68,7 @@ def get_provider_info() -> dict:
         "triggers": [
             {
                 "integration-name": "NVIDIA Brev",
-                "python-modules": ["airflow_provider_brev.triggers.brev"],
+                "python-modules": ["airflow_provider_brev.triggers.base", "airflow_provider_brev.triggers.brev"],
             },
             {
                 "integration-name": "NVIDIA DGX Cloud Lepton",
@@ -157,10 +157,11 @@ def get_provider_info() -> dict:
                 "hook-class-name": "airflow_provider_brev.hooks.lepton.LeptonHook",
                 "hook-name": "NVIDIA DGX Cloud Lepton",
                 "ui-field-behaviour": {
-                    "hidden-fields": ["schema", "port", "extra"],
+                    "hidden-fields": ["schema", "port"],
                     "relabeling": {"login": "Workspace id", "password": "Workspace token", "host": "Workspace API URL"},
                     "placeholders": {
                         "host": "(optional) https://gateway.dgxc-lepton.nvidia.com/api/v2/workspaces/<workspace id>",
+                        "extra": '(optional) {"shape_prices": {"gpu.8xh100-sxm": 24.0, "cpu.small": 0.05}}',
                     },
                 },
             },

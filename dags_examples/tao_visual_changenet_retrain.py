@@ -136,6 +136,26 @@ with DAG(
             "'lower': at most the threshold (error rates).",
         ),
         "gate_threshold": Param(0.8, type="number", description="The KPI value the gate compares with."),
+        "reuse_key": Param(
+            None,
+            type=["null", "string"],
+            description="Warm reuse: start the instance an earlier run stopped under this key (its images and "
+            "synced dataset kept) instead of creating one. Empty: a fresh instance every run.",
+        ),
+        "max_idle_hours": Param(
+            24,
+            type="number",
+            exclusiveMinimum=0,
+            description="With reuse_key: how long a stopped instance may wait for the next run before the janitor "
+            "deletes it; also the idle time the stop-or-delete break-even prices when the next run is further away.",
+        ),
+        "release": Param(
+            "delete",
+            type="string",
+            enum=["delete", "stop"],
+            description="How the teardown ends the instance: 'stop' keeps it for the next run under reuse_key (when "
+            "its type can stop and the break-even favours it), 'delete' ends it.",
+        ),
     },
 ) as dag:
     # [START howto_tao_retrain]
@@ -149,6 +169,8 @@ with DAG(
     create = BrevCreateInstanceOperator(
         task_id="create_instance",
         gpu="{{ params.gpu }}",
+        reuse_key="{{ params.reuse_key }}",
+        max_idle="{{ params.max_idle_hours * 3600 }}",
         require_docker=True,
         deferrable=True,
         ready_timeout=1800,
@@ -219,7 +241,9 @@ with DAG(
         outlet_events[PROMOTED_MODEL].extra = decision
         return decision
 
-    delete = BrevDeleteInstanceOperator(task_id="delete_instance", instance_name=create.output)
+    delete = BrevDeleteInstanceOperator(
+        task_id="delete_instance", instance_name=create.output, release="{{ params.release }}"
+    )
 
     @task(trigger_rule="all_done", multiple_outputs=False)  # the cost table is one XCom value
     def cost_report(ti=None) -> dict:

@@ -172,6 +172,16 @@ WARM_AWAKE_PREFIX = "brev_warm_awake."
 WARM_LEGACY_VARIABLE = "brev_warm_instances"
 
 
+def run_kept(run_dag: Callable[..., Any], dag_id: str, conf: dict[str, Any]) -> Any:
+    """``run_dag`` with a logical date of its own, so a later run does not delete it: ``dag.test()`` deletes the
+    earlier runs of its logical date (every manual run's is None), and with them their XCom -- which proves which
+    task created an instance kept for warm reuse. A deployment keeps its runs."""
+    from datetime import UTC, datetime
+
+    when = datetime.now(UTC)
+    return run_dag(dag_id, conf=conf, logical_date=when, run_after=when)
+
+
 def warm_variable_keys(prefix: str) -> list[str]:
     """The keys of the Variables starting with ``prefix``, from the metadata database."""
     from airflow.models.variable import Variable

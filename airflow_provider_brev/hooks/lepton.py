@@ -2,7 +2,8 @@
 
 :class:`LeptonHook` (connection type ``lepton``, default id ``lepton_default``): the workspace id in the login
 field (or extra ``workspace_id``), the workspace token in the password (or extra ``token``), and optionally the
-workspace API URL in the host field (or extra ``url``; default: the SDK's, derived from the workspace id). The
+workspace API URL in the host field (or extra ``url``; default: the SDK's, derived from the workspace id), and
+optionally the prices of the workspace's resource shapes for cost estimates (extra ``shape_prices``). The
 client is built on first use, never at DAG-parse time; the SDK (``pip install 'airflow-provider-brev[lepton]'``) is
 imported then. The token travels only in the SDK's ``Authorization`` header: it is registered with Airflow's
 masker, the SDK's own logger is silenced, and no message, argv, XCom value or trigger payload carries it.
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -26,6 +27,7 @@ import tenacity
 from airflow_provider_brev._compat import BaseHook, mask_secret
 from airflow_provider_brev.cli.lepton.errors import api_error
 from airflow_provider_brev.cli.lepton.follower import NS, LeptonJobPoll, PollLeptonJob
+from airflow_provider_brev.cli.lepton.pricing import shape_prices
 from airflow_provider_brev.exceptions import (
     BrevError,
     LeptonConfigurationError,
@@ -55,12 +57,15 @@ class LeptonConnectionConfig:
     :param workspace_id: the workspace.
     :param token: the workspace token (a secret).
     :param url: the workspace API URL (``None``: the SDK derives it from the workspace id).
+    :param shape_prices: US dollars per hour by resource shape (extra ``shape_prices``): what a step's cost estimate
+        uses when the step gives no price (:mod:`~airflow_provider_brev.cli.lepton.pricing`).
     """
 
     conn_id: str | None
     workspace_id: str
     token: str
     url: str | None
+    shape_prices: dict[str, float] = field(default_factory=dict)
 
     def __repr__(self) -> str:  # never the token
         return f"LeptonConnectionConfig(conn_id={self.conn_id!r}, workspace_id={self.workspace_id!r}, url={self.url!r})"
@@ -175,7 +180,10 @@ class LeptonHook(BaseHook):
             )
         if url and not url.startswith(("http://", "https://")):
             url = f"https://{url}"
-        return LeptonConnectionConfig(self.lepton_conn_id, workspace, token, url)
+        prices = shape_prices(
+            f"the extra shape_prices of the lepton connection {self.lepton_conn_id!r}", extras.get("shape_prices")
+        )
+        return LeptonConnectionConfig(self.lepton_conn_id, workspace, token, url, prices)
 
     @cached_property
     def client(self) -> Any:

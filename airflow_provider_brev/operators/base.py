@@ -1,4 +1,4 @@
-"""Base class of the Brev operators."""
+"""The bases of this provider's operators: the kill's cleanup every operator shares, and the Brev connection."""
 
 from __future__ import annotations
 
@@ -17,18 +17,14 @@ ON_KILL_HANDLER_WAIT = 6.0
 ON_KILL_CLEANUP_WAIT = 10.0
 
 
-class BrevBaseOperator(BrevBaseHookMixin, BaseOperator):
-    """Base of every Brev operator: ``brev_conn_id``, templating and a lazily built ``hook``.
+class ProviderBaseOperator(BaseOperator):
+    """What every operator of this provider shares, on any platform: a kill's cleanup in a thread of its own.
 
-    :param brev_conn_id: the Airflow connection id of type ``brev`` (default ``brev_default``).
+    No connection: a Brev operator adds ``brev_conn_id`` (:class:`BrevBaseOperator`), a Lepton step
+    ``lepton_conn_id`` (:class:`~airflow_provider_brev.operators.lepton.LeptonStepOperator`).
     """
 
-    template_fields = brev_template_fields()
     ui_color = "#76b900"  # NVIDIA green
-
-    def __init__(self, *, brev_conn_id: str = DEFAULT_BREV_CONN_ID, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.brev_conn_id = brev_conn_id
 
     #: The thread running :meth:`_cleanup_on_kill` once the task was killed.
     _kill_cleanup: threading.Thread | None = None
@@ -70,3 +66,16 @@ class BrevBaseOperator(BrevBaseHookMixin, BaseOperator):
         thread = self._kill_cleanup
         if thread is not None and thread is not threading.current_thread():
             thread.join(ON_KILL_CLEANUP_WAIT)
+
+
+class BrevBaseOperator(BrevBaseHookMixin, ProviderBaseOperator):
+    """Base of every Brev operator: ``brev_conn_id``, templating and a lazily built ``hook``.
+
+    :param brev_conn_id: the Airflow connection id of type ``brev`` (default ``brev_default``).
+    """
+
+    template_fields = brev_template_fields()
+
+    def __init__(self, *, brev_conn_id: str = DEFAULT_BREV_CONN_ID, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.brev_conn_id = brev_conn_id

@@ -10,7 +10,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_brev._compat import conf, default_deferrable, deferral_settle_seconds
-from airflow_provider_brev.cli.instances.cost import lifetime_cost, money
+from airflow_provider_brev.cli.instances.cost import lifetime_cost, money, unset_cap_warnings
 from airflow_provider_brev.cli.instances.reuse import DEFAULT_MAX_IDLE
 from airflow_provider_brev.cli.protocol.names import DEFAULT_MAX_LIFETIME
 from airflow_provider_brev.cli.validation import instance_name
@@ -234,6 +234,8 @@ class BrevCreateInstanceOperator(BrevBaseOperator):
             self.wait_for_kill_cleanup()
 
     def _create(self, context: Context) -> str:
+        for warning in unset_cap_warnings({"max_price_per_hour": self.max_price_per_hour}):
+            self.log.warning("%s", warning)
         provisioner = self.provisioner(self._validate())
         timeout = self.ready_timeout
         memory = TaskMemory(context, self.log)
@@ -328,15 +330,19 @@ class BrevCreateInstanceOperator(BrevBaseOperator):
         raise BrevInstanceFailedError(event["message"])
 
     def _cleanup_on_kill(self) -> None:
-        """Delete the instance this try created (by its id), or is creating under a provider-managed name; nothing
-        else."""
+        """Delete the instance this try created (by its id), is creating under a provider-managed name, or started
+        from the warm pool (by its id, from its ``brev start`` on: a kill cannot wait for a stop and its record);
+        nothing else."""
         provisioner = self._provisioner
         if provisioner is None or not self.delete_on_failure:
             return
-        created, pending = provisioner.created, provisioner.pending_name
+        created, pending, claimed = provisioner.created, provisioner.pending_name, provisioner.claimed
         if created is not None:
             self.log.warning("Task killed: deleting instance %s created by this try.", created.name)
             release_on_kill(self.hook, created.name, created.id or None)
+        elif claimed is not None:
+            self.log.warning("Task killed: deleting instance %s, which this try started for warm reuse.", claimed.name)
+            release_on_kill(self.hook, claimed.name, claimed.id or None)
         elif pending:
             self.log.warning("Task killed: deleting instance %s created by this try.", pending)
             release_on_kill(self.hook, pending, None)

@@ -52,6 +52,7 @@ LEPTON_STEP_PARAMETERS = (
     "outputs",
     "aws_conn_id",
     "output_sync_interval",
+    "shape_prices",
 )
 
 
@@ -82,6 +83,9 @@ class LeptonStepOperator(StepOperatorBase):
     :param outputs: directory below ``/workspace`` -> S3 URI prefix (templated).
     :param aws_conn_id: the Amazon connection that lists and presigns (its keys never reach the job).
     :param output_sync_interval: seconds between the job's output uploads while it runs.
+    :param shape_prices: US dollars per hour by resource shape, for the step's cost estimate (templated; default:
+        the ``lepton`` connection's extra ``shape_prices``, then the provider's default estimates -- Lepton reports
+        no price, so ``brev_cost`` is always an estimate; :mod:`~airflow_provider_brev.cli.lepton.pricing`).
     """
 
     template_fields: tuple[str, ...] = (
@@ -94,8 +98,8 @@ class LeptonStepOperator(StepOperatorBase):
         "inputs",
         "outputs",
         "aws_conn_id",
+        "shape_prices",
     )
-    ui_color = "#76b900"
     compute_kind = "lepton"
     step_parameters = LEPTON_STEP_PARAMETERS
 
@@ -123,6 +127,7 @@ class LeptonStepOperator(StepOperatorBase):
         outputs: dict[str, str] | None = None,
         aws_conn_id: str | None = "aws_default",
         output_sync_interval: float | timedelta = DEFAULT_OUTPUT_SYNC_INTERVAL,
+        shape_prices: dict[str, float] | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -147,6 +152,7 @@ class LeptonStepOperator(StepOperatorBase):
         self.outputs = outputs
         self.aws_conn_id = aws_conn_id
         self.output_sync_interval = output_sync_interval
+        self.shape_prices = shape_prices
 
     def build_spec(self, parameters: dict[str, Any]) -> LeptonStepSpec:
         from airflow_provider_brev.steps.lepton_spec import lepton_step_spec
@@ -167,8 +173,9 @@ class LeptonJobOperator(LeptonStepOperator):
     :param image: the container image, a full reference with a tag or digest (templated).
     :param command: the shell command (templated), run with ``bash -c`` in ``/workspace``.
     :param env: plain environment variables (in the job spec: not for secrets).
-    :param secret_env: secret environment variables (templated): in the job's plan (a workspace secret), redacted
-        from its log; never in the job spec, a log or XCom.
+    :param secret_env: secret environment variables (templated): in the job's plan (a workspace secret), never in
+        the job spec; printed, they are redacted from the job's output as on Brev (the value, each line of a
+        multi-line value: :mod:`airflow_provider_brev.cli.secrets`).
     :param cwd: working directory of the command (relative to ``/workspace``, or absolute).
     :param skip_on_exit_code: exit code(s) that mark the task skipped instead of failed.
     :param kwargs: the parameters of :class:`LeptonStepOperator` (``resource_shape``, ``inputs``, ``timeout`` ...).

@@ -14,12 +14,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from airflow_provider_brev._compat import conf, default_deferrable
+from airflow_provider_brev.cli.instances.cost import unset_cap_warnings
 from airflow_provider_brev.cli.instances.recovery import DEFAULT_MAX_INSTANCE_RECOVERIES
 from airflow_provider_brev.cli.instances.reuse import DEFAULT_MAX_IDLE
 from airflow_provider_brev.cli.jobs.remote import DEFAULT_MAX_BYTES
 from airflow_provider_brev.cli.protocol.names import DEFAULT_MAX_LIFETIME
 from airflow_provider_brev.cli.transfer.lineage import mapping_keys, mapping_values
-from airflow_provider_brev.operators.base import BrevBaseOperator
+from airflow_provider_brev.operators.base import BrevBaseOperator, ProviderBaseOperator
 from airflow_provider_brev.sensors.brev import DEFAULT_READY_TIMEOUT
 from airflow_provider_brev.utils.lineage import BrevLineageMixin
 from airflow_provider_brev.utils.mixins import brev_template_fields
@@ -69,7 +70,7 @@ STEP_PARAMETERS = (
 )
 
 
-class StepOperatorBase(BrevBaseOperator):
+class StepOperatorBase(ProviderBaseOperator):
     """What every step operator shares, on any compute (see the module docstring).
 
     A subclass names its compute (``compute_kind``, a key of :data:`~airflow_provider_brev.steps.service.COMPUTES`)
@@ -127,7 +128,10 @@ class StepOperatorBase(BrevBaseOperator):
 
     def execute(self, context: Context) -> Any:
         try:
-            return self.service(context).execute()
+            service = self.service(context)
+            for warning in unset_cap_warnings(self.parameters()):  # once per try, not again on resuming
+                self.log.warning("%s", warning)
+            return service.execute()
         finally:
             self.wait_for_kill_cleanup()
 
@@ -143,7 +147,7 @@ class StepOperatorBase(BrevBaseOperator):
             self._service.on_kill()
 
 
-class BrevStepOperator(BrevLineageMixin, StepOperatorBase):
+class BrevStepOperator(BrevLineageMixin, StepOperatorBase, BrevBaseOperator):
     """Base of the GPU step operators: a workload runs exactly once on a Brev instance, durably.
 
     **Where.** On an existing instance (``instance_name``, e.g. ``create.output``), which must be ready and -- when

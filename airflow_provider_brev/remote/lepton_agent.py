@@ -4,8 +4,10 @@ It reads its plan from the environment variable ``AIRFLOW_LEPTON_PLAN`` (zlib-co
 workspace secret: the presigned URLs and secret values in it never appear in the job spec), then:
 
 1. downloads every input object (presigned GETs) to its path below the working directory, checking its size;
-2. writes the workload's files (a TAO spec) and runs the command (``bash -c``) in its own session, its output
-   (secret values redacted) on stdout -- the job's log -- and in a local file;
+2. writes the workload's files (a TAO spec) and runs the command (``bash -c``) in its own session, its output on
+   stdout -- the job's log -- and in a local file, each line with the plan's ``redact`` fragments replaced by ``***``
+   (in bytes, in the plan's order: the fragments of the secret values that
+   ``airflow_provider_brev.cli.secrets.redaction_fragments`` computed on the worker, the rule of Brev steps);
 3. uploads the files of every output directory that are new or changed (presigned POST policies limited to the
    output's key prefix) every ``sync_interval`` seconds while the command runs, and once more when it ended;
 4. runs the workload's report script (TAO: what the action left behind) and prints one result line,
@@ -116,12 +118,12 @@ class Outputs:
 def main() -> int:
     plan = json.loads(zlib.decompress(base64.b64decode(os.environ.pop(PLAN_ENV))))
     secrets = dict(plan.get("secret_env") or {})
-    hidden = sorted((v for v in secrets.values() if v), key=len, reverse=True)
+    hidden = [fragment.encode("utf-8") for fragment in plan.get("redact") or []]  # in the order to replace them
 
-    def redact(line: str) -> str:
-        for value in hidden:
-            line = line.replace(value, "***")
-        return line
+    def redact(raw: bytes) -> bytes:
+        for fragment in hidden:
+            raw = raw.replace(fragment, b"***")
+        return raw
 
     os.makedirs(STATE_DIR, exist_ok=True)
     inputs = plan.get("inputs") or []
@@ -166,7 +168,7 @@ def main() -> int:
     assert proc.stdout is not None
     with open(log_path, "w", encoding="utf-8") as log:
         for raw in iter(proc.stdout.readline, b""):
-            line = redact(raw.decode("utf-8", "replace").rstrip("\n"))
+            line = redact(raw.rstrip(b"\n")).decode("utf-8", "replace")
             print(line, flush=True)
             log.write(line + "\n")
     code = proc.wait()
@@ -182,7 +184,7 @@ def main() -> int:
             env={**os.environ, "HOME": os.getcwd(), "AIRFLOW_LEPTON_LOG": log_path},
             check=False,
         )
-        report = ran.stdout.decode("utf-8", "replace").splitlines()
+        report = [redact(raw).decode("utf-8", "replace") for raw in ran.stdout.splitlines()]
     result = {
         "exit_code": code,
         "downloaded": len(inputs),

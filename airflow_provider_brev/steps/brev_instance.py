@@ -215,14 +215,16 @@ class StepInstance:
         )
 
     def release_on_kill(self, also: InstanceRef | None = None) -> list[str]:
-        """The task was killed: delete every ephemeral instance this try created, is creating, or (``also``) an
-        earlier handle named; returns their names. One fast call each, never raises."""
+        """The task was killed: delete every ephemeral instance this try created, is creating, started from the warm
+        pool, or (``also``) an earlier handle named; returns their names. One fast call each, never raises."""
         if not self.ephemeral:
             return []
         refs: list[InstanceRef] = [*self.created, *([self.current] if self.current else []), *([also] if also else [])]
         provisioner = self._provisioner
         if provisioner is not None and provisioner.created is not None:
             refs.append(InstanceRef(provisioner.created.name, provisioner.created.id))
+        if provisioner is not None and provisioner.claimed is not None:  # started from the warm pool, by id
+            refs.append(InstanceRef(provisioner.claimed.name, provisioner.claimed.id))
         if provisioner is not None and provisioner.pending_name:  # ``brev create`` still runs: by name
             refs.append(InstanceRef(provisioner.pending_name))
         # Newest first: Airflow SIGKILLs a killed task about 5 s after SIGTERM, and the instance being created or

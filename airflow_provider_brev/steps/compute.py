@@ -21,8 +21,9 @@ method               Brev instance                                Lepton job
 ``resume``           the instance the trigger followed            the job the trigger followed
 ``outcome``          outputs due: synced, :class:`FollowAgain`;   the job's outcome (queue limit: deleted)
                      instance lost: the typed error
-``collect``          final output sync, the workload's verdict    the agent's report, the workload's verdict;
-                                                                  a job that did not succeed is deleted
+``collect``          final output sync, the workload's verdict    the agent's report, the workload's verdict,
+                                                                  ``brev_cost`` (an estimate) reported; a job
+                                                                  that did not succeed is deleted
 ``recover``          a lost instance re-created (then             re-raise
                      ``prepare`` again), else re-raise
 ``release``          an ephemeral instance deleted (or stopped);  the plan's secret deleted
@@ -40,8 +41,8 @@ from the kill's thread.
 ``own_job`` and ``job_of`` name jobs for the engine's stale-event rule; ``event_fields`` are what every event of
 the compute's trigger carries. What a job handle holds besides the engine's ``deadline`` and ``try_number`` is the
 compute's (JSON, no secret). **Cost**: the Brev compute meters its phases (:mod:`.metering`) and reports
-``brev_cost``; a Lepton job reports none -- its price is not known to the provider (Lepton's API does not return
-one), and a cost without a price would read as a free step.
+``brev_cost``; a Lepton job reports it from the time its follower saw the job starting and running, priced per
+resource shape, always marked an estimate (``estimate``, ``price_source``): Lepton's API returns no price.
 """
 
 from __future__ import annotations

@@ -24,8 +24,10 @@ release    the plan's secret is deleted; an ended job that did not succeed  --
 ========== ================================================================ =====================================
 
 A failure is not recovered (``recover`` re-raises: a retry submits a new job). The job handle the engine keeps in the
-task's memory holds its name and log cursor (``job``, ``since_ns``). A Lepton step reports no ``brev_cost``: the
-provider does not know a job's price.
+task's memory holds its name and log cursor (``job``, ``since_ns``). When the job ended, the step logs one line on how
+it ended and reports ``brev_cost`` as a Brev step does -- an estimate: the time the follower saw the job starting
+(``boot``) and running (``work``), priced per resource shape (:mod:`~airflow_provider_brev.cli.lepton.pricing`:
+Lepton's API gives no price).
 """
 
 from __future__ import annotations
@@ -34,11 +36,14 @@ import contextlib
 import time
 from typing import TYPE_CHECKING, Any
 
+from airflow_provider_brev.cli.instances.cost import cost_line, step_cost
 from airflow_provider_brev.cli.jobs.attempts import COLLECT, REATTACH, RELAUNCH, SUPERSEDED
-from airflow_provider_brev.cli.lepton.agent import AGENT_ENV, PLAN_ENV, agent_source, encode_plan, job_command
+from airflow_provider_brev.cli.lepton.agent import AGENT_ENV, PLAN_ENV, agent_source, encode_plan, job_command, job_plan
 from airflow_provider_brev.cli.lepton.follower import NS, LeptonJobFollower, LeptonOutcome, outcome_error
 from airflow_provider_brev.cli.lepton.names import TryJob, earlier_jobs, job_name, secret_name
+from airflow_provider_brev.cli.lepton.pricing import shape_price
 from airflow_provider_brev.cli.lepton.states import SUCCEEDED, earlier_job_verdict, job_phase
+from airflow_provider_brev.cli.secrets import redaction_fragments
 from airflow_provider_brev.exceptions import BrevTaskKilledError, LeptonJobExistsError, LeptonResourcesUnavailableError
 from airflow_provider_brev.hooks.driver import drive
 from airflow_provider_brev.hooks.lepton import LeptonHook
@@ -94,10 +99,15 @@ class LeptonJobCompute:
     def check(self) -> None:
         self.workload.check()
         self.workload.mask()
+        self.hook.config  # noqa: B018 - the connection (its shape_prices too) is checked before anything is submitted
         self.data.check_locations()  # every S3 location reachable, before anything is submitted
 
     def mask(self) -> None:
         self.workload.mask()
+
+    def redact_fragments(self) -> list[str]:
+        """What of the workload's secret values the job's output must not show (the rule of Brev steps)."""
+        return redaction_fragments(self.workload.secrets())
 
     def acquire(self) -> None:
         """Nothing: the job is its own compute, submitted at launch."""
@@ -149,16 +159,15 @@ class LeptonJobCompute:
         """Plan the data, put the plan in a workspace secret, submit this try's job (nothing after a kill)."""
         launch = self.workload.launch()
         inputs = [*self.data.input_plan(), *launch.inputs]
-        plan: dict[str, Any] = {
-            "command": launch.command,
-            "env": {},
-            "secret_env": dict(launch.secret_env or {}),
-            "inputs": inputs,
-            "outputs": self.data.output_plan(),
-            "files": dict(launch.files),
-            "report": launch.report,
-            "sync_interval": self.spec.data.sync_interval,
-        }
+        plan = job_plan(
+            command=launch.command,
+            secret_env=launch.secret_env,
+            inputs=inputs,
+            outputs=self.data.output_plan(),
+            files=launch.files,
+            report=launch.report,
+            sync_interval=self.spec.data.sync_interval,
+        )
         encoded = encode_plan(plan)
         if self.killed():
             raise BrevTaskKilledError("The task was killed before its Lepton job was submitted: not submitting it.")
@@ -200,7 +209,9 @@ class LeptonJobCompute:
         """Follow the job on the worker; one stopped in the queue (it never ran) is deleted."""
         job = self.current = str(handle["job"])
         policy = self.spec.follow.policy(deadline, self.spec.job.queue_timeout)
-        machine = LeptonJobFollower(policy, job=job, since_ns=int(handle["since_ns"]))
+        machine = LeptonJobFollower(
+            policy, job=job, since_ns=int(handle["since_ns"]), redact_fragments=self.redact_fragments()
+        )
         try:
             return drive(
                 machine,
@@ -242,8 +253,12 @@ class LeptonJobCompute:
 
     # -- collect -----------------------------------------------------------------------------------
     def collect(self, handle: Handle, outcome: LeptonOutcome) -> dict[str, Any]:
-        """The job's result: the workload's verdict on the agent's report, what the outputs hold, the log's end."""
+        """The job's result: the workload's verdict on the agent's report, what the outputs hold, the log's end;
+        one line on how it ended and its estimated cost (``brev_cost``), also when it failed."""
         job = str(handle["job"])
+        outcome = outcome.redacted(self.redact_fragments())  # the agent redacted them; an older job's agent may not
+        self.log.info("%s", outcome.summary(job))
+        self._report_cost(job, outcome)
         try:
             error = outcome_error(outcome, job)
             if error is not None:
@@ -264,6 +279,29 @@ class LeptonJobCompute:
         finally:
             if outcome.phase != SUCCEEDED:  # captured: status and the log's end are in the task log and the error
                 self._delete(job)
+
+    def _report_cost(self, job: str, outcome: LeptonOutcome) -> None:
+        """Tell ``brev_cost`` -- the job's billed time as the follower saw it, priced per resource shape
+        (:func:`~airflow_provider_brev.cli.lepton.pricing.shape_price`), always an estimate -- and log its line.
+        Never raises: a report is not worth failing a task for."""
+        try:
+            price = shape_price(
+                self.spec.job.resource_shape,
+                step_prices=self.spec.shape_prices,
+                connection_prices=self.hook.config.shape_prices,
+            )
+            cost = step_cost(
+                instance_name=job,
+                instance_type=price.shape,
+                price_per_hour=price.price_per_hour,
+                phases=outcome.seconds,
+            )
+        except Exception as err:
+            self.log.warning("Could not estimate the cost of this task (%s: %s).", type(err).__name__, err)
+            return
+        cost.update(estimate=True, price_source=price.source)
+        self.memory.tell_cost(cost)
+        self.log.info("%s, %s.", cost_line(cost).removesuffix("."), price.note())
 
     # -- recover, release, kill --------------------------------------------------------------------
     def recover(self, error: BrevError) -> None:

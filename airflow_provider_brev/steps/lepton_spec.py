@@ -9,11 +9,13 @@ the job's platform settings (:class:`~airflow_provider_brev.cli.lepton.spec.Lept
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from airflow_provider_brev._compat import deferral_settle_seconds
 from airflow_provider_brev.cli.lepton.agent import job_directory
-from airflow_provider_brev.cli.lepton.follower import LeptonFollowPolicy
+from airflow_provider_brev.cli.lepton.follower import LeptonFollowPolicy, check_ttl
+from airflow_provider_brev.cli.lepton.pricing import shape_prices
 from airflow_provider_brev.cli.lepton.spec import LeptonJobSpec, lepton_job_spec
 from airflow_provider_brev.cli.transfer.manifest import validate_inputs, validate_outputs
 from airflow_provider_brev.steps.spec import DataSpec, data_spec, following
@@ -55,23 +57,27 @@ class LeptonStepSpec:
     :param job: the job's platform settings.
     :param follow: how it is followed.
     :param data: its inputs and outputs (directories below the job's working directory).
+    :param shape_prices: the step's prices by resource shape (US dollars per hour) for its cost estimate.
     """
 
     job: LeptonJobSpec
     follow: LeptonFollowSpec
     data: DataSpec
+    shape_prices: dict[str, float] = field(default_factory=dict)
 
 
 def lepton_step_spec(params: Mapping[str, Any], *, deferrable_default: bool) -> LeptonStepSpec:
     """A Lepton operator's rendered parameters, checked and frozen: the data as a Brev step's
-    (:func:`~.spec.data_spec`), its directories below the job's working directory."""
+    (:func:`~.spec.data_spec`), its directories below the job's working directory; a ``ttl_seconds_after_finished``
+    below what following the job needs (:func:`~airflow_provider_brev.cli.lepton.follower.ttl_floor`) is refused."""
     data = data_spec(params)
     for pair in validate_inputs(data.inputs):
         job_directory("inputs", pair.directory)
     for pair in validate_outputs(data.outputs):
         job_directory("outputs", pair.directory)
-    return LeptonStepSpec(
-        job=lepton_job_spec(params),
-        follow=LeptonFollowSpec(**following(params, deferrable_default=deferrable_default)),
-        data=data,
-    )
+    job = lepton_job_spec(params)
+    follow = LeptonFollowSpec(**following(params, deferrable_default=deferrable_default))
+    settle = deferral_settle_seconds() if follow.deferrable else 0.0
+    check_ttl(job.ttl_seconds_after_finished, poll_interval=follow.poll_interval, deferral_settle=settle)
+    prices = shape_prices("shape_prices", params.get("shape_prices"))
+    return LeptonStepSpec(job=job, follow=follow, data=data, shape_prices=prices)

@@ -72,6 +72,9 @@ class LeptonWorkload(Protocol):
     def mask(self) -> None:
         """Register the workload's secret values with Airflow's masker (in this process)."""
 
+    def secrets(self) -> dict[str, str]:
+        """The secret environment this process knows, name -> value: what the job's output must not show."""
+
     def launch(self) -> LeptonLaunch:
         """What the job runs."""
 
@@ -115,6 +118,9 @@ class LeptonCommandWorkload:
     def mask(self) -> None:
         self.spec.mask()
 
+    def secrets(self) -> dict[str, str]:
+        return dict(self.spec.secret_env or {})
+
     def launch(self) -> LeptonLaunch:
         spec = self.spec
         command = f"cd {shlex.quote(spec.cwd)} && {spec.command}" if spec.cwd else spec.command
@@ -155,6 +161,10 @@ class LeptonTaoWorkload:
 
     def mask(self) -> None:
         self._tao.mask()
+
+    def secrets(self) -> dict[str, str]:
+        """``container_secret_env``, and the Hugging Face token once the checks found it (not after a deferral)."""
+        return {**(self.spec.container_secret_env or {}), **self._tao.secret_env}
 
     def launch(self) -> LeptonLaunch:
         """The TAO command; for ``train`` whose ``outputs`` hold a checkpoint of this run (an earlier try's job was

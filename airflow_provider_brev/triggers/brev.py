@@ -13,20 +13,19 @@ including triggerer restarts, so it never deletes or kills anything.
 
 from __future__ import annotations
 
-import asyncio
-import time
 from typing import TYPE_CHECKING, Any
-
-from airflow.triggers.base import BaseTrigger, TriggerEvent
 
 from airflow_provider_brev.cli.instances.recovery import EVENT_INSTANCE_LOST, may_be_lost
 from airflow_provider_brev.cli.jobs.follower import SYNC_DUE, FollowPolicy
 from airflow_provider_brev.cli.jobs.remote import RemoteJob
 from airflow_provider_brev.cli.protocol.config import DEFAULT_BREV_CONN_ID
 from airflow_provider_brev.exceptions import BrevError
+from airflow_provider_brev.triggers.base import ProviderBaseTrigger
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
+
+    from airflow.triggers.base import TriggerEvent
 
     from airflow_provider_brev.hooks.brev import BrevHook
 
@@ -44,53 +43,17 @@ __all__ = [
 ]
 
 
-class BrevBaseTrigger(BaseTrigger):
-    """Shared plumbing of the Brev triggers: serialisation from a field list, the hook, event building, and the
-    deferral's settling time.
+class BrevBaseTrigger(ProviderBaseTrigger):
+    """Base of the Brev triggers: the plumbing of :class:`~airflow_provider_brev.triggers.base.ProviderBaseTrigger`
+    (serialisation, events, the deferral's settling time) and the Brev hook of ``brev_conn_id``."""
 
-    Subclasses list their constructor arguments in ``serialized_fields`` (all JSON-serialisable, never a secret)
-    and the fields every event carries in ``event_fields``, and yield their events from :meth:`events`.
-
-    **No event before** ``not_before`` (epoch seconds; the deferring operator sets it to the deferral time plus
-    ``[brev] deferral_settle_seconds``, :func:`~airflow_provider_brev._compat.deferral_settle_seconds`): an event
-    that comes back before Airflow's scheduler has processed the worker's exit on ``defer()`` can make the scheduler
-    fail the resumed try although its work succeeded (apache/airflow#72716). A job that ends within that time has
-    its event held back until then; later events are not delayed.
-    """
-
-    serialized_fields: tuple[str, ...] = ()
-    event_fields: tuple[str, ...] = ()
     brev_conn_id: str
     instance_name: str
-    not_before: float | None = None
-
-    def serialize(self) -> tuple[str, dict[str, Any]]:
-        fields = {name: getattr(self, name) for name in self.serialized_fields}
-        fields["not_before"] = self.not_before
-        return f"{type(self).__module__}.{type(self).__qualname__}", fields
-
-    def events(self) -> AsyncIterator[TriggerEvent]:
-        """The trigger's events (subclasses); :meth:`run` hands each back no earlier than ``not_before``."""
-        raise NotImplementedError
-
-    async def run(self) -> AsyncIterator[TriggerEvent]:
-        async for event in self.events():
-            wait = (self.not_before or 0.0) - time.time()
-            if wait > 0:
-                self.log.info("Holding the event back %.1f s, until Airflow has recorded the deferral.", wait)
-                await asyncio.sleep(wait)
-            yield event
 
     def _hook(self) -> BrevHook:
         from airflow_provider_brev.hooks.brev import BrevHook  # where the trigger runs, not where it is defined
 
         return BrevHook(brev_conn_id=self.brev_conn_id, log_cli_output=False)
-
-    def _event(self, status: str, message: str, **extra: Any) -> TriggerEvent:
-        payload = {"status": status, "message": message}
-        payload.update({name: getattr(self, name) for name in self.event_fields})
-        payload.update(extra)
-        return TriggerEvent(payload)
 
 
 class BrevInstanceReadyTrigger(BrevBaseTrigger):

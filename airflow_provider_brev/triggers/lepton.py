@@ -4,7 +4,7 @@
 the worker runs -- with the async driver (:func:`~airflow_provider_brev.hooks.driver.adrive`), so the worker and
 the triggerer decide alike: the log into the task log, the queue limit, the absolute deadline (it survives a
 triggerer restart: the trigger's kwargs hold it, and the log cursor). Its kwargs are serialised declaratively
-(``serialized_fields``, as :mod:`airflow_provider_brev.triggers.brev`) and hold a connection id, names, numbers --
+(``serialized_fields``, :class:`~airflow_provider_brev.triggers.base.ProviderBaseTrigger`) and hold a connection id, names, numbers --
 never a token or a presigned URL. It yields one event: ``success`` with the job's ``outcome``, or ``error`` with the
 typed error's name (``error_type``). ``on_kill`` (Airflow 3.3+, a user's mark-failed or clear) stops the job;
 ``cleanup`` (every exit, triggerer restarts too) stops nothing.
@@ -19,7 +19,7 @@ from airflow_provider_brev.cli.lepton.follower import LeptonFollowPolicy, Lepton
 from airflow_provider_brev.exceptions import BrevError
 from airflow_provider_brev.hooks.driver import adrive
 from airflow_provider_brev.hooks.lepton import LeptonHook
-from airflow_provider_brev.triggers.brev import BrevBaseTrigger
+from airflow_provider_brev.triggers.base import ProviderBaseTrigger
 from airflow_provider_brev.utils.events import EVENT_ERROR, EVENT_SUCCESS
 
 if TYPE_CHECKING:
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 _POLICY_FIELDS = tuple(field.name for field in dataclasses.fields(LeptonFollowPolicy))
 
 
-class LeptonJobTrigger(BrevBaseTrigger):
+class LeptonJobTrigger(ProviderBaseTrigger):
     """Follow one Lepton job until it ended (see the module docstring).
 
     :param job: the job's name.

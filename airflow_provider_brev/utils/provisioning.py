@@ -29,7 +29,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_brev.cli.instances.cost import CostLimits, PriceCap
-from airflow_provider_brev.cli.instances.reuse import DEFAULT_MAX_IDLE, reuse_key_value
+from airflow_provider_brev.cli.instances.reuse import DEFAULT_MAX_IDLE, WarmRequest, reuse_key_value
 from airflow_provider_brev.cli.protocol.names import (
     DEFAULT_MAX_LIFETIME,
     managed_instance_name,
@@ -147,6 +147,13 @@ class InstanceRequest:
         self.require_docker = bool_value("require_docker", self.require_docker, default=False)
         self.adopt_existing = bool_value("adopt_existing", self.adopt_existing, default=False)
         self.reuse_key = reuse_key_value(self.reuse_key)
+        if self.reuse_key and self.instance_name:
+            raise BrevInvalidInputError(
+                f"reuse_key={self.reuse_key!r} and instance_name={self.instance_name!r} together: a warm instance keeps "
+                "the provider-managed name of the run that created it (its owner prefix and id prove it is ours), "
+                "so a later run cannot give it a name of its own. Drop instance_name to reuse across runs, or drop "
+                "reuse_key to create (and delete) the named instance."
+            )
         self.max_idle = timedelta(seconds=duration_seconds("max_idle", self.max_idle))
 
     def min_vram_gb(self) -> float | None:
@@ -227,6 +234,9 @@ class InstanceProvisioner:
         #: name is never set here: until ``brev create`` returns, the task cannot tell its instance from one another
         #: run created under the same name meanwhile.
         self.pending_name: str | None = None
+        #: The stopped instance this provisioner is starting or started for warm reuse (from right before its
+        #: ``brev start``: a kill then releases it as it would one this task created).
+        self.claimed: BrevInstance | None = None
 
     def resolve_name(self, memory: TaskMemory) -> tuple[str, bool]:
         """The instance name and whether it is a provider-managed (task-owned) name."""
@@ -401,11 +411,21 @@ class InstanceProvisioner:
         key = self.request.reuse_key
         assert key is not None
         self._stop_if_cancelled(f"starting a stopped instance for reuse key {key!r}")
+        wanted = self.warm_request()
         started_at = time.time()
-        prefix = self.request.name_prefix or self.hook.config.name_prefix
         instance = claim_warm(
-            self.hook, self.log, ReuseRegistry(self.log), key, task_identity(memory.ti), prefix=prefix
+            self.hook,
+            self.log,
+            ReuseRegistry(self.log),
+            key,
+            task_identity(memory.ti),
+            prefix=self.request.name_prefix or self.hook.config.name_prefix,
+            request=wanted,
+            on_claim=self._claiming,
+            cancelled=self.cancelled,
+            poll_interval=self.poll_interval,
         )
+        self._stop_if_cancelled(f"using a stopped instance for reuse key {key!r}")
         if instance is None:
             self.log.info("Reuse key %r: no stopped instance to start; creating one.", key)
             return None
@@ -413,6 +433,25 @@ class InstanceProvisioner:
         warm = self.priced(memory, replace(warm, created_at=started_at))
         self._record_reuse(memory, warm)
         return warm
+
+    def warm_request(self) -> WarmRequest:
+        """The request a warm candidate must satisfy: the types a create would choose from (``gpu`` resolved through
+        ``brev search``, or ``instance_types``) and the same price cap. Raises as the create would -- an unknown
+        GPU or type, no type within the cap -- before anything is started or created."""
+        request = self.request
+        types = self.hook.resolve_instance_types(
+            gpu=request.gpu or None,
+            instance_types=instance_types_list(request.instance_types),
+            min_vram=request.min_vram_gb(),
+        )
+        cap = request.price_cap()
+        prices = dict(self.hook.known_prices)
+        if cap is not None:
+            cap.admit(types, prices)  # none within the cap: the create path's own refusal, before any start
+        return WarmRequest(tuple(types), prices, cap)
+
+    def _claiming(self, instance: BrevInstance | None) -> None:
+        self.claimed = instance
 
     def _record_reuse(self, memory: TaskMemory, provisioned: ProvisionedInstance) -> None:
         """Record the instance under the reuse key as in use by this task (the teardown's stop finds it there)."""

@@ -39,7 +39,9 @@ from airflow_provider_brev.cli.instances.reuse import (
     EXPIRED,
     FOREIGN,
     GONE,
+    NOT_REQUESTED,
     REUSE,
+    SETTLING,
     STATE_IN_USE,
     STATE_STOPPED,
     ReuseEntry,
@@ -65,8 +67,9 @@ from airflow_provider_brev.utils.instance_records import recorded_ids, records_i
 from airflow_provider_brev.utils.task_memory import XCOM_INSTANCE_RECORD
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Sequence
+    from collections.abc import Callable, Iterable, Sequence
 
+    from airflow_provider_brev.cli.instances.reuse import WarmRequest
     from airflow_provider_brev.cli.protocol.output import BrevInstance
     from airflow_provider_brev.hooks.brev import BrevHook
 
@@ -185,6 +188,7 @@ class ReuseRegistry:
         self.store = store or TaskVariables()
         self.xcoms = xcoms or TaskXComs()
         self._legacy: dict[str, ReuseEntry] | None = None
+        self._proofs: dict[tuple[ReuseEntry, str, str], str | None] = {}
 
     # -- one record ------------------------------------------------------------------------------
     def _json(self, key: str) -> Any:
@@ -219,7 +223,17 @@ class ReuseRegistry:
 
     # -- who may act -----------------------------------------------------------------------------
     def problem(self, entry: ReuseEntry, live: BrevInstance, prefix: str) -> str | None:
-        """Why ``entry`` may not act on ``live`` (``None``: it may), reading the XCom of the tasks it names."""
+        """Why ``entry`` may not act on ``live`` (``None``: it may; else logged at WARNING), reading the XCom of the
+        tasks it names -- once per record, listing and prefix: a claim waiting for a STOPPING instance asks again at
+        each poll."""
+        memo = (entry, f"{live.id}\x00{live.name}", prefix)
+        if memo not in self._proofs:
+            why = self._proofs[memo] = self._problem(entry, live, prefix)
+            if why is not None:
+                self._ignored(entry, why)
+        return self._proofs[memo]
+
+    def _problem(self, entry: ReuseEntry, live: BrevInstance, prefix: str) -> str | None:
         owned: dict[TaskRef, set[str] | None] = {}
         for task in tasks_named(entry):
             try:
@@ -241,11 +255,7 @@ class ReuseRegistry:
         entry = self.find(live.id)
         if entry is None:
             return None
-        why = self.problem(entry, live, prefix)
-        if why is not None:
-            self._ignored(entry, why)
-            return None
-        return entry
+        return entry if self.problem(entry, live, prefix) is None else None
 
     def recorded(
         self, instances: Iterable[BrevInstance], prefix: str, *, key: str | None = None
@@ -262,13 +272,12 @@ class ReuseRegistry:
             if why is None:
                 proven[live.id] = entry
             else:
-                self._ignored(entry, why)
                 ignored[live.id] = why
         return proven, ignored
 
-    def entries(self, hook: BrevHook, key: str, prefix: str) -> list[ReuseEntry]:
-        """The records under ``key`` of the instances ``brev ls`` lists, that may act."""
-        return list(self.recorded(hook.list_instances(), prefix, key=key)[0].values())
+    def entries(self, instances: Iterable[BrevInstance], key: str, prefix: str) -> list[ReuseEntry]:
+        """The records under ``key`` of the listed ``instances`` that may act."""
+        return list(self.recorded(instances, prefix, key=key)[0].values())
 
     # -- the janitor's sightings and orphans -----------------------------------------------------
     def sightings(self, entries: Iterable[ReuseEntry]) -> dict[str, Sighting]:
@@ -335,9 +344,9 @@ def _creator(name: str, who: str) -> str:
     return who if managed is not None and task is not None and task.digest() == managed.digest else ""
 
 
-def _listed(hook: BrevHook, entry: ReuseEntry) -> BrevInstance | None:
-    """What ``brev ls`` lists under the entry's name (or, when the name is free, its id)."""
-    return hook.get_instance(entry.name)
+#: How long a run waits for a recorded instance that is still STOPPING (an earlier run's teardown) before it creates
+#: one instead: a stop takes seconds on the simulator and up to minutes on Brev, a cold start minutes.
+STOP_SETTLE_TIMEOUT = 300.0
 
 
 def claim_warm(
@@ -348,7 +357,11 @@ def claim_warm(
     who: str,
     *,
     prefix: str,
-    now: float | None = None,
+    request: WarmRequest | None = None,
+    on_claim: Callable[[BrevInstance | None], None] | None = None,
+    cancelled: Callable[[], bool] | None = None,
+    settle_timeout: float = STOP_SETTLE_TIMEOUT,
+    poll_interval: float = 1.0,
 ) -> BrevInstance | None:
     """The instance a new run gets under ``key`` instead of a fresh one, or ``None``.
 
@@ -356,51 +369,139 @@ def claim_warm(
     Otherwise the most recently stopped entries are tried in turn: started (``brev start``, by id) when
     :func:`~airflow_provider_brev.cli.instances.reuse.candidate_verdict` says :data:`REUSE`; a start that fails
     means another run started it first. A record whose instance is gone or whose name another id holds is dropped
-    and never started; an expired one is left for the janitor.
+    and never started; an expired one is left for the janitor; one that does not satisfy ``request`` (type, price
+    cap, run-cost cap) is not started, logged with the reason, and left to expire. While a candidate is still
+    STOPPING (an earlier run's teardown), the claim waits for it, up to ``settle_timeout`` seconds.
 
     :param who: :func:`task_identity` of the claiming task.
     :param prefix: the owner prefix of the instances the task may start (its create request's); only records that
         prove ownership are tried (:meth:`ReuseRegistry.entries`).
+    :param request: what the run asks for, resolved as a create resolves it (``None``: anything).
+    :param on_claim: called with the instance right before its ``brev start`` (the task owns it from then on: a kill
+        must release it), and with ``None`` when that start failed.
+    :param cancelled: returns ``True`` once the task was killed: the wait ends and nothing is started.
+    :param settle_timeout: the longest wait for STOPPING candidates.
+    :param poll_interval: seconds between listings while waiting.
     """
-    now = time.time() if now is None else now
-    entries = registry.entries(hook, key, prefix)
+    deadline = time.monotonic() + settle_timeout
+    waited_for: set[str] = set()
+    while True:
+        now = time.time()
+        instances = hook.list_instances()
+        entries = registry.entries(instances, key, prefix)
+        listed = {instance.name: instance for instance in instances}
+        adopted = _earlier_claim(log, key, who, entries, listed)
+        if adopted is not None:
+            return adopted
+        settling: list[BrevInstance] = []
+        for entry in candidates(entries):
+            live = listed.get(entry.name)
+            verdict = candidate_verdict(entry, live, now, request)
+            if verdict == SETTLING:
+                assert live is not None
+                settling.append(live)
+                continue
+            if verdict != REUSE:
+                _skip(log, registry, key, entry, live, verdict, request)
+                continue
+            assert live is not None
+            started = _start(hook, log, registry, key, who, entry, live, now, on_claim)
+            if started is not None:
+                return started
+        if not settling or (cancelled is not None and cancelled()) or time.monotonic() >= deadline:
+            if settling:
+                names = ", ".join(instance.name for instance in settling)
+                log.info(
+                    "Reuse key %r: %s still STOPPING after %.0f s of waiting; not waiting longer.",
+                    key,
+                    names,
+                    settle_timeout,
+                )
+            return None
+        for instance in settling:
+            if instance.id not in waited_for:
+                waited_for.add(instance.id)
+                log.info(
+                    "Reuse key %r: %s (id %s) is still STOPPING (an earlier run's teardown); waiting up to %.0f s for "
+                    "it to stop rather than creating a second instance.",
+                    *(key, instance.name, instance.id, max(deadline - time.monotonic(), 0.0)),
+                )
+        time.sleep(min(poll_interval, max(deadline - time.monotonic(), 0.0)))
+
+
+def _earlier_claim(
+    log: Any, key: str, who: str, entries: list[ReuseEntry], listed: dict[str, BrevInstance]
+) -> BrevInstance | None:
+    """The instance an earlier try of this very task claimed, if it is still usable (same id)."""
     for entry in entries:
         if entry.state == STATE_IN_USE and entry.claimed_by == who:
-            live = _listed(hook, entry)
+            live = listed.get(entry.name)
             if live is not None and live.id == entry.id and live.status not in (STATUS_DELETING, STATUS_FAILURE):
                 log.info("Reuse key %r: adopting %s (id %s), which an earlier try claimed.", key, live.name, live.id)
                 return live
-    for entry in candidates(entries):
-        live = _listed(hook, entry)
-        verdict = candidate_verdict(entry, live, now)
-        if verdict in (GONE, FOREIGN):
-            held = f"another instance (id {live.id}) holds the name" if live is not None else "it is gone"
-            log.warning(
-                "Reuse key %r: not starting %s (recorded id %s): %s; forgetting the record.",
-                *(key, entry.name, entry.id, held),
-            )
-            registry.drop(entry.id)
-            continue
-        if verdict != REUSE:
-            status = live.status if live is not None else "-"
-            later = " (the janitor deletes it)" if verdict == EXPIRED else ""
-            log.info("Reuse key %r: not starting %s (%s): %s%s.", key, entry.name, status, verdict, later)
-            continue
-        assert live is not None
-        try:
-            hook.start_instance(entry.name, instance_id=entry.id)
-        except BrevError as err:
-            log.info("Reuse key %r: %s was started by another run first (%s); trying the next.", key, entry.name, err)
-            continue
-        registry.put(replace(entry, state=STATE_IN_USE, since=now, claimed_by=who))
-        log.info(
-            "Reuse key %r: starting stopped instance %s (id %s, %s, stopped %.0f s ago) instead of creating one: its "
-            "image cache and synced inputs are kept.",
-            *(key, entry.name, entry.id, entry.instance_type, now - entry.since),
-        )
-        started = hook.get_instance(entry.id)
-        return started if started is not None and started.id == entry.id else live
     return None
+
+
+def _skip(
+    log: Any,
+    registry: ReuseRegistry,
+    key: str,
+    entry: ReuseEntry,
+    live: BrevInstance | None,
+    verdict: str,
+    request: WarmRequest | None,
+) -> None:
+    """Log why ``entry`` is not started; forget it when its instance is gone or another id holds its name."""
+    if verdict in (GONE, FOREIGN):
+        held = f"another instance (id {live.id}) holds the name" if live is not None else "it is gone"
+        log.warning(
+            "Reuse key %r: not starting %s (recorded id %s): %s; forgetting the record.",
+            *(key, entry.name, entry.id, held),
+        )
+        registry.drop(entry.id)
+        return
+    status = live.status if live is not None else "-"
+    if verdict == NOT_REQUESTED and request is not None and live is not None:
+        reason = request.mismatch(live.instance_type or entry.instance_type)
+        log.warning(
+            "Reuse key %r: not starting %s (%s, %s): %s. It stays stopped until its max_idle passes (the janitor then "
+            "deletes it); this run creates what it asks for.",
+            *(key, entry.name, status, live.instance_type or entry.instance_type, reason),
+        )
+        return
+    later = " (the janitor deletes it)" if verdict == EXPIRED else ""
+    log.info("Reuse key %r: not starting %s (%s): %s%s.", key, entry.name, status, verdict, later)
+
+
+def _start(
+    hook: BrevHook,
+    log: Any,
+    registry: ReuseRegistry,
+    key: str,
+    who: str,
+    entry: ReuseEntry,
+    live: BrevInstance,
+    now: float,
+    on_claim: Callable[[BrevInstance | None], None] | None,
+) -> BrevInstance | None:
+    """``brev start`` ``entry``'s instance (the claim) and record it in use; ``None`` when another run started it."""
+    if on_claim is not None:
+        on_claim(live)
+    try:
+        hook.start_instance(entry.name, instance_id=entry.id)
+    except BrevError as err:
+        if on_claim is not None:
+            on_claim(None)
+        log.info("Reuse key %r: %s was started by another run first (%s); trying the next.", key, entry.name, err)
+        return None
+    registry.put(replace(entry, state=STATE_IN_USE, since=now, claimed_by=who))
+    log.info(
+        "Reuse key %r: starting stopped instance %s (id %s, %s, stopped %.0f s ago) instead of creating one: its "
+        "image cache and synced inputs are kept.",
+        *(key, entry.name, entry.id, entry.instance_type, now - entry.since),
+    )
+    started = hook.get_instance(entry.id)
+    return started if started is not None and started.id == entry.id else live
 
 
 def record_in_use(

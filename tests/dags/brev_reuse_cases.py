@@ -29,10 +29,10 @@ TRAIN_SPEC = {
     },
     "train": {"num_epochs": 1, "checkpoint_interval": 1, "validation_interval": 1},
 }
-PARAMS = {"key": "k", "type": "g6e.xlarge", "release": "stop", "max_idle": 3600, "bucket": "b"}
+PARAMS = {"key": "k", "type": "g6e.xlarge", "release": "stop", "max_idle": 3600, "bucket": "b", "deferrable": False}
 
 
-def _create() -> BrevCreateInstanceOperator:
+def _create(**more: object) -> BrevCreateInstanceOperator:
     return BrevCreateInstanceOperator(
         task_id="create",
         instance_types="{{ params.type }}",
@@ -41,6 +41,8 @@ def _create() -> BrevCreateInstanceOperator:
         require_docker=True,
         ready_timeout=60,
         poll_interval=0.2,
+        deferrable="{{ params.deferrable }}",
+        **more,
     )
 
 
@@ -86,6 +88,28 @@ with DAG(dag_id="brev_reuse_ephemeral", schedule=None, start_date=START, params=
         release="{{ params.release }}",
         poll_interval=0.2,
         ready_timeout=60,
+    )
+
+
+# A create whose request and price cap change from run to run: a warm start must satisfy them as a create would.
+with DAG(dag_id="brev_reuse_capped", schedule=None, start_date=START, params={**PARAMS, "max_price": ""}):
+    create = _create(max_price_per_hour="{{ params.max_price }}")
+    create >> _release().as_teardown(setups=create)
+
+
+# An ephemeral step with a run-cost budget: price x (ready_timeout + timeout) = $2.24/h x 840 s = $0.52 on g6e.xlarge.
+with DAG(dag_id="brev_reuse_step_budget", schedule=None, start_date=START, params={**PARAMS, "max_run_cost": ""}):
+    BrevExecOperator(
+        task_id="run",
+        instance_types="{{ params.type }}",
+        command="echo ran",
+        reuse_key="{{ params.key }}",
+        max_idle="{{ params.max_idle }}",
+        release="{{ params.release }}",
+        max_run_cost="{{ params.max_run_cost }}",
+        timeout=780,
+        ready_timeout=60,
+        poll_interval=0.2,
     )
 
 

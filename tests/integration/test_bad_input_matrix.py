@@ -50,6 +50,7 @@ CASES = [
     ("create", {"max_price_per_hour": "cheap"}, "max_price_per_hour must be a positive number of dollars per hour"),
     ("create", {"max_price_per_hour": "0"}, "max_price_per_hour must be a positive number of dollars per hour"),
     ("create", {"reuse_key": "x" * 201}, "Invalid reuse_key"),
+    ("create", {"reuse_key": "weekly", "instance_name": "my-box"}, "reuse_key='weekly' and instance_name='my-box'"),
     ("create", {"max_idle": "-60"}, "max_idle must be a positive number of seconds"),
     ("create", {"max_idle": "a week"}, "max_idle " + SECONDS + ", got 'a week'"),
     # --- BrevDeleteInstanceOperator -----------------------------------------------------------------------

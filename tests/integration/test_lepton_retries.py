@@ -5,7 +5,9 @@ submits its own after a failed one. The task instance is a small stand-in (its i
 
 from __future__ import annotations
 
+import base64
 import logging
+import os
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,8 +42,9 @@ class RetryTI:
         return self.xcoms.get(key)
 
 
-def compute(ti: RetryTI):
-    """The Lepton compute of try 2, and the try it runs (as the step service hands it)."""
+def compute(ti: RetryTI, secret_env: dict[str, str] | None = None):
+    """The Lepton compute of try 2 (its command's ``secret_env``), and the try it runs (as the step service hands
+    it)."""
     from airflow_provider_brev.hooks.lepton import LeptonHook
     from airflow_provider_brev.steps.compute import StepTask, Tries
     from airflow_provider_brev.steps.lepton import LeptonJobCompute
@@ -61,7 +64,7 @@ def compute(ti: RetryTI):
     task = StepTask(None, logging.getLogger("lepton-retry"), TaskMemory({"ti": ti}), killed=lambda: False)
     step = LeptonJobCompute(
         lepton_step_spec(params, deferrable_default=False),
-        LeptonCommandWorkload(IMAGE, command_spec({"command": "echo try-2"})),
+        LeptonCommandWorkload(IMAGE, command_spec({"command": "echo try-2", "secret_env": secret_env})),
         task,
         hook=LeptonHook(retry_delay=0.01),
     )
@@ -104,6 +107,39 @@ def test_try_2_collects_try_1s_succeeded_job(lepton_fake):
     outcome = step.follow(handle, None)
     assert handle["job"] == earlier and step.collect(handle, outcome)["last_line"] == "trained"
     assert len(lepton_fake.submissions()) == 1
+
+
+class Lines(logging.Handler):
+    """The messages of one logger."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
+def test_try_2_redacts_the_secret_lines_an_earlier_jobs_log_shows(lepton_fake):
+    """A job whose output did not pass the provider's agent (submitted by hand here; a job of an older provider's
+    agent alike): the worker redacts every line of the step's secret from what it logs and returns."""
+    key_lines = [base64.b64encode(os.urandom(30)).decode() for _ in range(2)]
+    pem = "-----BEGIN KEY-----\n" + "\n".join(key_lines) + "\n-----END KEY-----"
+    result = render_result(JobReport(exit_code=0))
+    earlier = submit_try_1(lepton_fake, f"echo 'key: {key_lines[0]}'; echo {key_lines[1]}; echo '{result}'")
+    wait_for_state(lepton_fake, earlier, "Completed")
+    step, tries = compute(RetryTI(), secret_env={"PEM": pem})
+    logger, lines = logging.getLogger("lepton-retry"), Lines()
+    logger.addHandler(lines)
+    try:
+        handle = step.attach_or_launch(tries)
+        collected = step.collect(handle, step.follow(handle, None))
+    finally:
+        logger.removeHandler(lines)
+    assert (collected["last_line"], collected["log_tail"]) == ("***", ["key: ***", "***"])
+    assert f"[{earlier}] key: ***" in lines.messages
+    for line in key_lines:
+        assert line not in "\n".join(lines.messages)
 
 
 def test_try_2_submits_its_own_job_after_try_1s_failed_one(lepton_fake):

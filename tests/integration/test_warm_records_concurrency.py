@@ -37,6 +37,11 @@ print("done", flush=True)
 
 def write_at_once(*writers: tuple[str, int, int, str]) -> None:
     """Run one process per ``(reuse key, first id, count, tag)``; all write their records from the same moment."""
+    from airflow.configuration import conf
+
+    # the suite's AIRFLOW_HOME and metadata database, and this process's Fernet key (an `airflow` command run by an
+    # earlier test may have written a generated one into airflow.cfg, which this process never read)
+    env = {**os.environ, "AIRFLOW__CORE__FERNET_KEY": conf.get("core", "fernet_key", fallback="")}
     procs = [
         subprocess.Popen(
             [sys.executable, "-c", WRITER, key, str(first), str(count), tag],
@@ -44,7 +49,7 @@ def write_at_once(*writers: tuple[str, int, int, str]) -> None:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
-            env=dict(os.environ),  # the suite's AIRFLOW_HOME and metadata database
+            env=env,
         )
         for key, first, count, tag in writers
     ]

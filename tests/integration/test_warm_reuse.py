@@ -15,6 +15,7 @@ from helpers import (
     WARM_AWAKE_PREFIX,
     clear_warm_records,
     cli_calls,
+    run_kept,
     run_state,
     task_states,
     warm_records,
@@ -37,15 +38,8 @@ registry = warm_records
 
 @pytest.fixture
 def run(run_dag):
-    """``run_dag`` with a logical date of its own: ``dag.test()`` deletes the earlier runs of its logical date (every
-    manual run's is None), and with them the XCom that proves which task created an instance -- as deleting a DAG
-    run does in a deployment."""
-
-    def _run(dag_id: str, conf: dict):
-        when = datetime.now(UTC)
-        return run_dag(dag_id, conf=conf, logical_date=when, run_after=when)
-
-    return _run
+    """Run a DAG that no later run deletes (:func:`helpers.run_kept`)."""
+    return lambda dag_id, conf: run_kept(run_dag, dag_id, conf)
 
 
 @pytest.fixture(autouse=True)
@@ -217,7 +211,7 @@ class _Snapshot(ReuseRegistry):
         self.read_before = entries
         self.written: list[ReuseEntry] = []
 
-    def entries(self, hook, key, prefix) -> list[ReuseEntry]:
+    def entries(self, instances, key, prefix) -> list[ReuseEntry]:
         return [e for e in self.read_before if e.key == key]
 
     def put(self, entry: ReuseEntry) -> None:

@@ -27,6 +27,7 @@ from airflow_provider_brev.cli.instances.cost import (
     rate,
     run_cost,
     step_cost,
+    unset_cap_warnings,
 )
 from airflow_provider_brev.exceptions import (
     BrevCostCapError,
@@ -142,6 +143,21 @@ def test_admit_keeps_the_types_within_the_cap_in_their_order():
     # prices and caps compare to the millionth of a dollar
     assert PriceCap(2.24).admit(["noisy"], {"noisy": 2.2400004}) == ["noisy"]
     assert PriceCap(2.2399996).admit(["g6e.xlarge"], PRICES) == ["g6e.xlarge"]
+
+
+@pytest.mark.parametrize(
+    ("parameters", "warned"),
+    [
+        ({"max_price_per_hour": "None", "max_run_cost": ""}, ["max_price_per_hour", "max_run_cost"]),
+        ({"max_price_per_hour": " none "}, ["max_price_per_hour"]),
+        ({"max_price_per_hour": None, "max_run_cost": None}, []),  # left out: no cap, nothing to say
+        ({"max_price_per_hour": "2.5", "max_run_cost": 1.0, "timeout": ""}, []),
+    ],
+)
+def test_a_cap_rendered_to_nothing_is_warned_about(parameters, warned):
+    warnings = unset_cap_warnings(parameters)
+    assert [w.split(" ", 1)[0] for w in warnings] == warned
+    assert all("so no " in w and "cap applies to this task" in w for w in warnings)
 
 
 def test_admit_refuses_with_the_cap_that_binds():

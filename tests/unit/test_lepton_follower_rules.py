@@ -29,6 +29,7 @@ from airflow_provider_brev.exceptions import (
     LeptonNotFoundError,
     LeptonResourcesUnavailableError,
     LeptonTransientError,
+    LeptonTTLTooShortError,
 )
 
 DONE = report.render_result(report.JobReport(exit_code=0))
@@ -114,6 +115,40 @@ def test_the_tail_keeps_the_last_40_lines():
     lines = [(100 + n, f"line {n}") for n in range(45)]
     _m, _t, end = run([poll("Completed", [*lines, (999, DONE)])])
     assert end.result.tail == [f"line {n}" for n in range(5, 45)]
+
+
+def test_progress_bars_are_squashed_and_known_secret_fragments_redacted():
+    """As a Brev job's lines: a progress bar's ``\\r`` updates shown as a terminal ends them; the worker's fragments
+    redacted before (a trigger knows none: the job's agent redacted them)."""
+    lines = [(100, "epoch 1: 10%\repoch 1: 50%\repoch 1: 100%"), (101, "key=s3cr3t-value\r"), (102, "tail s3cr3t")]
+    _m, trace, end = run([poll("Completed", [*lines, (200, DONE)])], redact_fragments=["s3cr3t-value", "s3cr3t"])
+    assert logs(trace, "INFO") == ["[j] epoch 1: 100%", "[j] key=***", "[j] tail ***"]
+    assert end.result.tail == ["epoch 1: 100%", "key=***", "tail ***"] and end.result.last_line == "tail ***"
+
+
+def test_an_outcome_is_redacted_for_xcom_and_errors():
+    outcome = LeptonOutcome(
+        "failed", "Failed", "pem line ABCDEFG", ["x", "pem line ABCDEFG"], report.JobReport(3, report=["k ABCDEFG"])
+    )
+    redacted = outcome.redacted(["ABCDEFG"])
+    assert (redacted.last_line, redacted.tail, redacted.report.report) == (
+        "pem line ***",
+        ["x", "pem line ***"],
+        ["k ***"],
+    )
+    assert outcome.last_line == "pem line ABCDEFG"  # a copy
+
+
+@pytest.mark.parametrize(
+    ("poll_interval", "settle", "floor"),
+    [(5.0, 0.0, 71), (5.0, 10.0, 81), (0.2, 0.0, 61), (1.0, 0.0, 64), (30.0, 10.0, 106), (600.0, 0.0, 666)],
+)
+def test_the_ttl_floor_covers_a_poll_the_log_drain_the_deferral_and_a_margin(poll_interval, settle, floor):
+    assert follower.ttl_floor(poll_interval, deferral_settle=settle) == floor
+    follower.check_ttl(floor, poll_interval=poll_interval, deferral_settle=settle)  # the floor itself is enough
+    with pytest.raises(LeptonTTLTooShortError, match=f"at least {floor} ") as refused:
+        follower.check_ttl(floor - 1, poll_interval=poll_interval, deferral_settle=settle)
+    assert ("settling time" in str(refused.value)) == bool(settle)
 
 
 def test_resume_state_is_what_a_trigger_needs():
@@ -432,13 +467,15 @@ def test_what_an_outcome_means(outcome, error, words):
 @pytest.mark.parametrize(
     "outcome",
     [
-        LeptonOutcome("failed", "Failed", "boom", ["a", "boom"], report.JobReport(exit_code=3, uploaded=1)),
+        LeptonOutcome(
+            "failed", "Failed", "boom", ["a", "boom"], report.JobReport(exit_code=3, uploaded=1), {"work": 2.5}
+        ),
         LeptonOutcome("missing", "", "", [], None),
     ],
 )
 def test_an_outcome_round_trips_through_a_trigger_event(outcome):
     data = outcome.to_dict()
-    assert set(data) == {"phase", "state", "last_line", "tail", "report"}
+    assert set(data) == {"phase", "state", "last_line", "tail", "report", "seconds"}
     assert data["phase"] == outcome.phase and data["tail"] == outcome.tail and data["state"] == outcome.state
     assert data["last_line"] == outcome.last_line
     assert data["report"] == (outcome.report.to_dict() if outcome.report else None)

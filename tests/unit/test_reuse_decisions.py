@@ -6,16 +6,20 @@ import dataclasses
 
 import pytest
 
+from airflow_provider_brev.cli.instances.cost import CostLimits, PriceCap
 from airflow_provider_brev.cli.instances.reuse import (
     EXPIRED,
     FOREIGN,
     GONE,
     IN_USE,
+    NOT_REQUESTED,
     NOT_STOPPED,
     REUSE,
+    SETTLING,
     STATE_IN_USE,
     STATE_STOPPED,
     ReuseEntry,
+    WarmRequest,
     break_even,
     candidate_verdict,
     candidates,
@@ -51,15 +55,63 @@ def offer(stoppable: bool = True, **raw) -> InstanceTypeOffer:
         (entry(), None, GONE),
         (entry(), live(ident="i-2"), FOREIGN),  # another id under the recorded name: never started
         (entry(), live("RUNNING"), NOT_STOPPED),
-        (entry(), live("STOPPING"), NOT_STOPPED),
+        (entry(), live("STARTING"), NOT_STOPPED),  # another run's start: in use
+        (entry(), live("STOPPING"), SETTLING),  # a teardown's stop under way: worth a bounded wait
+        (entry(state=STATE_IN_USE), live("STOPPING"), SETTLING),  # the teardown records it once the stop is asked
         (entry(state=STATE_IN_USE), live(), IN_USE),
         (entry(since=NOW - 3600), live(), EXPIRED),
+        (entry(since=NOW - 3600), live("STOPPING"), EXPIRED),
         (entry(since=NOW - 3599), live(), REUSE),
         (entry(state=STATE_IN_USE), live(ident="i-2"), FOREIGN),
     ],
 )
 def test_candidate_verdict(the_entry, the_live, verdict):
     assert candidate_verdict(the_entry, the_live, NOW) == verdict
+
+
+PRICES = {"g4dn.xlarge": 0.53, "g6e.xlarge": 2.24}
+
+
+@pytest.mark.parametrize(
+    ("request_", "status", "verdict"),
+    [
+        (WarmRequest(("g6e.xlarge",), PRICES), "STOPPED", REUSE),
+        (WarmRequest(("g4dn.xlarge", "g6e.xlarge"), PRICES), "STOPPED", REUSE),
+        (WarmRequest(("g4dn.xlarge",), PRICES), "STOPPED", NOT_REQUESTED),  # another type than asked for
+        (WarmRequest(("g4dn.xlarge",), PRICES), "STOPPING", NOT_REQUESTED),  # not waited for either
+        (WarmRequest(("g6e.xlarge",), PRICES, PriceCap(1.0, max_price_per_hour=1.0)), "STOPPED", NOT_REQUESTED),
+        (WarmRequest(("g6e.xlarge",), PRICES, PriceCap(2.24, max_price_per_hour=2.24)), "STOPPED", REUSE),
+        (WarmRequest(("g6e.xlarge",), PRICES, CostLimits(None, 0.2).price_cap(840.0)), "STOPPED", NOT_REQUESTED),
+        (WarmRequest(("g6e.xlarge",), PRICES, CostLimits(None, 0.6).price_cap(840.0)), "STOPPED", REUSE),
+        (WarmRequest(("g6e.xlarge",), {}, PriceCap(5.0)), "STOPPED", NOT_REQUESTED),  # no known price under a cap
+        (WarmRequest(("g6e.xlarge",), PRICES), "STOPPING", SETTLING),
+    ],
+)
+def test_a_warm_candidate_must_satisfy_the_request_as_a_create_would(request_, status, verdict):
+    assert candidate_verdict(entry(), live(status), NOW, request_) == verdict
+
+
+@pytest.mark.parametrize(
+    ("request_", "reason"),
+    [
+        (WarmRequest(("g4dn.xlarge",), PRICES), "its type g6e.xlarge is not one this run asks for (g4dn.xlarge)"),
+        (
+            WarmRequest(("g6e.xlarge",), PRICES, PriceCap(1.0, max_price_per_hour=1.0)),
+            "its price $2.24/h is above max_price_per_hour=$1.00/h",
+        ),
+        (
+            WarmRequest(("g6e.xlarge",), PRICES, CostLimits(None, 0.2).price_cap(840.0)),
+            "at $2.24/h the step may cost $0.5227 ((ready_timeout + timeout) x price), more than max_run_cost=$0.2000",
+        ),
+        (WarmRequest(("g6e.xlarge",), {}, PriceCap(5.0)), "the price of g6e.xlarge is not known"),
+        (WarmRequest(("g6e.xlarge",), PRICES, PriceCap(5.0)), None),
+    ],
+)
+def test_why_a_warm_candidate_does_not_fit(request_, reason):
+    mismatch = request_.mismatch("g6e.xlarge")
+    assert mismatch == reason if reason is None else mismatch is not None and mismatch.startswith(reason)
+    if request_.types == ("g6e.xlarge",):
+        assert request_.admitted == ([] if reason else ["g6e.xlarge"])
 
 
 def test_candidates_are_the_stopped_ones_newest_first():
@@ -128,7 +180,10 @@ def test_entries_of_the_single_variable_of_earlier_releases_skip_what_is_not_one
     assert odd is not None and (odd.state, odd.since) == (STATE_IN_USE, 0.0)
 
 
-@pytest.mark.parametrize(("value", "key"), [(None, None), ("", None), ("  ", None), (" weekly ", "weekly"), (7, "7")])
+@pytest.mark.parametrize(
+    ("value", "key"),
+    [(None, None), ("", None), ("  ", None), ("None", None), (" none ", None), (" weekly ", "weekly"), (7, "7")],
+)
 def test_reuse_key_value(value, key):
     assert reuse_key_value(value) == key
 

@@ -19,11 +19,11 @@ from airflow_provider_brev.cli.jobs.shell import (
     env_prefix,
     parse_once_marker,
     redact_filter,
-    secret_fragments,
     stale_secret_cleanup,
     strip_once_stdout,
     validate_env,
 )
+from airflow_provider_brev.cli.secrets import redact, redaction_fragments, secret_fragments
 
 MARKER = "BREV_AIRFLOW_RC_test0001"
 
@@ -299,11 +299,8 @@ def test_the_filter_redacts_exactly_the_fragments_the_masker_knows(tmp_path, awk
         env={**with_awk(tmp_path, awk), "V": value},
         capture_output=True,
     )
-    expected = []
-    for line in "\n".join(lines).split("\n"):
-        for fragment in sorted(secret_fragments(value), key=len, reverse=True):
-            line = line.replace(fragment, "***")
-        expected.append(line)
+    fragments = redaction_fragments({"V": value})
+    expected = [redact(line, fragments) for line in "\n".join(lines).split("\n")]
     assert done.stdout.decode().split("\n")[:-1] == expected
 
 

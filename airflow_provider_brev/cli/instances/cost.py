@@ -30,7 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_brev.cli.values import optional, positive_number
+from airflow_provider_brev.cli.values import is_empty, optional, positive_number
 from airflow_provider_brev.exceptions import BrevCostCapError, BrevInvalidInputError, BrevPriceCapError
 
 if TYPE_CHECKING:
@@ -108,6 +108,24 @@ def cost_limits(max_price_per_hour: Any, max_run_cost: Any, *, timeout: float | 
     return CostLimits(price, cost)
 
 
+#: The parameters that cap what a task may spend, and what each caps (for :func:`unset_cap_warnings`).
+CAP_PARAMETERS = {"max_price_per_hour": "price", "max_run_cost": "run-cost"}
+
+
+def unset_cap_warnings(parameters: Mapping[str, Any]) -> list[str]:
+    """A warning for each cap in ``parameters`` that was set to text rendering to nothing (``""``, ``"None"``: an
+    unset ``{{ params.cap }}``), which means no cap at all; a cap left at its ``None`` default says nothing.
+
+    :param parameters: rendered parameters by name (others than the caps are ignored).
+    """
+    return [
+        f"{name} rendered to {value!r}, so no {what} cap applies to this task. If a template was meant to give it "
+        "(e.g. an unset DAG param), pass a number; leave the parameter out to mean no cap without this warning."
+        for name, what in CAP_PARAMETERS.items()
+        if isinstance(value := parameters.get(name), str) and is_empty(value)
+    ]
+
+
 @dataclass(frozen=True)
 class PriceCap:
     """The highest price per hour a task may create an instance at, and where it comes from.
@@ -130,6 +148,36 @@ class PriceCap:
             self.max_price_per_hour is None or self.per_hour < self.max_price_per_hour
         )
 
+    def within(self, types: Sequence[str], prices: Mapping[str, float]) -> list[str]:
+        """The candidate ``types`` (in their order) whose known price is within the cap (a type without a known price
+        never is); unlike :meth:`admit`, an empty result is not an error.
+
+        :param types: the candidate instance types.
+        :param prices: price per hour by type (``brev search``).
+        """
+        cap = round(self.per_hour, 6)  # a cap derived from max_run_cost carries float noise
+        return [t for t in types if t in prices and round(prices[t], 6) <= cap]
+
+    def refusal(self, instance_type: str, prices: Mapping[str, float]) -> str:
+        """Why ``instance_type`` is above the cap, in words: its price against ``max_price_per_hour``, or the step's
+        estimate at its price against ``max_run_cost``.
+
+        :param instance_type: a type :meth:`within` does not keep.
+        :param prices: price per hour by type (``brev search``).
+        """
+        price = prices.get(instance_type)
+        if price is None:
+            return (
+                f"the price of {instance_type} is not known (`brev search` does not list it): not shown within the cap"
+            )
+        if self.from_cost:
+            estimate = dollars(price, self.estimate_seconds or 0.0)
+            return (
+                f"at {rate(price)} the step may cost {money(estimate)} ((ready_timeout + timeout) x price), more than "
+                f"max_run_cost={money(self.max_run_cost)}"
+            )
+        return f"its price {rate(price)} is above max_price_per_hour={rate(self.max_price_per_hour)}"
+
     def admit(self, types: Sequence[str], prices: Mapping[str, float]) -> list[str]:
         """The candidate ``types`` (in their order) whose known price is within the cap; raises when none is.
 
@@ -138,8 +186,7 @@ class PriceCap:
         :param types: the candidate instance types.
         :param prices: price per hour by type (``brev search``).
         """
-        cap = round(self.per_hour, 6)  # a cap derived from max_run_cost carries float noise
-        kept = [t for t in types if t in prices and round(prices[t], 6) <= cap]
+        kept = self.within(types, prices)
         if kept:
             return kept
         offered = ", ".join(f"{t} at {rate(prices.get(t))}" for t in types) or "none"

@@ -9,7 +9,10 @@ record may act at all); this module only decides:
 * :class:`ReuseEntry` -- what is recorded per instance (key, id, name, type, state, since, ``max_idle``, the
   measured cold-start seconds it saves, the task that created it and the one that last held it);
 * :func:`candidate_verdict` -- may this entry's instance be started now? Only when ``brev ls`` lists an instance of
-  exactly the recorded **id** under the recorded name, STOPPED, and its ``max_idle`` has not passed;
+  exactly the recorded **id** under the recorded name, STOPPED, its ``max_idle`` has not passed, and it satisfies the
+  run's own request as a create would (:class:`WarmRequest`: its type among the request's candidates, its price
+  within ``max_price_per_hour`` and the step's ``max_run_cost``). One still STOPPING is :data:`SETTLING`: worth
+  waiting for (bounded) rather than creating a second instance;
 * :func:`break_even` -- stop or delete: the disk's price over the expected idle hours against the GPU price of the
   cold start (boot, image pulls, input staging) a warm start saves; both numbers go into the verdict's message;
 * :func:`expected_idle_seconds` -- until the DAG's next scheduled run, else ``max_idle``;
@@ -35,11 +38,13 @@ from airflow_provider_brev.cli.protocol.output import (
     STATUS_STOPPING,
     STATUS_UNHEALTHY,
 )
+from airflow_provider_brev.cli.values import is_empty
 from airflow_provider_brev.exceptions import BrevInvalidInputError
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Mapping
 
+    from airflow_provider_brev.cli.instances.cost import PriceCap
     from airflow_provider_brev.cli.protocol.output import BrevInstance, InstanceTypeOffer
 
 #: Default ``max_idle``: a stopped instance not started again within a day is deleted by the janitor.
@@ -58,7 +63,9 @@ STATE_IN_USE = "in_use"
 REUSE = "reuse"
 GONE = "gone"  # nothing is listed under the recorded name: drop the record
 FOREIGN = "foreign"  # another id holds the name: never started; the record is stale
-NOT_STOPPED = "not_stopped"  # listed with the recorded id but not STOPPED (a run uses it, or it is changing)
+NOT_STOPPED = "not_stopped"  # listed with the recorded id but not STOPPED (a run uses it, or it is starting)
+SETTLING = "settling"  # listed with the recorded id and STOPPING: STOPPED soon, worth a bounded wait
+NOT_REQUESTED = "not_requested"  # not what this run asks for (type, price cap or run-cost cap): left to expire
 EXPIRED = "expired"  # stopped longer than its max_idle: the janitor deletes it
 IN_USE = "in_use"  # recorded as claimed by another run
 
@@ -183,25 +190,66 @@ def entries_in(value: Any) -> dict[str, list[ReuseEntry]]:
     return out
 
 
-def candidate_verdict(entry: ReuseEntry, live: BrevInstance | None, now: float) -> str:
+@dataclass(frozen=True)
+class WarmRequest:
+    """What a warm candidate must satisfy: the same resolved request a create is held to.
+
+    :param types: the request's candidate instance types (``gpu`` resolved through ``brev search``, or the given
+        ``instance_types``), in order.
+    :param prices: price per hour by type (``brev search``).
+    :param cap: the request's price cap (``max_price_per_hour``, and ``max_run_cost`` over the step's estimate), or
+        ``None``.
+    """
+
+    types: tuple[str, ...]
+    prices: Mapping[str, float]
+    cap: PriceCap | None = None
+
+    @property
+    def admitted(self) -> list[str]:
+        """The candidate types within the cap (all of them without one)."""
+        return list(self.types) if self.cap is None else self.cap.within(self.types, self.prices)
+
+    def mismatch(self, instance_type: str) -> str | None:
+        """Why an instance of ``instance_type`` does not satisfy this request (``None``: it does).
+
+        :param instance_type: the type ``brev ls`` lists for the stopped instance.
+        """
+        if instance_type not in self.types:
+            wanted = ", ".join(self.types) or "none"
+            return f"its type {instance_type or '(unknown)'} is not one this run asks for ({wanted})"
+        if self.cap is not None and instance_type not in self.admitted:
+            return self.cap.refusal(instance_type, self.prices)
+        return None
+
+
+def candidate_verdict(
+    entry: ReuseEntry, live: BrevInstance | None, now: float, request: WarmRequest | None = None
+) -> str:
     """May ``entry``'s instance be started for a new run? :data:`REUSE` only when ``live`` (what ``brev ls`` lists
-    under the recorded name) has the recorded id, is STOPPED, the record says ``stopped`` and ``max_idle`` has not
-    passed.
+    under the recorded name) has the recorded id, is STOPPED, the record says ``stopped``, ``max_idle`` has not
+    passed and the instance satisfies ``request``. :data:`SETTLING` while it is still STOPPING (a teardown's stop
+    under way: the caller waits, bounded); :data:`NOT_REQUESTED` when it is not what the run asks for.
 
     :param entry: the recorded entry.
     :param live: the instance listed under ``entry.name`` (``None``: nothing).
     :param now: epoch seconds.
+    :param request: the run's resolved request (``None``: any type and price).
     """
     if live is None:
         return GONE
     if live.id != entry.id:
         return FOREIGN
+    if now >= entry.expires_at() and entry.state == STATE_STOPPED:
+        return EXPIRED
+    if request is not None and request.mismatch(live.instance_type or entry.instance_type) is not None:
+        return NOT_REQUESTED
+    if live.status == STATUS_STOPPING:
+        return SETTLING
     if entry.state != STATE_STOPPED:
         return IN_USE
     if live.status != STATUS_STOPPED:
         return NOT_STOPPED
-    if now >= entry.expires_at():
-        return EXPIRED
     return REUSE
 
 
@@ -380,8 +428,10 @@ def expected_idle_seconds(*, now: float, next_run_at: float | None, max_idle: fl
 
 
 def reuse_key_value(key: Any) -> str | None:
-    """A rendered ``reuse_key``: ``None`` when empty; otherwise text of printable characters, at most 200."""
-    if key is None or (isinstance(key, str) and not key.strip()):
+    """A rendered ``reuse_key``: ``None`` when empty (also ``"None"``, an unset template's rendering, as every other
+    parameter reads it: :func:`~airflow_provider_brev.cli.values.is_empty`); otherwise printable text, at most 200
+    characters."""
+    if is_empty(key):
         return None
     text = str(key).strip()
     if len(text) > 200 or not text.isprintable():

@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import re
 import shlex
-import string
 from typing import TYPE_CHECKING
 
 from airflow_provider_brev.cli.protocol.markers import FG_KILLED, FG_NONE, marker_word
 from airflow_provider_brev.cli.protocol.remote_scripts import HomePath, Value, render_script
+from airflow_provider_brev.cli.secrets import MIN_SECRET_LINE_BYTES, NOT_CONTENT, TRIMMED
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
@@ -70,33 +70,6 @@ def env_prefix(env: Mapping[str, str] | None) -> str:
     return "env " + " ".join(shlex.quote(f"{k}={v}") for k, v in pairs.items()) + " "
 
 
-#: A line of a multi-line secret is redacted when, without its surrounding whitespace, it has at least this many
-#: bytes (Airflow's default ``[logging] min_length_masked_secret``) and one character that is neither ASCII
-#: punctuation nor whitespace: ``{``, ``},``, ``-----`` or an empty line would otherwise turn all output into ``***``.
-MIN_SECRET_LINE_BYTES = 5
-_TRIM = " \t\r\f\v"
-_NOT_CONTENT = string.punctuation + _TRIM
-
-
-def secret_fragments(value: str) -> list[str]:
-    """What :func:`redact_filter` replaces for one secret value (and what the Airflow masker must know).
-
-    A value without a newline is redacted whole. A multi-line value (a PEM key, pretty-printed JSON) never
-    appears whole within one output line, so each of its non-trivial lines is redacted instead (see
-    :data:`MIN_SECRET_LINE_BYTES`), stripped of surrounding whitespace.
-
-    :param value: the secret value.
-    """
-    if "\n" not in value:
-        return [value] if value else []
-    fragments: list[str] = []
-    for line in value.split("\n"):
-        text = line.strip(_TRIM)
-        if len(text.encode("utf-8")) >= MIN_SECRET_LINE_BYTES and any(ch not in _NOT_CONTENT for ch in text):
-            fragments.append(text)
-    return fragments
-
-
 _AWK_ESCAPES = str.maketrans({"\\": "\\\\", '"': '\\"', "\t": "\\t", "\r": "\\r", "\f": "\\f", "\v": "\\v"})
 
 
@@ -105,15 +78,16 @@ def _awk_string(text: str) -> str:
     return '"' + text.translate(_AWK_ESCAPES) + '"'
 
 
-#: The awk program of :func:`redact_filter` (and of ``remote/job_run.sh``). Its BEGIN block applies :func:`secret_fragments` to each value (read
-#: from awk's environment, so no value is on a command line) and sorts the fragments longest first (a fragment
-#: inside a longer one must not leave the rest of the longer one visible); then every occurrence of each is
-#: replaced, literally (``index``, not a regex). POSIX awk only (mawk, Ubuntu's default awk, and gawk alike).
+#: The awk program of :func:`redact_filter` (and of ``remote/job_run.sh``): the rule of :mod:`airflow_provider_brev.cli.secrets`
+#: in POSIX awk. Its BEGIN block applies :func:`~airflow_provider_brev.cli.secrets.secret_fragments` to each value (read
+#: from awk's environment, so no value is on a command line) and sorts the fragments longest first
+#: (:func:`~airflow_provider_brev.cli.secrets.redaction_fragments`); then every occurrence of each is replaced,
+#: literally (``index``, not a regex). POSIX awk only (mawk, Ubuntu's default awk, and gawk alike).
 REDACT_AWK = (
     'function trim(s){while(s!=""&&index(W,substr(s,1,1)))s=substr(s,2);'
     'while(s!=""&&index(W,substr(s,length(s),1)))s=substr(s,1,length(s)-1);return s}'
     "function content(s,  q){for(q=1;q<=length(s);q++)if(!index(P,substr(s,q,1)))return 1;return 0}"
-    "BEGIN{W=" + _awk_string(_TRIM) + ";P=" + _awk_string(_NOT_CONTENT) + ";"
+    "BEGIN{W=" + _awk_string(TRIMMED) + ";P=" + _awk_string(NOT_CONTENT) + ";"
     'n=split(N,k," ");m=0;for(i=1;i<=n;i++){s=ENVIRON[k[i]];'
     'if(!index(s,"\\n")){if(length(s)>0)v[++m]=s;continue}'
     'c=split(s,ls,"\\n");for(j=1;j<=c;j++){t=trim(ls[j]);'
@@ -134,11 +108,11 @@ def redact_names(names: Iterable[str]) -> str:
 
 def redact_filter(names: Iterable[str]) -> str:
     """A filter (``| <this>``) that replaces the values of the environment variables ``names`` with ``***``
-    (each line of a multi-line value: :func:`secret_fragments`).
+    (each line of a multi-line value: :func:`~airflow_provider_brev.cli.secrets.secret_fragments`).
 
     Runs on the instance, where the secret values already are: output that prints a ``secret_env`` value leaves
     the instance redacted, so no log, XCom, trigger event or exception downstream can carry it. It runs in the C
-    locale: lengths and matches are in bytes, as :func:`secret_fragments` counts them, whatever the output holds.
+    locale: lengths and matches are in bytes, as :func:`~airflow_provider_brev.cli.secrets.secret_fragments` counts them, whatever the output holds.
 
     :param names: names of the secret environment variables (not secret themselves).
     """

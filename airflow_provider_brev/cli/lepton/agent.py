@@ -2,9 +2,10 @@
 
 The container runs ``bash -c 'mkdir -p /workspace && cd /workspace && exec python3 -c "$AIRFLOW_LEPTON_AGENT"'``:
 the agent's source (``airflow_provider_brev/remote/lepton_agent.py``, read with :mod:`importlib.resources`) is a
-plain environment variable of the job (no secret in it); its **plan** -- the presigned URLs of the inputs and the
-output upload policies, the secret environment -- is the value of a workspace secret the job references by name
-(:func:`encode_plan`; :data:`PLAN_ENV`). Directories are relative to the working directory :data:`WORKDIR`.
+plain environment variable of the job (no secret in it); its **plan** (:func:`job_plan`) -- the presigned URLs of
+the inputs and the output upload policies, the secret environment and what to redact of it -- is the value of a
+workspace secret the job references by name (:func:`encode_plan`; :data:`PLAN_ENV`). Directories are relative to
+the working directory :data:`WORKDIR`.
 """
 
 from __future__ import annotations
@@ -14,9 +15,13 @@ import json
 import zlib
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from airflow_provider_brev.cli.secrets import redaction_fragments
 from airflow_provider_brev.exceptions import BrevInvalidInputError
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 #: The job's working directory in the container: relative ``inputs``/``outputs`` directories are below it.
 WORKDIR = "/workspace"
@@ -55,6 +60,41 @@ def job_directory(name: str, value: Any) -> str:
             "(e.g. 'data' or 'results/train'), without '..'."
         )
     return "/".join(parts)
+
+
+def job_plan(
+    *,
+    command: str,
+    secret_env: Mapping[str, str] | None,
+    inputs: list[dict[str, Any]],
+    outputs: list[dict[str, Any]],
+    files: Mapping[str, str],
+    report: str | None,
+    sync_interval: float | None,
+) -> dict[str, Any]:
+    """The agent's plan: what to download, write, run, redact, upload and report.
+
+    :param command: the shell command (``bash -c``).
+    :param secret_env: secret environment variables of the command; their fragments
+        (:func:`~airflow_provider_brev.cli.secrets.redaction_fragments`) are what the agent redacts from the output.
+    :param inputs: presigned downloads ``{"url", "path", "size"}``.
+    :param outputs: output upload policies ``{"dir", "prefix", "post"}``.
+    :param files: files to write first (path below the working directory -> text).
+    :param report: the report script, or ``None``.
+    :param sync_interval: seconds between output uploads while the command runs.
+    """
+    secrets = dict(secret_env or {})
+    return {
+        "command": command,
+        "env": {},
+        "secret_env": secrets,
+        "redact": redaction_fragments(secrets),
+        "inputs": list(inputs),
+        "outputs": list(outputs),
+        "files": dict(files),
+        "report": report,
+        "sync_interval": sync_interval,
+    }
 
 
 def encode_plan(plan: dict[str, Any]) -> str:

@@ -6,41 +6,57 @@ The machine has the one shape of :mod:`airflow_provider_brev.cli.protocol.machin
 :class:`StopLeptonJob`, and answers them. The machine decides:
 
 * which log lines are new (the log is read by timestamp; lines of the cursor's own timestamp already shown are
-  skipped) and which line is the agent's result (:mod:`.report`, not shown);
+  skipped), how they are shown (secret fragments redacted where the follower knows them -- the worker --, then
+  progress bars squashed to what a terminal shows, as a Brev job's lines are) and which line is the agent's result
+  (:mod:`.report`, not shown);
 * when the job waited in its node group's queue past ``queue_timeout``: it is stopped and the follow fails with
   :class:`~airflow_provider_brev.exceptions.LeptonResourcesUnavailableError`;
 * when the absolute deadline passed: the job is stopped once and followed until it ended (:data:`TIMED_OUT`);
 * when the job ended and its log was read to the end (the agent's result line, or a grace of a few polls: the
   log may trail the state), and what the outcome is (:class:`LeptonOutcome`, :func:`outcome_error`);
-* how many consecutive transient failures are tolerated, and the back-off between them.
+* how many consecutive transient failures are tolerated, and the back-off between them;
+* how long Lepton must keep an ended job for all this (:func:`ttl_floor`; a shorter ``ttl_seconds_after_finished``
+  is refused before anything is submitted, :func:`check_ttl`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+import math
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow_provider_brev.cli.lepton.report import JobReport, parse_result, report_from_dict
+from airflow_provider_brev.cli.lepton.spec import DEFAULT_TTL_SECONDS
 from airflow_provider_brev.cli.lepton.states import (
     ENDED,
     FAILED,
     MISSING,
     QUEUED,
+    RUNNING,
+    STARTING,
     STOPPED,
     SUCCEEDED,
+    UNKNOWN,
     job_phase,
 )
+from airflow_provider_brev.cli.protocol.lines import squash_carriage_returns
 from airflow_provider_brev.cli.protocol.machine import Call, Done, Fail, Failed, Sleep, StepMachine
+from airflow_provider_brev.cli.secrets import redact
 from airflow_provider_brev.exceptions import (
     BrevError,
     BrevTimeoutError,
     LeptonJobFailedError,
     LeptonJobLostError,
     LeptonResourcesUnavailableError,
+    LeptonTTLTooShortError,
     retry_policy,
 )
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 #: The outcome of a job stopped at its deadline.
 TIMED_OUT = "timeout"
@@ -48,6 +64,10 @@ TIMED_OUT = "timeout"
 MAX_BACKOFF = 30.0
 #: Polls after the job ended without its result line before the step stops waiting for the log.
 DRAIN_POLLS = 3
+#: The longest wait between those polls (shorter when ``poll_interval`` is).
+DRAIN_WAIT = 2.0
+#: What :func:`ttl_floor` adds for slow API answers and a transient failure or two, in seconds.
+TTL_MARGIN_SECONDS = 60.0
 #: Lines of the log's end kept in the outcome (the job and its log are removed ``ttl_seconds_after_finished``
 #: after it ended: the step keeps what it needs to explain a failure).
 TAIL_LINES = 40
@@ -108,6 +128,9 @@ class LeptonOutcome:
     :param last_line: the last non-empty log line.
     :param tail: the last :data:`TAIL_LINES` lines of the log.
     :param report: the agent's result (``None`` when its line never came).
+    :param seconds: how long the follower saw the job ``boot`` (starting: scheduled, its container being created)
+        and ``work`` (running, until it ended), by polls -- its billed time as this try saw it (queued time is not
+        billed; a job first seen ended has none).
     """
 
     phase: str
@@ -115,6 +138,7 @@ class LeptonOutcome:
     last_line: str
     tail: list[str]
     report: JobReport | None
+    seconds: dict[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -123,6 +147,7 @@ class LeptonOutcome:
             "last_line": self.last_line,
             "tail": list(self.tail),
             "report": self.report.to_dict() if self.report else None,
+            "seconds": dict(self.seconds),
         }
 
     @classmethod
@@ -133,11 +158,39 @@ class LeptonOutcome:
             last_line=str(data.get("last_line", "")),
             tail=[str(line) for line in data.get("tail", [])],
             report=report_from_dict(data.get("report")),
+            seconds={str(k): float(v) for k, v in (data.get("seconds") or {}).items()},
         )
+
+    def summary(self, job: str) -> str:
+        """The step's one line on how the job ended: its state, exit code, time and data."""
+        code = "no exit code reported" if self.report is None else f"exit code {self.report.exit_code}"
+        times = [
+            f"{self.seconds[p]:.1f} s {w}" for p, w in (("boot", "starting"), ("work", "running")) if p in self.seconds
+        ]
+        line = f"Lepton job {job} ended ({self.state or self.phase}, {code})"
+        line += f" after {', '.join(times)}" if times else ""
+        report = self.report
+        if report is not None and (report.downloaded or report.uploaded or report.upload_failures):
+            line += f"; {report.downloaded} input file(s) downloaded, {report.uploaded} output file(s) uploaded"
+            line += f", {len(report.upload_failures)} failed" if report.upload_failures else ""
+        return line + "."
 
     @property
     def exit_code(self) -> int | None:
         return self.report.exit_code if self.report else None
+
+    def redacted(self, fragments: Sequence[str]) -> LeptonOutcome:
+        """This outcome with ``fragments`` (:func:`~airflow_provider_brev.cli.secrets.redaction_fragments`) redacted
+        from its log lines and its report: what may go to XCom and into an error."""
+        report = self.report
+        if report is not None:
+            report = dataclasses.replace(report, report=[redact(line, fragments) for line in report.report])
+        return dataclasses.replace(
+            self,
+            last_line=redact(self.last_line, fragments),
+            tail=[redact(line, fragments) for line in self.tail],
+            report=report,
+        )
 
     @property
     def collected(self) -> bool:
@@ -168,6 +221,43 @@ def outcome_error(outcome: LeptonOutcome, job: str) -> BrevError | None:
     return LeptonJobLostError(f"Lepton job {job} ended ({outcome.state}) without its result line: a retry submits it.")
 
 
+def ttl_floor(poll_interval: float, *, deferral_settle: float = 0.0) -> int:
+    """The shortest ``ttl_seconds_after_finished`` (whole seconds) with which a step still reads how its job ended:
+    the job may end just after a poll (``poll_interval``), its log may trail its state (:data:`DRAIN_POLLS` more
+    polls, :data:`DRAIN_WAIT` apart at most), a deferred step's trigger may start only once Airflow has settled the
+    deferral (``deferral_settle``: ``[brev] deferral_settle_seconds``), and :data:`TTL_MARGIN_SECONDS` on top.
+
+    :param poll_interval: seconds between polls.
+    :param deferral_settle: the deferral's settling time when the step defers, else 0.
+    """
+    drain = DRAIN_POLLS * min(poll_interval, DRAIN_WAIT)
+    return math.ceil(poll_interval + drain + deferral_settle + TTL_MARGIN_SECONDS)
+
+
+def check_ttl(ttl_seconds: int, *, poll_interval: float, deferral_settle: float = 0.0) -> None:
+    """Raise :class:`~airflow_provider_brev.exceptions.LeptonTTLTooShortError` when ``ttl_seconds`` is below
+    :func:`ttl_floor`, saying what to set.
+
+    :param ttl_seconds: the job's ``ttl_seconds_after_finished``.
+    :param poll_interval: seconds between polls.
+    :param deferral_settle: the deferral's settling time when the step defers, else 0.
+    """
+    floor = ttl_floor(poll_interval, deferral_settle=deferral_settle)
+    if ttl_seconds >= floor:
+        return
+    parts = [
+        f"poll_interval {poll_interval:g} s",
+        f"{DRAIN_POLLS} polls for the log's end, {min(poll_interval, DRAIN_WAIT):g} s apart",
+        *([f"the deferral's settling time {deferral_settle:g} s"] if deferral_settle else []),
+        f"a margin of {TTL_MARGIN_SECONDS:g} s",
+    ]
+    raise LeptonTTLTooShortError(
+        f"ttl_seconds_after_finished={ttl_seconds} is shorter than the {floor} s the step needs to read how its "
+        f"Lepton job ended before Lepton removes it ({' + '.join(parts)}): set ttl_seconds_after_finished to at "
+        f"least {floor} (default {DEFAULT_TTL_SECONDS}), or lower poll_interval. Nothing was submitted."
+    )
+
+
 class LeptonJobFollower(StepMachine[LeptonOutcome]):
     """The state machine of following one Lepton job (see the module docstring).
 
@@ -178,6 +268,8 @@ class LeptonJobFollower(StepMachine[LeptonOutcome]):
     :param last_line: the last non-empty line shown so far.
     :param tail: the log's end so far.
     :param queued_since: when the job was first seen queued (epoch seconds), across deferrals.
+    :param redact_fragments: secret fragments to redact from every line shown (the worker's; a trigger knows none -- no
+        secret is in its kwargs -- and relies on the job's agent, which redacts the same fragments first).
     """
 
     def __init__(
@@ -190,9 +282,11 @@ class LeptonJobFollower(StepMachine[LeptonOutcome]):
         last_line: str = "",
         tail: list[str] | None = None,
         queued_since: float | None = None,
+        redact_fragments: Sequence[str] = (),
     ) -> None:
         super().__init__()
         self.policy = policy
+        self.redact_fragments = tuple(redact_fragments)
         self.job = job
         self.cursor_ns = int(since_ns)
         self.skip = int(skip)
@@ -205,6 +299,8 @@ class LeptonJobFollower(StepMachine[LeptonOutcome]):
         self.stop_sent = False
         self.drain_polls = 0
         self.state = ""
+        self.seen: dict[str, float] = {}  # when a phase was first seen (epoch seconds): starting, running, ended
+        self.polled_at: float | None = None  # the last poll's answer (epoch seconds)
         self._wait: float | None = None
         self._told_queued = False
 
@@ -242,6 +338,7 @@ class LeptonJobFollower(StepMachine[LeptonOutcome]):
         self._take_log(outcome.entries)
         phase = job_phase(outcome.job)
         self.state = str(((outcome.job or {}).get("status") or {}).get("state") or "")
+        self._saw(phase, now)
         if not outcome.complete:
             self._wait = 0.0
             return
@@ -289,15 +386,36 @@ class LeptonJobFollower(StepMachine[LeptonOutcome]):
                 self.cursor_ns, self.skip, at_cursor = ts, 1, 1
             self._show(line.rstrip("\n"))
 
-    def _show(self, text: str) -> None:
-        report = parse_result(text)
+    def _show(self, line: str) -> None:
+        report = parse_result(line)
         if report is not None:
             self.report = report
             return
+        text = squash_carriage_returns(redact(line, self.redact_fragments))
         self.tail.append(text)
         if text.strip():
             self.last_line = text
         self._emit(logging.INFO, f"[{self.job}] {text}")
+
+    def _saw(self, phase: str, now: float) -> None:
+        """Remember when the job was first seen starting, running (a state unknown to the provider counts) and
+        ended: its billed time (:attr:`LeptonOutcome.seconds`)."""
+        seen = {STARTING: "starting", RUNNING: "running", UNKNOWN: "running"}.get(phase)
+        seen = "ended" if phase in ENDED else seen
+        if seen is not None:
+            self.seen.setdefault(seen, now)
+        self.polled_at = now
+
+    def _billed(self) -> dict[str, float]:
+        """``boot``: first seen starting until first seen running (or ended); ``work``: first seen running until
+        first seen ended (or the last poll: a job the step could not stop at its deadline)."""
+        seen, billed = self.seen, {}
+        end = seen.get("ended", self.polled_at or 0.0)
+        if "starting" in seen:
+            billed["boot"] = round(max(seen.get("running", end) - seen["starting"], 0.0), 3)
+        if "running" in seen:
+            billed["work"] = round(max(end - seen["running"], 0.0), 3)
+        return billed
 
     def _watch_queue(self, phase: str, now: float) -> None:
         if phase != QUEUED:
@@ -318,7 +436,7 @@ class LeptonJobFollower(StepMachine[LeptonOutcome]):
         # a "queue" stop never gets here: the stop is the next call, and its answer ends the follow
         if self.report is None and phase != MISSING and self.drain_polls < DRAIN_POLLS:
             self.drain_polls += 1  # the log may trail the state: read it a few more times
-            self._wait = min(self.policy.poll_interval, 2.0)
+            self._wait = min(self.policy.poll_interval, DRAIN_WAIT)
             return
         self._finish(Done(self._outcome(TIMED_OUT if self.stop_reason == "deadline" else phase)))
 
@@ -330,7 +448,7 @@ class LeptonJobFollower(StepMachine[LeptonOutcome]):
         )
 
     def _outcome(self, phase: str) -> LeptonOutcome:
-        return LeptonOutcome(phase, self.state, self.last_line, list(self.tail), self.report)
+        return LeptonOutcome(phase, self.state, self.last_line, list(self.tail), self.report, self._billed())
 
     def resume_state(self) -> dict[str, Any]:
         """What a follower resumed elsewhere needs (a trigger's kwargs)."""
@@ -353,5 +471,7 @@ __all__ = [
     "LeptonOutcome",
     "PollLeptonJob",
     "StopLeptonJob",
+    "check_ttl",
     "outcome_error",
+    "ttl_floor",
 ]

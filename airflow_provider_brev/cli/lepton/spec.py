@@ -42,7 +42,8 @@ PRIORITIES: dict[str, str] = {
 }
 PRIORITIES.update({value: value for value in list(PRIORITIES.values())})
 
-_SHAPE_RE = re.compile(r"^[a-z0-9]+(?:\.[a-z0-9][a-z0-9-]*)+$")
+#: A resource shape: ``gpu.8xh100-sxm``, ``cpu.small``.
+SHAPE_RE = re.compile(r"^[a-z0-9]+(?:\.[a-z0-9][a-z0-9-]*)+$")
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 
@@ -151,7 +152,7 @@ def priority_class(value: Any) -> str | None:
 def resource_shape(value: Any) -> str:
     """A resource shape such as ``gpu.8xh100-sxm`` or ``cpu.small``."""
     text = safe_text("resource_shape", value)
-    if not _SHAPE_RE.match(text):
+    if not SHAPE_RE.match(text):
         refuse("resource_shape", value, "a Lepton resource shape such as 'gpu.8xh100-sxm' or 'cpu.small'")
     return text
 
