@@ -180,6 +180,67 @@ def assert_no_process_left(sim, timeout: float = 10.0) -> None:
     assert not left, f"{len(sim.agent_pids())} of {started} ssh-agents and these processes are still running: {left}"
 
 
+#: The warm-reuse Variables (airflow_provider_brev/cli/instances/reuse_records.py), spelled out: a test reads and
+#: writes them as an operator editing Variables would.
+WARM_RECORD_PREFIX = "brev_warm_instance."
+WARM_AWAKE_PREFIX = "brev_warm_awake."
+WARM_LEGACY_VARIABLE = "brev_warm_instances"
+
+
+def run_kept(run_dag: Callable[..., Any], dag_id: str, conf: dict[str, Any]) -> Any:
+    """``run_dag`` with a logical date of its own, so a later run does not delete it: ``dag.test()`` deletes the
+    earlier runs of its logical date (every manual run's is None), and with them their XCom -- which proves which
+    task created an instance kept for warm reuse. A deployment keeps its runs."""
+    from datetime import UTC, datetime
+
+    when = datetime.now(UTC)
+    return run_dag(dag_id, conf=conf, logical_date=when, run_after=when)
+
+
+def warm_variable_keys(prefix: str) -> list[str]:
+    """The keys of the Variables starting with ``prefix``, from the metadata database."""
+    from airflow.models.variable import Variable
+    from airflow.utils.session import create_session
+    from sqlalchemy import select
+
+    with create_session() as session:
+        return sorted(session.scalars(select(Variable.key).where(Variable.key.startswith(prefix, autoescape=True))))
+
+
+def warm_records() -> dict[str, list[Any]]:
+    """Every warm-reuse record in the metadata database (one Variable per instance), by reuse key."""
+    from airflow.models.variable import Variable
+
+    from airflow_provider_brev.cli.instances.reuse import ReuseEntry
+
+    records: dict[str, list[Any]] = {}
+    for key in warm_variable_keys(WARM_RECORD_PREFIX):
+        entry = ReuseEntry.from_dict(Variable.get(key, default_var=None, deserialize_json=True))
+        if entry is not None:
+            records.setdefault(entry.key, []).append(entry)
+    return records
+
+
+def write_warm_record(record: dict[str, Any], *, legacy: bool = False) -> None:
+    """Write ``record`` (a stored record's JSON) as its instance's record, as an operator editing Variables would;
+    with ``legacy``, into the single Variable of earlier releases too (``{key: [record, ...]}``)."""
+    from airflow.models.variable import Variable
+
+    Variable.set(WARM_RECORD_PREFIX + record["id"], record, description="written by a test", serialize_json=True)
+    if legacy:
+        stored = Variable.get(WARM_LEGACY_VARIABLE, default_var=None, deserialize_json=True) or {}
+        stored.setdefault(record["key"], []).append(record)
+        Variable.set(WARM_LEGACY_VARIABLE, stored, serialize_json=True)
+
+
+def clear_warm_records() -> None:
+    """Delete every warm-reuse Variable (records, sightings, the single Variable of earlier releases)."""
+    from airflow.models.variable import Variable
+
+    for key in [*warm_variable_keys(WARM_RECORD_PREFIX), *warm_variable_keys(WARM_AWAKE_PREFIX), WARM_LEGACY_VARIABLE]:
+        Variable.delete(key)
+
+
 def airflow_logs_through_stdlib() -> bool:
     """Airflow 3.0 logs tasks, hooks and triggers through stdlib ``logging``; 3.1+ through structlog."""
     from airflow.sdk import BaseOperator
