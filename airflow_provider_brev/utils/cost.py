@@ -1,6 +1,6 @@
 """What a DAG run cost: every task's ``brev_cost`` in one table, for a final task of the DAG.
 
-Each step and create task pushes XCom ``brev_cost`` (:func:`~airflow_provider_brev.cli.instances.cost.step_cost`:
+Each step and create task pushes XCom ``brev_cost`` (:func:`~airflow_provider_brev.core.cost.step_cost`:
 instance type, ``price_per_hour``, seconds and dollars per phase, the total); a delete task pushes
 ``brev_lifetime_cost`` (the instance's whole life). :func:`run_cost` reads them all for the calling task's DAG run
 (through :class:`~airflow_provider_brev.utils.task_memory.TaskMemory`) and logs the table::
@@ -15,8 +15,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from airflow_provider_brev.cli.instances.cost import cost_table
-from airflow_provider_brev.cli.instances.cost import run_cost as price_run
+from airflow_provider_brev.core.cost import cost_table
+from airflow_provider_brev.core.cost import run_cost as price_run
 from airflow_provider_brev.utils.task_memory import TaskMemory
 
 __all__ = ["run_cost"]
@@ -28,7 +28,7 @@ def run_cost(ti_or_context: Any, *, task_ids: list[str] | None = None, log: Any 
     :param ti_or_context: the calling task's ``ti`` (or its context).
     :param task_ids: the tasks to include (default: every task of the DAG).
     :param log: where the table is logged (default: the calling task's logger, i.e. its task log).
-    :return: the report of :func:`~airflow_provider_brev.cli.instances.cost.run_cost` (``tasks``, ``seconds`` per
+    :return: the report of :func:`~airflow_provider_brev.core.cost.run_cost` (``tasks``, ``seconds`` per
         phase, ``total_seconds``, ``total_dollars``, ``unpriced``, ``lifetimes``) plus ``table``, the text table.
         JSON-serialisable: return it from the task to keep it in XCom.
     """
