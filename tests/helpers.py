@@ -180,7 +180,7 @@ def assert_no_process_left(sim, timeout: float = 10.0) -> None:
     assert not left, f"{len(sim.agent_pids())} of {started} ssh-agents and these processes are still running: {left}"
 
 
-#: The warm-reuse Variables (airflow_provider_brev/core/instances/reuse_records.py), spelled out: a test reads and
+#: The warm-reuse Variables (airflow_provider_brev/core/instances/warm_pool_records.py), spelled out: a test reads and
 #: writes them as an operator editing Variables would.
 WARM_RECORD_PREFIX = "brev_warm_instance."
 WARM_AWAKE_PREFIX = "brev_warm_awake."

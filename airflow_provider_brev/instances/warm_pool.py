@@ -2,7 +2,7 @@
 
 **Where the records live.** One Airflow Variable per instance, ``brev_warm_instance.<instance id>`` (JSON of its
 :class:`~airflow_provider_brev.core.instances.warm_pool.ReuseEntry`; where, and who writes it:
-:mod:`airflow_provider_brev.core.instances.reuse_records`). A later DAG run -- on any worker, days later -- must find
+:mod:`airflow_provider_brev.core.instances.warm_pool_records`). A later DAG run -- on any worker, days later -- must find
 what an earlier run stopped: XCom and the task state store belong to one DAG run or task, a worker-local file to one
 machine; a Variable is stored in the metadata database, read and written by every task through the Execution API,
 listed in the UI and needs no extra table. It holds ids and names only, never a secret.
@@ -17,7 +17,7 @@ instance's record is read by its id. A record of an instance no longer listed is
 ``airflow brev sweep`` remove the ones their connection wrote where Variables can be listed
 (:meth:`ReuseRegistry.forget_orphans`).
 
-**Only a record that proves ownership acts** (:func:`~airflow_provider_brev.core.instances.reuse_records.ownership_problem`:
+**Only a record that proves ownership acts** (:func:`~airflow_provider_brev.core.instances.warm_pool_records.ownership_problem`:
 a managed name of the owner prefix, derived from the recorded creating task, whose XCom -- or that of the run that
 last held it -- holds the id). Any other is ignored with a WARNING saying why, by runs, teardowns, the janitor and
 the ``airflow brev`` commands.
@@ -36,16 +36,6 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_brev.core.instances.records import recorded_ids, records_in
-from airflow_provider_brev.core.instances.reuse_records import (
-    AWAKE_PREFIX,
-    LEGACY_VARIABLE,
-    RECORD_PREFIX,
-    TaskRef,
-    awake_variable,
-    ownership_problem,
-    record_variable,
-    tasks_named,
-)
 from airflow_provider_brev.core.instances.warm_pool import (
     EXPIRED,
     FOREIGN,
@@ -60,6 +50,16 @@ from airflow_provider_brev.core.instances.warm_pool import (
     candidate_verdict,
     candidates,
     entries_in,
+)
+from airflow_provider_brev.core.instances.warm_pool_records import (
+    AWAKE_PREFIX,
+    LEGACY_VARIABLE,
+    RECORD_PREFIX,
+    TaskRef,
+    awake_variable,
+    ownership_problem,
+    record_variable,
+    tasks_named,
 )
 from airflow_provider_brev.core.protocol.names import parse_managed_name
 from airflow_provider_brev.core.protocol.output import STATUS_DELETING, STATUS_FAILURE

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from airflow_provider_brev.core.lepton.agent import job_directory
 from airflow_provider_brev.core.staging.manifest import validate_inputs, validate_outputs
-from airflow_provider_brev.staging.runner import StagingHooks, check_locations
+from airflow_provider_brev.staging.runner import StagingHooks
+from airflow_provider_brev.staging.sync import check_locations
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping

@@ -3,11 +3,11 @@ runs and when it ends (success or failure), so losing the instance loses minutes
 
 :class:`StepData` serves :class:`~airflow_provider_brev.operators.exec.BrevExecOperator` (hence the TAO
 operators) on the worker; the transfers themselves are the staging service
-(:func:`~airflow_provider_brev.staging.runner.sync_inputs` / :func:`~airflow_provider_brev.staging.runner.sync_outputs`,
+(:func:`~airflow_provider_brev.staging.sync.sync_inputs` / :func:`~airflow_provider_brev.staging.sync.sync_outputs`,
 incremental and idempotent). What each sync did is kept in the task's memory (XCom key ``brev_step_data``,
 :class:`~airflow_provider_brev.utils.task_memory.TaskMemory`) so that a deferred step
 still reports it after it resumes on another worker: ``{"inputs": [report...], "outputs": [report...],
-"output_syncs": n}`` (reports are :meth:`~airflow_provider_brev.staging.runner.SyncReport.to_dict`; no secret).
+"output_syncs": n}`` (reports are :meth:`~airflow_provider_brev.staging.sync.SyncReport.to_dict`; no secret).
 
 :func:`restore_newest` brings the newest matching file of an S3 prefix onto the instance (the TAO ``train``
 resume: the newest checkpoint of the same run).
@@ -22,14 +22,8 @@ from airflow_provider_brev.core.staging.manifest import validate_inputs, validat
 from airflow_provider_brev.core.staging.paths import PathFilter, printable
 from airflow_provider_brev.core.staging.rounds import DEFAULT_URL_EXPIRES_IN, transfer_settings
 from airflow_provider_brev.exceptions import BrevError, BrevInvalidInputError, BrevTransferError
-from airflow_provider_brev.staging.runner import (
-    DEFAULT_TRANSFER_TIMEOUT,
-    StagingHooks,
-    TransferRunner,
-    check_locations,
-    sync_inputs,
-    sync_outputs,
-)
+from airflow_provider_brev.staging.runner import DEFAULT_TRANSFER_TIMEOUT, StagingHooks, TransferRunner
+from airflow_provider_brev.staging.sync import check_locations, sync_inputs, sync_outputs
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping
@@ -110,7 +104,7 @@ class StepData:
 
     def check_locations(self) -> None:
         """Before anything is created: every ``inputs``/``outputs`` location can be listed with ``aws_conn_id``
-        (:func:`~airflow_provider_brev.staging.runner.check_locations`); raises
+        (:func:`~airflow_provider_brev.staging.sync.check_locations`); raises
         :class:`~airflow_provider_brev.exceptions.BrevS3LocationError` (no bucket, access denied) otherwise."""
         locations = [(p.bucket, p.prefix, "inputs") for p in validate_inputs(self.inputs)]
         locations += [(p.bucket, p.prefix, "outputs") for p in validate_outputs(self.outputs)]

@@ -16,7 +16,7 @@ from airflow_provider_brev.core.tao.command import image_registry, spec_referenc
 from airflow_provider_brev.exceptions import (
     BrevPreflightError,  # re-exported
 )
-from airflow_provider_brev.staging.runner import check_locations
+from airflow_provider_brev.staging.sync import check_locations
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
@@ -86,7 +86,7 @@ def check_s3_inputs(uris: Iterable[str], *, aws_conn_id: str | None) -> dict[str
 
 def check_s3_outputs(uris: Iterable[str], *, aws_conn_id: str | None) -> list[str]:
     """Every ``s3://bucket/prefix/`` the pipeline will write is in a bucket that exists and that ``aws_conn_id``
-    may list (:func:`~airflow_provider_brev.staging.runner.check_locations`, through
+    may list (:func:`~airflow_provider_brev.staging.sync.check_locations`, through
     :class:`~airflow_provider_brev.hooks.s3_staging.S3StagingHook`); the prefix itself may be empty or absent.
 
     Raises :class:`~airflow_provider_brev.exceptions.BrevS3LocationError` naming the location, its bucket and the

@@ -1,5 +1,5 @@
 """The janitor's treatment of instances kept for warm reuse, over every record state x live state x age, and who may
-act on a record (airflow_provider_brev/core/instances/warm_pool.py, reuse_records.py, sweep.py): pure rules,
+act on a record (airflow_provider_brev/core/instances/warm_pool.py, warm_pool_records.py, sweep.py): pure rules,
 table-driven."""
 
 from __future__ import annotations
@@ -9,13 +9,6 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from airflow_provider_brev.core.instances.reuse_records import (
-    TaskRef,
-    awake_variable,
-    ownership_problem,
-    record_variable,
-    tasks_named,
-)
 from airflow_provider_brev.core.instances.sweep import ALREADY_DELETING, DELETE, IGNORE, KEEP, STOP, plan_sweep
 from airflow_provider_brev.core.instances.warm_pool import (
     CLAIM_GRACE_SECONDS,
@@ -24,6 +17,13 @@ from airflow_provider_brev.core.instances.warm_pool import (
     ReuseEntry,
     Sighting,
     janitor_verdict,
+)
+from airflow_provider_brev.core.instances.warm_pool_records import (
+    TaskRef,
+    awake_variable,
+    ownership_problem,
+    record_variable,
+    tasks_named,
 )
 from airflow_provider_brev.core.protocol.names import managed_instance_name
 from airflow_provider_brev.core.protocol.output import BrevInstance

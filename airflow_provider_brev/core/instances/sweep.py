@@ -5,7 +5,7 @@ One function, :func:`plan_sweep`, decides for the janitor operator
 (:mod:`airflow_provider_brev.cli`) alike; :mod:`airflow_provider_brev.instances.sweep` carries the plan out.
 
 * An instance recorded for warm reuse (:mod:`airflow_provider_brev.core.instances.warm_pool`), by a record that proved
-  it may act (:func:`~airflow_provider_brev.core.instances.reuse_records.ownership_problem`), is judged by that record
+  it may act (:func:`~airflow_provider_brev.core.instances.warm_pool_records.ownership_problem`), is judged by that record
   (:func:`~airflow_provider_brev.core.instances.warm_pool.janitor_verdict`), not by its name's expiry: a reused instance
   outlives the run that named it. It may be stopped (recorded stopped, found running) as well as deleted. A record
   whose instance is gone, or whose name another id holds, is forgotten.

@@ -3,7 +3,7 @@
 A create task with a ``reuse_key`` first looks for a STOPPED instance the provider recorded under that key; a
 teardown with ``release="stop"`` stops the instance instead of deleting it when its type can stop and the break-even
 favours it; the janitor deletes a stopped instance once its ``max_idle`` passed. The records live in durable
-Airflow Variables, one per instance (:mod:`airflow_provider_brev.core.instances.reuse_records` says where, and which
+Airflow Variables, one per instance (:mod:`airflow_provider_brev.core.instances.warm_pool_records` says where, and which
 record may act at all); this module only decides:
 
 * :class:`ReuseEntry` -- what is recorded per instance (key, id, name, type, state, since, ``max_idle``, the
@@ -101,7 +101,7 @@ class ReuseEntry:
     :param price_per_hour: its price, when known.
     :param created_at: when ``brev create`` was called for it (epoch seconds), when known.
     :param created_by: the task that created it (``dag_id/run_id/task_id/map_index``): its managed name derives
-        from it (:mod:`airflow_provider_brev.core.instances.reuse_records`).
+        from it (:mod:`airflow_provider_brev.core.instances.warm_pool_records`).
     :param conn_id: the Airflow connection it was created or started with: only a sweep through that connection
         (whose ``brev ls`` shows its account) may forget the record once the instance is no longer listed.
     """
@@ -304,7 +304,7 @@ def _at(epoch: float) -> str:
 def janitor_verdict(
     entry: ReuseEntry, live: BrevInstance | None, now: float, sighting: Sighting | None = None
 ) -> RecordVerdict:
-    """What the janitor does with an instance recorded under a reuse key (its record proven: ``reuse_records``).
+    """What the janitor does with an instance recorded under a reuse key (its record proven: ``warm_pool_records``).
 
     * gone, or another id under the name: :data:`DROP` the record (that other instance is not the record's);
     * DELETING: :data:`ALREADY_DELETING`;
