@@ -57,3 +57,13 @@ def test_ruff_runs_airflows_rules_including_air202():
     assert "AIR" in lint["select"] and "AIR202" in lint["select"]
     assert lint.get("preview") is True and lint.get("explicit-preview-rules") is True  # AIR202 is a preview rule
     assert not {"AIR", "AIR202", "AIR3"} & set(lint.get("ignore", []))
+
+
+def test_every_package_folder_has_an_init_module():
+    """Airflow's providers check: every folder of the package that holds Python or data files is a regular package
+    (``remote/``'s scripts are package data, loaded with :mod:`importlib.resources` from it)."""
+    package = ROOT / "airflow_provider_brev"
+    folders = {p.parent for p in package.rglob("*") if p.is_file() and "__pycache__" not in p.parts}
+    assert package / "remote" in folders
+    missing = sorted(str(f.relative_to(ROOT)) for f in folders if not (f / "__init__.py").is_file())
+    assert missing == [], f"add an __init__.py to {missing}"

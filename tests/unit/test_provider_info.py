@@ -186,7 +186,10 @@ def _fake_wtforms(monkeypatch) -> None:
     babel.lazy_gettext = str
     wtforms = types.ModuleType("wtforms")
     wtforms.StringField, wtforms.PasswordField = _Field, _PasswordField
-    wtforms.BooleanField, wtforms.IntegerField = type("BooleanField", (_Field,), {}), type("IntegerField", (_Field,), {})
+    wtforms.BooleanField, wtforms.IntegerField = (
+        type("BooleanField", (_Field,), {}),
+        type("IntegerField", (_Field,), {}),
+    )
     for name, module in {
         "flask_appbuilder": types.ModuleType("flask_appbuilder"),
         "flask_appbuilder.fieldwidgets": fieldwidgets,
@@ -245,9 +248,7 @@ def _forms_drawn_by_airflow(*, declarative: bool) -> tuple[dict, dict]:
         declared = ("conn-fields", "ui-field-behaviour")
         stripped = {
             **info,
-            "connection-types": [
-                {k: v for k, v in c.items() if k not in declared} for c in info["connection-types"]
-            ],
+            "connection-types": [{k: v for k, v in c.items() if k not in declared} for c in info["connection-types"]],
         }
         for conn in stripped["connection-types"]:
             hook = manager._import_hook(
@@ -294,8 +295,8 @@ def test_conn_fields_are_extras_the_hook_reads():
     default = BrevConnectionConfig.from_extras("c", None, {})
     for name in _connection("brev")["conn-fields"]:
         value = "bak-1" if name == "api_key" else "value-1"
-        assert getattr(BrevConnectionConfig.from_extras("c", None, {name: value}), name) == value != getattr(
-            default, name
+        assert (
+            getattr(BrevConnectionConfig.from_extras("c", None, {name: value}), name) == value != getattr(default, name)
         ), name
 
 
