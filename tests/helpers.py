@@ -328,3 +328,53 @@ def deferrals(task_logs, task_id: str) -> list[str]:
     return [
         line for line in task_logs.lines if "Pausing task as DEFERRED" in line and f"task_id={task_id} " in f"{line} "
     ]
+
+
+# --- the metadata database, outside any task ---------------------------------------------------------------------
+# Fixtures and checks that stand where `airflow variables|connections` and the UI stand: they write the metadata
+# database itself. ``airflow.sdk``'s Variable and Connection (what ruff's AIR311 suggests) work only inside a running
+# task, through its supervisor; here there is none, so these use the database's models, as Airflow's own CLI does.
+def metadata_variable(key: str) -> Any:
+    """The JSON value of Variable ``key`` in the metadata database (``None`` when unset)."""
+    from airflow.models import Variable
+
+    return Variable.get(key, default_var=None, deserialize_json=True)  # noqa: AIR311 - the DB's, outside a task
+
+
+def set_metadata_variable(key: str, value: Any) -> None:
+    """Store Variable ``key`` as JSON in the metadata database."""
+    from airflow.models import Variable
+
+    Variable.set(key, value, serialize_json=True)  # noqa: AIR311 - the DB's, outside a task
+
+
+def delete_metadata_variable(key: str) -> None:
+    """Remove Variable ``key`` from the metadata database (nothing when unset)."""
+    from airflow.models import Variable
+
+    Variable.delete(key)  # noqa: AIR311 - the DB's, outside a task
+
+
+def metadata_connections(conn_id: str) -> int:
+    """How many connections named ``conn_id`` the metadata database holds."""
+    from airflow.models import Connection
+    from airflow.utils.session import create_session
+
+    with create_session() as session:
+        return session.query(Connection).filter_by(conn_id=conn_id).count()  # noqa: AIR311 - the DB's model
+
+
+@contextlib.contextmanager
+def connection_in_metadata_db(conn_id: str, **fields: Any) -> Iterator[str]:
+    """Connection ``conn_id`` stored in the metadata database (not the environment), as ``airflow connections add``
+    stores it, for the block; removed afterwards. ``fields``: the model's (``conn_type``, ``password``, ``extra``)."""
+    from airflow.models import Connection
+    from airflow.utils.session import create_session
+
+    with create_session() as session:
+        session.add(Connection(conn_id=conn_id, **fields))  # noqa: AIR311 - the DB's model, as the CLI adds it
+    try:
+        yield conn_id
+    finally:
+        with create_session() as session:
+            session.query(Connection).filter_by(conn_id=conn_id).delete()  # noqa: AIR311 - the DB's model

@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from helpers import cli_calls
+from helpers import cli_calls, connection_in_metadata_db, delete_metadata_variable, set_metadata_variable
 
 from airflow_provider_brev.cli.instances.reuse import STATE_STOPPED, ReuseEntry
 from airflow_provider_brev.cli.protocol.names import managed_instance_name
@@ -65,8 +65,6 @@ def rows(done: subprocess.CompletedProcess[str]) -> dict[str, dict]:
 @pytest.fixture
 def account(airflow_db, brev_sim, monkeypatch):
     """The simulator's account with one instance of each kind, and a reuse record for the warm one."""
-    from airflow.models import Variable
-
     monkeypatch.setenv("AIRFLOW_CONN_BREV_DEFAULT", brev_sim.connection_json())
     brev_sim.set_timings(delete_seconds=3600)  # a deleted instance stays DELETING while the test looks, however slow
     for name in (EXPIRED, FRESH, OTHER_OWNER, FOREIGN):
@@ -74,9 +72,9 @@ def account(airflow_db, brev_sim, monkeypatch):
     brev_sim.create_instance_directly(DELETING, status="DELETING")
     warm = brev_sim.create_instance_directly(WARM, status="STOPPED")
     entry = ReuseEntry(key="nightly", id=warm["id"], name=WARM, state=STATE_STOPPED, since=NOW.timestamp() - 60)
-    Variable.set(REGISTRY_VARIABLE, {"nightly": [entry.to_dict()]}, serialize_json=True)
+    set_metadata_variable(REGISTRY_VARIABLE, {"nightly": [entry.to_dict()]})
     yield brev_sim
-    Variable.delete(REGISTRY_VARIABLE)
+    delete_metadata_variable(REGISTRY_VARIABLE)
 
 
 def test_instances_shows_owned_expiry_and_price(account):
@@ -126,15 +124,8 @@ def test_sweep_dry_run_shows_what_the_janitor_would_delete_and_why(account):
 def connection_in_the_db(account):
     """The simulator's connection stored in the metadata database (not in the environment), as ``airflow
     connections add`` would store it."""
-    from airflow.models import Connection
-    from airflow.utils.session import create_session
-
-    conn = Connection(conn_id="brev_cli_db", uri=None, **_connection_fields(account.connection_json()))
-    with create_session() as session:
-        session.add(conn)
-    yield conn.conn_id
-    with create_session() as session:
-        session.query(Connection).filter(Connection.conn_id == conn.conn_id).delete()
+    with connection_in_metadata_db("brev_cli_db", **_connection_fields(account.connection_json())) as conn_id:
+        yield conn_id
 
 
 def _connection_fields(conn_json: str) -> dict:

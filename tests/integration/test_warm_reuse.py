@@ -10,7 +10,14 @@ import subprocess
 import time
 
 import pytest
-from helpers import cli_calls, run_state, task_states
+from helpers import (
+    cli_calls,
+    delete_metadata_variable,
+    metadata_variable,
+    run_state,
+    set_metadata_variable,
+    task_states,
+)
 
 from airflow_provider_brev.cli.instances.reuse import STATE_IN_USE, STATE_STOPPED, ReuseEntry, entries_in
 from airflow_provider_brev.exceptions import BrevError
@@ -22,24 +29,18 @@ IMAGE = "nvcr.io/nvidia/tao/tao-toolkit:6.26.3-pyt"
 
 
 def registry() -> dict[str, list[ReuseEntry]]:
-    from airflow.models import Variable
-
-    return entries_in(Variable.get(REGISTRY_VARIABLE, default_var=None, deserialize_json=True))
+    return entries_in(metadata_variable(REGISTRY_VARIABLE))
 
 
 def write_registry(entries: dict[str, list[ReuseEntry]]) -> None:
-    from airflow.models import Variable
-
-    Variable.set(REGISTRY_VARIABLE, {k: [e.to_dict() for e in v] for k, v in entries.items()}, serialize_json=True)
+    set_metadata_variable(REGISTRY_VARIABLE, {k: [e.to_dict() for e in v] for k, v in entries.items()})
 
 
 @pytest.fixture(autouse=True)
 def _empty_registry(airflow_db):
-    from airflow.models import Variable
-
-    Variable.delete(REGISTRY_VARIABLE)
+    delete_metadata_variable(REGISTRY_VARIABLE)
     yield
-    Variable.delete(REGISTRY_VARIABLE)
+    delete_metadata_variable(REGISTRY_VARIABLE)
 
 
 def params(**values) -> dict:
