@@ -6,12 +6,16 @@ from __future__ import annotations
 import ast
 import importlib
 import inspect
+import json
+import os
 import pkgutil
 import re
 import subprocess
 import sys
 import tomllib
 from pathlib import Path
+
+import pytest
 
 from airflow_provider_brev._compat import BaseOperator
 
@@ -63,7 +67,7 @@ def test_ruff_runs_airflows_rules_including_air202():
     assert [code for code in ignored if code.startswith("AIR")] == []  # no file is exempt from Airflow's rules
 
 
-#: ``# noqa: AIRxxx - why``: a rule is silenced on one line only, and says why.
+#: A noqa comment of one of Airflow's rules (AIRxxx) silences it on one line only, and says why after a " - ".
 _AIR_NOQA = re.compile(r"#\s*noqa:\s*(AIR\d+)(?P<reason>.*)$")
 
 
@@ -99,3 +103,65 @@ def test_every_package_folder_has_an_init_module():
     assert package / "remote" in folders
     missing = sorted(str(f.relative_to(ROOT)) for f in folders if not (f / "__init__.py").is_file())
     assert missing == [], f"add an __init__.py to {missing}"
+
+
+#: The block every example ends with (Airflow's system-test convention; tests/system/system_tests.py says why the
+#: import is guarded).
+SYSTEM_TEST_BLOCK = """\
+try:  # the test suite's runner (tests/system/system_tests.py); elsewhere this is a plain DAG file
+    from system.system_tests import get_test_run
+except ImportError:
+    pass
+else:
+    test_run = get_test_run(dag)
+"""
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "dags_examples").glob("*.py")), ids=lambda p: p.name)
+def test_every_example_ends_with_the_system_test_block(path):
+    """As in Airflow's providers: ``test_run = get_test_run(dag)`` after the example's last ``# [END ...]`` marker
+    (outside every snippet the docs show), on the example's one DAG, bound to ``dag``."""
+    source = path.read_text()
+    assert source.endswith("\n\n" + SYSTEM_TEST_BLOCK), f"end {path.name} with the system-test block"
+    block_at = source.rindex(SYSTEM_TEST_BLOCK)
+    assert source.rfind("# [END ") < block_at
+    tree = ast.parse(source)
+    dags = [
+        item
+        for node in tree.body
+        if isinstance(node, ast.With)
+        for item in node.items
+        if isinstance(item.context_expr, ast.Call) and getattr(item.context_expr.func, "id", "") == "DAG"
+    ]
+    assert [ast.unparse(item.optional_vars) for item in dags if item.optional_vars] == ["dag"]
+    assert len(dags) == 1
+
+
+def test_outside_the_test_suite_an_example_is_its_dag_alone(tmp_path):
+    """Where the test suite is not on ``sys.path`` (a deployment, ``make demo``), parsing an example imports
+    nothing of the tests and defines no test; the DAG is the same."""
+    probe = (
+        "import json, runpy, sys\n"
+        "found = {}\n"
+        "for path in sys.argv[1:]:\n"
+        "    namespace = runpy.run_path(path)\n"
+        "    found[path] = [namespace['dag'].dag_id, 'test_run' in namespace, 'system' in sys.modules]\n"
+        "print(json.dumps(found))\n"
+    )
+    examples = sorted(str(p) for p in (ROOT / "dags_examples").glob("*.py"))
+    env = {"PATH": os.environ["PATH"], "AIRFLOW_HOME": str(tmp_path), "AIRFLOW__CORE__LOAD_EXAMPLES": "False"}
+    done = subprocess.run(
+        [sys.executable, "-I", "-c", probe, *examples],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = json.loads(done.stdout.splitlines()[-1])
+    assert sorted(found) == examples
+    assert {path: (test_run, system) for path, (_, test_run, system) in found.items()} == dict.fromkeys(
+        examples, (False, False)
+    )
