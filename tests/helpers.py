@@ -378,3 +378,25 @@ def connection_in_metadata_db(conn_id: str, **fields: Any) -> Iterator[str]:
     finally:
         with create_session() as session:
             session.query(Connection).filter_by(conn_id=conn_id).delete()  # noqa: AIR311 - the DB's model
+
+
+def provider_operator_classes() -> list[type]:
+    """Every operator class the provider defines (its operators, sensors and transfers, bases included), found by
+    walking the packages rather than listed, so a new one is checked without anyone adding it."""
+    import importlib
+    import inspect
+    import pkgutil
+
+    from airflow_provider_brev._compat import BaseOperator
+
+    found = []
+    for kind in ("operators", "sensors", "transfers"):
+        package = importlib.import_module(f"airflow_provider_brev.{kind}")
+        for info in pkgutil.iter_modules(package.__path__):
+            module = importlib.import_module(f"{package.__name__}.{info.name}")
+            found += [
+                obj
+                for obj in vars(module).values()
+                if inspect.isclass(obj) and obj.__module__ == module.__name__ and issubclass(obj, BaseOperator)
+            ]
+    return sorted(found, key=lambda cls: cls.__name__)

@@ -4,11 +4,8 @@ DAG, and ruff's Airflow rules stay on (AIR202: a ``@task`` returning a dict says
 from __future__ import annotations
 
 import ast
-import importlib
-import inspect
 import json
 import os
-import pkgutil
 import re
 import subprocess
 import sys
@@ -16,8 +13,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
-
-from airflow_provider_brev._compat import BaseOperator
+from helpers import provider_operator_classes
 
 ROOT = Path(__file__).resolve().parents[2]
 #: Operators no example DAG uses yet (each a known gap; remove a name once an example shows it).
@@ -30,14 +26,7 @@ STEP_BASES = {"BrevStepOperator", "LeptonStepOperator"}
 
 def _concrete_operators() -> set[str]:
     """Every operator class the provider defines for DAG authors (operators, sensors, transfers)."""
-    found = set()
-    for kind in ("operators", "sensors", "transfers"):
-        package = importlib.import_module(f"airflow_provider_brev.{kind}")
-        for info in pkgutil.iter_modules(package.__path__):
-            module = importlib.import_module(f"{package.__name__}.{info.name}")
-            for name, obj in vars(module).items():
-                if inspect.isclass(obj) and obj.__module__ == module.__name__ and issubclass(obj, BaseOperator):
-                    found.add(name)
+    found = {cls.__name__ for cls in provider_operator_classes()}
     assert found >= STEP_BASES
     return {name for name in found if "Base" not in name} - STEP_BASES
 
