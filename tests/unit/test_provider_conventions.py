@@ -1,5 +1,6 @@
 """Conventions of Airflow's own provider checks, adapted to this package: every operator is shown in an example
-DAG, and ruff's Airflow rules stay on (AIR202: a ``@task`` returning a dict says ``multiple_outputs``)."""
+DAG, every example carries the system-test block, every package folder is a regular package, and ruff's Airflow
+rules hold everywhere (AIR202: a ``@task`` returning a dict says ``multiple_outputs``)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import subprocess
 import sys
 import tomllib
 from pathlib import Path
+from typing import Any
 
 import pytest
 from helpers import provider_operator_classes
@@ -56,6 +58,11 @@ def test_ruff_runs_airflows_rules_including_air202():
     assert [code for code in ignored if code.startswith("AIR")] == []  # no file is exempt from Airflow's rules
 
 
+def _run(argv: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
+    """Run ``argv`` to its end (at most 5 minutes), its output captured as text."""
+    return subprocess.run(argv, capture_output=True, text=True, timeout=300, check=False, **kwargs)
+
+
 #: A noqa comment of one of Airflow's rules (AIRxxx) silences it on one line only, and says why after a " - ".
 _AIR_NOQA = re.compile(r"#\s*noqa:\s*(AIR\d+)(?P<reason>.*)$")
 
@@ -63,14 +70,8 @@ _AIR_NOQA = re.compile(r"#\s*noqa:\s*(AIR\d+)(?P<reason>.*)$")
 def test_airflows_rules_pass_and_each_exception_says_why():
     """``ruff check --select AIR`` (all of Airflow's rules, AIR202 included) is clean on the whole repository, and
     each line that silences one names the reason after the code."""
-    done = subprocess.run(
-        [str(Path(sys.executable).parent / "ruff"), "check", "--select", "AIR,AIR202", "--output-format", "concise"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    ruff = str(Path(sys.executable).parent / "ruff")
+    done = _run([ruff, "check", "--select", "AIR,AIR202", "--output-format", "concise"], cwd=ROOT)
     assert done.returncode == 0, done.stdout[-3000:]
     files = [p for folder in ("airflow_provider_brev", "dags_examples", "tests") for p in (ROOT / folder).rglob("*.py")]
     silenced = [
@@ -139,15 +140,7 @@ def test_outside_the_test_suite_an_example_is_its_dag_alone(tmp_path):
     )
     examples = sorted(str(p) for p in (ROOT / "dags_examples").glob("*.py"))
     env = {"PATH": os.environ["PATH"], "AIRFLOW_HOME": str(tmp_path), "AIRFLOW__CORE__LOAD_EXAMPLES": "False"}
-    done = subprocess.run(
-        [sys.executable, "-I", "-c", probe, *examples],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    done = _run([sys.executable, "-I", "-c", probe, *examples], cwd=tmp_path, env=env)
     assert done.returncode == 0, done.stderr[-3000:]
     found = json.loads(done.stdout.splitlines()[-1])
     assert sorted(found) == examples
