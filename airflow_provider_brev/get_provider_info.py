@@ -36,6 +36,7 @@ def get_provider_info() -> dict:
                     "airflow_provider_brev.hooks.brev",
                     "airflow_provider_brev.hooks.connection_form",
                     "airflow_provider_brev.hooks.listing",
+                    "airflow_provider_brev.hooks.login",
                     "airflow_provider_brev.hooks.process",
                     "airflow_provider_brev.hooks.s3_staging",
                 ],

@@ -165,6 +165,82 @@ def wait_for_no_instances(sim, timeout: float = 20.0) -> None:
     assert sim.instances() == [], sim.instances()
 
 
+def assert_no_process_left(sim, timeout: float = 10.0) -> None:
+    """Nothing the provider or the CLI started is still running: no ``ssh-agent`` (the released CLI starts one per
+    ``ssh`` unless ``SSH_AUTH_SOCK`` is set), no ``brev`` or ``ssh``, no command in a sandbox. A process still exiting
+    gets ``timeout`` seconds; an agent never ends by itself."""
+    deadline = time.monotonic() + timeout
+    while (pids := sim.processes()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    left = {}
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            left[pid] = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")[:200]
+    started = len(sim.agents())
+    assert not left, f"{len(sim.agent_pids())} of {started} ssh-agents and these processes are still running: {left}"
+
+
+#: The warm-reuse Variables (airflow_provider_brev/cli/instances/reuse_records.py), spelled out: a test reads and
+#: writes them as an operator editing Variables would.
+WARM_RECORD_PREFIX = "brev_warm_instance."
+WARM_AWAKE_PREFIX = "brev_warm_awake."
+WARM_LEGACY_VARIABLE = "brev_warm_instances"
+
+
+def run_kept(run_dag: Callable[..., Any], dag_id: str, conf: dict[str, Any]) -> Any:
+    """``run_dag`` with a logical date of its own, so a later run does not delete it: ``dag.test()`` deletes the
+    earlier runs of its logical date (every manual run's is None), and with them their XCom -- which proves which
+    task created an instance kept for warm reuse. A deployment keeps its runs."""
+    from datetime import UTC, datetime
+
+    when = datetime.now(UTC)
+    return run_dag(dag_id, conf=conf, logical_date=when, run_after=when)
+
+
+def warm_variable_keys(prefix: str) -> list[str]:
+    """The keys of the Variables starting with ``prefix``, from the metadata database."""
+    from airflow.models.variable import Variable
+    from airflow.utils.session import create_session
+    from sqlalchemy import select
+
+    with create_session() as session:
+        return sorted(session.scalars(select(Variable.key).where(Variable.key.startswith(prefix, autoescape=True))))
+
+
+def warm_records() -> dict[str, list[Any]]:
+    """Every warm-reuse record in the metadata database (one Variable per instance), by reuse key."""
+    from airflow.models.variable import Variable
+
+    from airflow_provider_brev.cli.instances.reuse import ReuseEntry
+
+    records: dict[str, list[Any]] = {}
+    for key in warm_variable_keys(WARM_RECORD_PREFIX):
+        entry = ReuseEntry.from_dict(Variable.get(key, default_var=None, deserialize_json=True))
+        if entry is not None:
+            records.setdefault(entry.key, []).append(entry)
+    return records
+
+
+def write_warm_record(record: dict[str, Any], *, legacy: bool = False) -> None:
+    """Write ``record`` (a stored record's JSON) as its instance's record, as an operator editing Variables would;
+    with ``legacy``, into the single Variable of earlier releases too (``{key: [record, ...]}``)."""
+    from airflow.models.variable import Variable
+
+    Variable.set(WARM_RECORD_PREFIX + record["id"], record, description="written by a test", serialize_json=True)
+    if legacy:
+        stored = Variable.get(WARM_LEGACY_VARIABLE, default_var=None, deserialize_json=True) or {}
+        stored.setdefault(record["key"], []).append(record)
+        Variable.set(WARM_LEGACY_VARIABLE, stored, serialize_json=True)
+
+
+def clear_warm_records() -> None:
+    """Delete every warm-reuse Variable (records, sightings, the single Variable of earlier releases)."""
+    from airflow.models.variable import Variable
+
+    for key in [*warm_variable_keys(WARM_RECORD_PREFIX), *warm_variable_keys(WARM_AWAKE_PREFIX), WARM_LEGACY_VARIABLE]:
+        Variable.delete(key)
+
+
 def airflow_logs_through_stdlib() -> bool:
     """Airflow 3.0 logs tasks, hooks and triggers through stdlib ``logging``; 3.1+ through structlog."""
     from airflow.sdk import BaseOperator
@@ -331,53 +407,32 @@ def deferrals(task_logs, task_id: str) -> list[str]:
 
 
 # --- the metadata database, outside any task ---------------------------------------------------------------------
-# Fixtures and checks that stand where `airflow variables|connections` and the UI stand: they write the metadata
-# database itself. ``airflow.sdk``'s Variable and Connection (what ruff's AIR311 suggests) work only inside a running
-# task, through its supervisor; here there is none, so these use the database's models, as Airflow's own CLI does.
-def metadata_variable(key: str) -> Any:
-    """The JSON value of Variable ``key`` in the metadata database (``None`` when unset)."""
-    from airflow.models import Variable
-
-    return Variable.get(key, default_var=None, deserialize_json=True)  # noqa: AIR311 - the DB's, outside a task
-
-
-def set_metadata_variable(key: str, value: Any) -> None:
-    """Store Variable ``key`` as JSON in the metadata database."""
-    from airflow.models import Variable
-
-    Variable.set(key, value, serialize_json=True)  # noqa: AIR311 - the DB's, outside a task
-
-
-def delete_metadata_variable(key: str) -> None:
-    """Remove Variable ``key`` from the metadata database (nothing when unset)."""
-    from airflow.models import Variable
-
-    Variable.delete(key)  # noqa: AIR311 - the DB's, outside a task
-
-
+# Fixtures and checks that stand where `airflow connections` and the UI stand: they write the metadata database
+# itself, with its own model (``airflow.models.connection``), as Airflow's CLI does. ``airflow.sdk.Connection`` is
+# the task's view and works only inside a running task.
 def metadata_connections(conn_id: str) -> int:
     """How many connections named ``conn_id`` the metadata database holds."""
-    from airflow.models import Connection
+    from airflow.models.connection import Connection
     from airflow.utils.session import create_session
 
     with create_session() as session:
-        return session.query(Connection).filter_by(conn_id=conn_id).count()  # noqa: AIR311 - the DB's model
+        return session.query(Connection).filter_by(conn_id=conn_id).count()
 
 
 @contextlib.contextmanager
 def connection_in_metadata_db(conn_id: str, **fields: Any) -> Iterator[str]:
     """Connection ``conn_id`` stored in the metadata database (not the environment), as ``airflow connections add``
     stores it, for the block; removed afterwards. ``fields``: the model's (``conn_type``, ``password``, ``extra``)."""
-    from airflow.models import Connection
+    from airflow.models.connection import Connection
     from airflow.utils.session import create_session
 
     with create_session() as session:
-        session.add(Connection(conn_id=conn_id, **fields))  # noqa: AIR311 - the DB's model, as the CLI adds it
+        session.add(Connection(conn_id=conn_id, **fields))
     try:
         yield conn_id
     finally:
         with create_session() as session:
-            session.query(Connection).filter_by(conn_id=conn_id).delete()  # noqa: AIR311 - the DB's model
+            session.query(Connection).filter_by(conn_id=conn_id).delete()
 
 
 def provider_operator_classes() -> list[type]:

@@ -3,8 +3,10 @@
 Both decide with the janitor's own code: :func:`~airflow_provider_brev.cli.instances.sweep.plan_sweep` says which
 instance is owned by this provider and when it expires, and ``sweep`` runs
 :func:`~airflow_provider_brev.utils.sweep.sweep`, the janitor operator's sweep, so the command deletes exactly what
-the janitor would (owned and expired, by id). The warm-reuse records are read from the metadata database (a task
-reads them through the Execution API): :class:`~airflow_provider_brev.utils.warm_reuse.MetadataVariables`.
+the janitor would (owned and expired, by id). The warm-reuse records, and the XCom that proves one may act, are read
+from the metadata database (a task reads them through the Execution API):
+:class:`~airflow_provider_brev.utils.warm_reuse.MetadataVariables` and
+:class:`~airflow_provider_brev.utils.warm_reuse.MetadataXComs`.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from airflow.utils import cli as cli_utils
 from airflow.utils.providers_configuration_loader import providers_configuration_loaded
 
-from airflow_provider_brev.cli.instances.sweep import ALREADY_DELETING, DELETE, IGNORE, KEEP, plan_sweep
+from airflow_provider_brev.cli.instances.sweep import ALREADY_DELETING, DELETE, IGNORE, KEEP, STOP, plan_sweep
 from airflow_provider_brev.cli.validation import owner_prefix
 from airflow_provider_brev.cli.values import duration_seconds, optional
 from airflow_provider_brev.exceptions import BrevError
@@ -53,9 +55,9 @@ def _hook(args: argparse.Namespace) -> tuple[BrevHook, str]:
 
 
 def _registry(log: logging.Logger) -> Any:
-    from airflow_provider_brev.utils.warm_reuse import MetadataVariables, ReuseRegistry
+    from airflow_provider_brev.utils.warm_reuse import MetadataVariables, MetadataXComs, ReuseRegistry
 
-    return ReuseRegistry(log, store=MetadataVariables())
+    return ReuseRegistry(log, store=MetadataVariables(), xcoms=MetadataXComs())
 
 
 def _print(rows: list[dict[str, Any]], output: str) -> None:
@@ -85,12 +87,12 @@ def instances(args: argparse.Namespace) -> None:
     except BrevError as err:
         return _fail(err)
     try:
-        records = _registry(log).load()
+        records, unproven = _registry(log).recorded(listed, prefix)
     except Exception as err:  # a listing without the reuse records is still worth showing
         log.warning("Could not read the warm-reuse records (%s): instances kept for reuse show by name only.", err)
-        records = {}
+        records, unproven = {}, {}
     now = datetime.now(UTC)
-    plan = plan_sweep(listed, prefix=prefix, cutoff=now, records=records, now=now)
+    plan = plan_sweep(listed, prefix=prefix, cutoff=now, records=records, now=now, unproven=unproven)
     prices: dict[str, float | None] = {}
     if not args.no_prices:
         from airflow_provider_brev.utils.pricing import price_of
@@ -141,6 +143,8 @@ def sweep(args: argparse.Namespace) -> None:
         return _fail(err)
     outcome = {name: "deleted" for name in report["deleted"]}
     outcome.update({name: "would delete" for name in report["would_delete"]})
+    outcome.update({name: "stopped" for name in report["stopped"]})
+    outcome.update({name: "would stop" for name in report["would_stop"]})
     outcome.update({name: "already gone" for name in report["already_gone"]})
     outcome.update({failure["name"]: "failed: " + failure["error"] for failure in report["failed"]})
     rows = [
@@ -148,7 +152,7 @@ def sweep(args: argparse.Namespace) -> None:
             "name": v.instance.name,
             "id": v.instance.id,
             "status": v.instance.status,
-            "decision": outcome.get(v.instance.name, "") if v.action == DELETE else _DECISIONS[v.action],
+            "decision": outcome.get(v.instance.name, "") if v.action in (DELETE, STOP) else _DECISIONS[v.action],
             "reason": v.reason,
             "expires_at": v.expires,
         }
@@ -158,5 +162,7 @@ def sweep(args: argparse.Namespace) -> None:
     if args.output in ("table", "plain"):
         print(summary_line(report))
     if report["failed"]:
-        raise SystemExit(f"airflow brev sweep: {len(report['failed'])} delete(s) failed (the others went ahead).")
+        raise SystemExit(
+            f"airflow brev sweep: {len(report['failed'])} delete(s) or stop(s) failed (the others went ahead)."
+        )
     return None

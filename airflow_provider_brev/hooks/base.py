@@ -9,9 +9,12 @@ drivers (:mod:`airflow_provider_brev.hooks.driver`) and only perform the calls i
 triggerer cannot disagree.
 
 It absorbs the CLI's sharp edges: stdin is always ``/dev/null``; every call runs in its own process group with a
-timeout; output is streamed line by line into the task log; the hook logs in headlessly before the first
-authenticated call (serialised by a file lock, because parallel tasks share ``~/.brev/credentials.json``) and
-again once when the CLI takes its "logged out" path; transient failures are retried with tenacity.
+timeout; output is streamed line by line into the task log; ``SSH_AUTH_SOCK`` is set so the CLI starts no
+``ssh-agent`` that would outlive the call (:mod:`airflow_provider_brev.cli.protocol.environment` says why
+``/dev/null``); the hook logs in headlessly before the first authenticated call (serialised by a file lock, because
+parallel tasks share ``~/.brev/credentials.json``; in a scratch HOME whose files replace the shared ones only when
+the login succeeded, :mod:`airflow_provider_brev.hooks.login`) and again once when the CLI takes its "logged out"
+path; transient failures are retried with tenacity.
 
 The token is registered with Airflow's secrets masker and is passed on exactly one command line:
 ``brev login --token <token>`` (the CLI has no other way to receive it). No other invocation carries it.
@@ -43,6 +46,12 @@ from airflow_provider_brev.cli.protocol.config import (
     BrevConnectionConfig,
     login_args,
 )
+from airflow_provider_brev.cli.protocol.environment import (
+    AgentAnnouncement,
+    announces_agent,
+    brev_environment,
+    login_environment,
+)
 from airflow_provider_brev.cli.protocol.invocation import EnsureLogin, Invocation, OutputView
 from airflow_provider_brev.cli.protocol.output import parse_help_flags, parse_version
 from airflow_provider_brev.exceptions import (
@@ -54,6 +63,7 @@ from airflow_provider_brev.exceptions import (
     retry_policy,
 )
 from airflow_provider_brev.hooks.driver import adrive, drive
+from airflow_provider_brev.hooks.login import adopt_login, scratch_home
 from airflow_provider_brev.hooks.process import LineCallback, ProcessResult, arun_process, run_process
 
 if TYPE_CHECKING:
@@ -246,12 +256,9 @@ class BrevBaseHook(BaseHook):
         return Path(self.config.brev_home or os.environ.get("HOME") or Path.home())
 
     def _env(self) -> dict[str, str]:
-        env = dict(os.environ)
-        env.pop("BREV_API_TOKEN", None)  # the CLI does not read it; keep it out of brev's environment
-        if self.config.brev_home:
-            env["HOME"] = self.config.brev_home
-        env.setdefault("NO_COLOR", "1")
-        return env
+        """The environment of every process the hook starts (``brev``, ``ssh``): see
+        :func:`~airflow_provider_brev.cli.protocol.environment.brev_environment`."""
+        return brev_environment(os.environ, brev_home=self.config.brev_home)
 
     # ------------------------------------------------------------------ capabilities
     @property
@@ -334,11 +341,17 @@ class BrevBaseHook(BaseHook):
             if force and failed_since is not None and self._last_login() > failed_since:
                 return  # another task logged in after our call failed: just retry
             self.log.info("Logging in to Brev (brev login --%s ***).", "api-key" if self.config.api_key else "token")
-            result = run_process([self.cli_path, *argv], env=self._env(), timeout=LOGIN_TIMEOUT)
-            if result.timed_out:
-                raise BrevTimeoutError(f"`brev login` did not finish within {LOGIN_TIMEOUT:.0f} s.", command="login")
-            if result.exit_code != 0:
-                raise login_failure(result.exit_code, result.stdout, result.stderr)
+            brev_dir = self._home() / ".brev"
+            with scratch_home(brev_dir) as scratch:
+                env = login_environment(self._env(), home=str(scratch))
+                result = run_process([self.cli_path, *argv], env=env, timeout=LOGIN_TIMEOUT)
+                if result.timed_out:
+                    raise BrevTimeoutError(
+                        f"`brev login` did not finish within {LOGIN_TIMEOUT:.0f} s.", command="login"
+                    )
+                if result.exit_code != 0:  # the session in brev_dir is untouched
+                    raise login_failure(result.exit_code, result.stdout, result.stderr)
+                adopt_login(scratch, brev_dir)
             self._login_stamp().write_text(f"{time.time():.6f}")
         with _CACHE_LOCK:
             _LOGGED_IN.add(key)
@@ -494,12 +507,14 @@ class BrevBaseHook(BaseHook):
         """
         budget = timeout or self.command_timeout
         kwargs = self._process_kwargs(args, budget, capture, log_output, on_stdout, on_stderr)
+        version = self.capabilities.version if args[0] == "exec" else None
 
         def perform(call: Call) -> ProcessResult | None:
             if isinstance(call, EnsureLogin):
                 self._login_step(call)
                 return None
-            return run_process(self._argv(args), on_start=self._track, **kwargs)
+            announcement = AgentAnnouncement() if announces_agent(args[0], version) else None
+            return run_process(self._argv(args), on_start=self._track, announcement=announcement, **kwargs)
 
         def attempt() -> ProcessResult:
             machine = self._protocol(
@@ -527,12 +542,14 @@ class BrevBaseHook(BaseHook):
         await self.aconfig()
         budget = timeout or self.command_timeout
         kwargs = self._process_kwargs(args, budget, capture, log_output, on_stdout, on_stderr)
+        version = (await self.acapabilities()).version if args[0] == "exec" else None
 
         async def perform(call: Call) -> ProcessResult | None:
             if isinstance(call, EnsureLogin):
                 await asyncio.to_thread(self._login_step, call)
                 return None
-            return await arun_process(self._argv(args), **kwargs)
+            announcement = AgentAnnouncement() if announces_agent(args[0], version) else None
+            return await arun_process(self._argv(args), announcement=announcement, **kwargs)
 
         async def attempt() -> ProcessResult:
             machine = self._protocol(

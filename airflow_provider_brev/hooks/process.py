@@ -8,7 +8,10 @@ on the triggerer). Both:
 * start the CLI in its own process group, so a timeout or ``on_kill`` kills ``brev`` *and* its ``ssh``;
 * split output into lines as it arrives (carriage-return progress bars squashed to their final state),
   hand each line to a callback, and keep only a bounded tail unless the caller asks for the whole stdout
-  (``ls --json`` / ``search --json``), which is capped.
+  (``ls --json`` / ``search --json``), which is capped;
+* given an :class:`~airflow_provider_brev.cli.protocol.environment.AgentAnnouncement` (``brev exec`` of v0.6.317 -
+  v0.6.319), keep the CLI's ``Agent pid N`` line out of the output and stop that ``ssh-agent`` once the call ended
+  (:func:`stop_announced_agent`; why, in :mod:`airflow_provider_brev.cli.protocol.environment`).
 """
 
 from __future__ import annotations
@@ -20,15 +23,17 @@ import selectors
 import signal
 import subprocess
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING
 
+from airflow_provider_brev.cli.protocol.environment import AgentAnnouncement, is_announced_agent
 from airflow_provider_brev.cli.protocol.lines import READ_CHUNK, Collector, LineCallback, LineSplitter, ProcessResult
 from airflow_provider_brev.exceptions import BrevCLINotFoundError
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
-__all__ = ["LineCallback", "ProcessResult", "arun_process", "run_process"]
+__all__ = ["LineCallback", "ProcessResult", "arun_process", "run_process", "stop_announced_agent"]
 
 KILL_GRACE_SECONDS = 3.0
 
@@ -53,6 +58,38 @@ async def _reaped(proc: asyncio.subprocess.Process) -> int:
     return proc.returncode if proc.returncode is not None else -signal.SIGKILL
 
 
+def _started_at(pid: int) -> float:
+    """When process ``pid`` started (wall clock): boot time plus its start in clock ticks (``/proc``)."""
+    ticks = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])  # field 22, starttime
+    boot = next(line for line in Path("/proc/stat").read_text().splitlines() if line.startswith("btime "))
+    return float(boot.split()[1]) + ticks / os.sysconf("SC_CLK_TCK")
+
+
+def stop_announced_agent(announcement: AgentAnnouncement | None, call_started: float) -> bool:
+    """Stop (SIGTERM) the ``ssh-agent`` a ``brev exec`` announced, if it is one of this user's started during the
+    call (:func:`~airflow_provider_brev.cli.protocol.environment.is_announced_agent`); returns whether it was.
+    Without ``/proc`` (not Linux) nothing is stopped: what the PID is cannot be told.
+
+    :param announcement: the call's announcement watch (``None``: the call announces none).
+    :param call_started: when the call started (wall clock).
+    """
+    if announcement is None or announcement.pid is None:
+        return False
+    pid = announcement.pid
+    try:
+        name = Path(f"/proc/{pid}/comm").read_text().strip()
+        uid_line = next(line for line in Path(f"/proc/{pid}/status").read_text().splitlines() if line[:4] == "Uid:")
+        owner, started = int(uid_line.split()[1]), _started_at(pid)
+    except (OSError, ValueError, IndexError, StopIteration):
+        return False  # already gone, or no /proc
+    if not is_announced_agent(name, owner, started, user=os.getuid(), call_started=call_started):
+        return False
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.kill(pid, signal.SIGTERM)
+        return True
+    return False
+
+
 def start_failed(argv: Sequence[str], err: OSError) -> BrevCLINotFoundError:
     """The typed error for an executable that could not be started (removed or made non-executable since it was
     resolved, e.g. on a triggerer host), shared by both drivers."""
@@ -71,8 +108,10 @@ def run_process(
     on_stdout: LineCallback | None = None,
     on_stderr: LineCallback | None = None,
     on_start: Callable[[subprocess.Popen[bytes]], None] | None = None,
+    announcement: AgentAnnouncement | None = None,
 ) -> ProcessResult:
-    """Run ``argv`` (stdin closed, own process group), streaming lines to the callbacks."""
+    """Run ``argv`` (stdin closed, own process group), streaming lines to the callbacks (``announcement``: the
+    ``Agent pid N`` line of a v0.6.317 - v0.6.319 exec is kept out and that agent stopped at the end)."""
     started_at = time.time()
     started = time.monotonic()
     try:
@@ -89,7 +128,7 @@ def run_process(
         raise start_failed(argv, spawn_error) from None
     if on_start is not None:
         on_start(proc)
-    out = Collector(capture_stdout, on_stdout)
+    out = Collector(capture_stdout, on_stdout, announcement.keep if announcement else None)
     err = Collector(False, on_stderr)
     assert proc.stdout is not None and proc.stderr is not None
     splitters: dict[int, LineSplitter] = {
@@ -121,6 +160,7 @@ def run_process(
         except BaseException:
             _kill_group(proc.pid, signal.SIGKILL)
             proc.wait()
+            stop_announced_agent(announcement, started_at)
             raise
     if timed_out:
         _kill_group(proc.pid, signal.SIGTERM)
@@ -134,6 +174,7 @@ def run_process(
     for stream in (proc.stdout, proc.stderr):
         if stream is not None:
             stream.close()
+    stop_announced_agent(announcement, started_at)
     return ProcessResult(
         exit_code=exit_code,
         stdout_lines=list(out.lines),
@@ -152,6 +193,7 @@ async def arun_process(
     capture_stdout: bool = False,
     on_stdout: LineCallback | None = None,
     on_stderr: LineCallback | None = None,
+    announcement: AgentAnnouncement | None = None,
 ) -> ProcessResult:
     """Async twin of :func:`run_process` (``asyncio.create_subprocess_exec``), for triggers."""
     started_at = time.time()
@@ -167,7 +209,7 @@ async def arun_process(
         )
     except OSError as spawn_error:
         raise start_failed(argv, spawn_error) from None
-    out = Collector(capture_stdout, on_stdout)
+    out = Collector(capture_stdout, on_stdout, announcement.keep if announcement else None)
     err = Collector(False, on_stderr)
 
     async def pump(reader: asyncio.StreamReader | None, splitter: LineSplitter) -> None:
@@ -190,6 +232,7 @@ async def arun_process(
         _kill_group(proc.pid, signal.SIGKILL)
         with contextlib.suppress(Exception):
             await _reaped(proc)
+        stop_announced_agent(announcement, started_at)
         raise
     if timed_out:
         _kill_group(proc.pid, signal.SIGTERM)
@@ -202,6 +245,7 @@ async def arun_process(
         exit_code = await _reaped(proc)
     else:
         exit_code = await proc.wait()  # both pipes reached EOF
+    stop_announced_agent(announcement, started_at)
     return ProcessResult(
         exit_code=exit_code,
         stdout_lines=list(out.lines),

@@ -116,8 +116,9 @@ class BrevCreateInstanceOperator(BrevBaseOperator):
         name -- its image cache and synced inputs are still there; otherwise create as usual and record the
         instance under the key. A teardown with ``release="stop"`` then stops it instead of deleting it
         (:class:`BrevDeleteInstanceOperator`). Two runs never share an instance: only one ``brev start`` of it
-        succeeds, the other run creates a fresh one. The records live in the Airflow Variable
-        ``brev_warm_instances`` (:mod:`airflow_provider_brev.utils.warm_reuse`).
+        succeeds, the other run creates a fresh one. Each instance's record is the Airflow Variable
+        ``brev_warm_instance.<instance id>`` (:mod:`airflow_provider_brev.utils.warm_reuse`), and only a record
+        that proves the provider created the instance is ever acted on (docs/howto/warm-reuse.md).
     :param max_idle: how long the instance may stay stopped before the janitor
         (:class:`~airflow_provider_brev.operators.janitor.BrevSweepInstancesOperator`) deletes it (``timedelta`` or
         seconds; default 24 h); also the expected idle time of the stop-or-delete break-even when the DAG has no

@@ -35,14 +35,18 @@ class BrevSweepInstancesOperator(BrevBaseOperator):
     are :func:`~airflow_provider_brev.cli.instances.sweep.plan_sweep`'s, the same as ``airflow brev sweep``'s
     (docs/howto/cli-commands.md).
 
-    **Instances kept for warm reuse** (recorded under a ``reuse_key`` in the Airflow Variable
-    ``brev_warm_instances``, :mod:`airflow_provider_brev.utils.warm_reuse`) are judged by their record instead of
-    their name's expiry (a reused instance outlives the run that named it): a STOPPED one of the recorded id is
-    deleted once its ``max_idle`` has passed since it was stopped -- also when the run that stopped it died --, one a
-    run uses is kept for its ``max_lifetime`` since it was started; a record whose instance is gone, or whose name
-    another id now holds, is forgotten (that other instance is never touched).
+    **Instances kept for warm reuse** (each recorded in the Airflow Variable ``brev_warm_instance.<instance id>``,
+    :mod:`airflow_provider_brev.utils.warm_reuse`) are judged by their record instead of their name's expiry (a
+    reused instance outlives the run that named it), when the record proves the provider created the instance (a
+    managed name of the owner prefix whose creating task, or the run that last held it, recorded its id in XCom);
+    any other record is ignored with a warning and the instance judged by its name. A STOPPED one is deleted once
+    its ``max_idle`` has passed since it was stopped -- also when the run that stopped it died --, one a run uses is
+    kept for its ``max_lifetime`` since it was started; one recorded stopped but found running (someone started it
+    by hand, or its run died before recording it) is stopped by the first sweep at least 10 minutes after one saw it
+    running (deleted if it is not RUNNING then), and deleted past its ``max_idle``. A record whose instance is gone
+    is forgotten.
 
-    Deletion is idempotent (an instance that is already gone is fine). When one delete fails the sweep goes
+    Deletion is idempotent (an instance that is already gone is fine). When one delete or stop fails the sweep goes
     on with the others and fails the task at the end, listing the failures. Every decision is logged on one
     line. The report below is pushed to XCom (key ``report``) before the task succeeds or fails, and is the
     return value of a successful sweep:
@@ -51,6 +55,8 @@ class BrevSweepInstancesOperator(BrevBaseOperator):
     {
         "deleted": ["afbrev-...", ...],  # deletion requested (or waited for)
         "would_delete": [...],  # dry run only: what would have been deleted
+        "stopped": [...],  # recorded stopped but found running: stopped again (its disk kept)
+        "would_stop": [...],  # dry run only: what would have been stopped
         "kept": [{"name": ..., "expires_at": "2026-01-02T03:04:00+00:00"}, ...],  # managed, not expired
         "ignored": 3,  # instances without the prefix or not in the managed format
         "failed": [{"name": ..., "error": ...}, ...],
@@ -64,7 +70,8 @@ class BrevSweepInstancesOperator(BrevBaseOperator):
         else ``afbrev`` -- the same prefix the create operator uses, so set both the same way.
     :param grace_period: extra time after an instance's expiry before it is deleted (``timedelta`` or
         seconds; default none). Useful when some runs may legitimately outlive their ``max_lifetime``.
-    :param dry_run: only log and report what would be deleted (``would_delete``); delete nothing.
+    :param dry_run: only log and report what would be deleted or stopped (``would_delete``, ``would_stop``);
+        change nothing.
     :param wait_for_deletion: after requesting every delete, wait until ``brev ls`` no longer lists them;
         an instance still listed after ``deletion_timeout`` counts as failed.
     :param deletion_timeout: seconds to wait for the deletions (with ``wait_for_deletion``).

@@ -9,7 +9,8 @@ Fixtures:
   ``@pytest.mark.parametrize("brev_sim_profile", ["documented"])``.
 * ``brev_sim`` -- a fresh, installed :class:`~airflow_provider_brev.testing.simulator.BrevSimulator`
   under ``tmp_path``; ``PATH``/``FAKE_BREV_STATE`` point at it and ``HOME`` is a fresh
-  ``tmp_path / "worker-home"`` (exposed as ``brev_sim.home``). Sandbox processes are killed on teardown.
+  ``tmp_path / "worker-home"`` (exposed as ``brev_sim.home``) and, as on an Airflow worker, ``SSH_AUTH_SOCK`` is
+  unset. Sandbox processes and the ``ssh-agent`` processes the CLI left are killed on teardown.
 * ``brev_sim_both`` -- the same, parametrized over both profiles (ids ``released`` and ``documented``).
 * ``lepton_fake`` -- a fresh fake DGX Cloud Lepton workspace (:mod:`~airflow_provider_brev.testing.fake_lepton`)
   under ``tmp_path``, serving the real ``leptonai`` SDK on 127.0.0.1; ``AIRFLOW_CONN_LEPTON_DEFAULT`` points at it.
@@ -48,6 +49,7 @@ def _start_simulator(base: Path, monkeypatch: pytest.MonkeyPatch, profile: str) 
     home = base / "worker-home"
     home.mkdir(parents=True, exist_ok=True)
     monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)  # like an Airflow worker or triggerer: no login session
     sim.home = home
     return sim
 

@@ -28,8 +28,10 @@ from airflow_provider_brev.testing.fake_brev import catalog as _cat
 from airflow_provider_brev.testing.fake_brev import instance_loss as _loss
 from airflow_provider_brev.testing.fake_brev import store as _st
 from airflow_provider_brev.testing.fake_brev.ssh import write_ssh_config
+from airflow_provider_brev.testing.fake_brev.ssh_agent import AGENTS_FILE
 from airflow_provider_brev.testing.fake_common import flocked, merge_phases, read_json, read_jsonl, write_json_atomic
 from airflow_provider_brev.testing.sandbox_tools import install_tools, write_exe
+from airflow_provider_brev.testing.simulator_processes import SimulatorProcesses
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -80,7 +82,7 @@ def make_token(exp_in_seconds: float = 3600, sub: str = "user", now: float | Non
     return _st.make_token(exp_in_seconds=exp_in_seconds, sub=sub, now=now)
 
 
-class BrevSimulator:
+class BrevSimulator(SimulatorProcesses):
     """Owns one simulator root: config, state, the ``brev`` launcher and the sandbox tools.
 
     :param root: directory of the simulator (created by :meth:`install`).
@@ -163,7 +165,7 @@ class BrevSimulator:
             write_json_atomic(str(self.root / "config.json"), self._initial_config, indent=1)
             if not self.state_path.exists():
                 write_json_atomic(str(self.state_path), _st.empty_state())
-        for name in ("calls.jsonl", "runs.jsonl", _fd.CALLS_FILE, _ft.RUNS_FILE):
+        for name in ("calls.jsonl", "runs.jsonl", _fd.CALLS_FILE, _ft.RUNS_FILE, AGENTS_FILE):
             (self.root / name).touch(exist_ok=True)
         install_tools(
             self.root, self.bin_dir, self.tools_bin, self.root / "tools" / "container-bin", list(_ft.NETWORK_ACTIONS)
@@ -337,13 +339,14 @@ class BrevSimulator:
         self._update_config(apply)
 
     def expire_sessions(self, home: Path | str | None = None) -> None:
-        """End server-side login sessions (all, or one HOME's): the next authenticated command of a
-        logged-in HOME takes the CLI's logged-out path until ``brev login`` runs again."""
+        """End server-side login sessions (all, or the one of the token a HOME holds): the next authenticated
+        command of a HOME holding such a token takes the CLI's logged-out path until ``brev login`` runs again."""
+        creds = read_json(str(Path(home) / ".brev" / "credentials.json"), {}) if home is not None else {}
         with self._store.txn() as st:
             if home is None:
                 st["auth_generation"] = int(st.get("auth_generation", 0)) + 1
-            else:
-                st["sessions"][os.path.realpath(str(home))] = -1
+            elif isinstance(creds, dict) and creds.get("access_token"):
+                st["sessions"][_st.session_key(creds["access_token"])] = -1
 
     def login(self, home: Path | str | None = None, token: str | None = None) -> str:
         """Write credentials for ``home`` as ``brev login --token`` would (no subprocess); returns the token."""
@@ -359,7 +362,7 @@ class BrevSimulator:
             str(brev_dir / "active_org.json"), {"id": org["id"], "name": org["name"], "userNetworkId": ""}
         )
         with self._store.txn() as st:
-            st["sessions"][os.path.realpath(str(home))] = st.get("auth_generation", 0)
+            st["sessions"][_st.session_key(token)] = st.get("auth_generation", 0)
         return token
 
     # ---------------------------------------------------------------------------------- faults
@@ -554,7 +557,7 @@ class BrevSimulator:
                 inst.update(last_build="COMPLETED", phase="delete", t_deleting=now, t_gone=now)
                 _st.record_phase(inst, "delete", now, now)
         for inst in live:
-            _st.kill_sandbox_processes("BREV_SIM_INSTANCE", inst["id"])
+            _st.kill_marked(("BREV_SIM_INSTANCE", inst["id"]))
         return self.create_instance_directly(name, created_by=created_by)
 
     def set_health(self, name: str, health: str | None) -> None:
@@ -563,19 +566,6 @@ class BrevSimulator:
             for inst in st["instances"]:
                 if name in (inst["name"], inst["id"]):
                     inst["health_override"] = health
-
-    # ---------------------------------------------------------------------------- processes
-    def sandbox_pids(self, name: str | None = None) -> list[int]:
-        """PIDs still running in one instance's sandbox (or in any sandbox of this root)."""
-        if name is None:
-            return _st.sandbox_pids("BREV_SIM_ROOT", str(self.root))
-        cur = self.instance(name)
-        ident = cur["id"] if cur else self.sandbox(name).parent.name
-        return _st.sandbox_pids("BREV_SIM_INSTANCE", ident)
-
-    def kill_all(self) -> int:
-        """Kill every process started in any sandbox of this simulator; returns how many were killed."""
-        return _st.kill_sandbox_processes("BREV_SIM_ROOT", str(self.root))
 
     # ----------------------------------------------------------------------------- airflow
     def connection_json(self, token: str | None = None, **extra: Any) -> str:

@@ -419,6 +419,7 @@ class InstanceProvisioner:
             ReuseRegistry(self.log),
             key,
             task_identity(memory.ti),
+            prefix=self.request.name_prefix or self.hook.config.name_prefix,
             request=wanted,
             on_claim=self._claiming,
             cancelled=self.cancelled,
@@ -466,6 +467,7 @@ class InstanceProvisioner:
             max_lifetime=as_timedelta(self.request.max_lifetime).total_seconds(),
             price_per_hour=provisioned.price_per_hour,
             created_at=provisioned.created_at,
+            conn_id=self.hook.brev_conn_id or "",
         )
 
     def _create(self, memory: TaskMemory, name: str, managed: bool) -> BrevInstance:

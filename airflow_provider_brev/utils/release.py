@@ -11,7 +11,7 @@ create task / ephemeral step   :func:`delete_after_failure`, :func:`replace_fail
 ephemeral step, at its end     :func:`delete_created` / :func:`release_created`        by id (stop: as below)
 ``on_kill`` (worker, trigger)  :func:`release_on_kill` / :func:`arelease_on_kill`       one fast call, never raises
 recovery clearing a lost name  :func:`clear_for_recreation`                            only an id the DAG run recorded
-janitor                        :func:`delete_expired`                                  the id it listed
+janitor                        :func:`delete_expired`, :func:`stop_awake`              the id it listed
 teardown, ``release="stop"``   :func:`release_recorded` with a :class:`Reuse`           stoppable type and the
                                                                                        break-even favours it; else
                                                                                        delete, logged
@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_brev.cli.instances.identity import (
@@ -45,11 +45,11 @@ from airflow_provider_brev.cli.instances.identity import (
 )
 from airflow_provider_brev.cli.instances.reuse import (
     STATE_STOPPED,
-    ReuseEntry,
     break_even,
     expected_idle_seconds,
     saved_seconds,
 )
+from airflow_provider_brev.cli.protocol.names import parse_managed_name
 from airflow_provider_brev.exceptions import BrevError, BrevInstanceReplacedError, BrevInvalidInputError
 from airflow_provider_brev.utils.instance_records import recorded_ids
 from airflow_provider_brev.utils.warm_reuse import ReuseRegistry
@@ -265,10 +265,19 @@ def release_recorded(
 
 
 def _stopped(hook: BrevHook, log: Any, live: BrevInstance, reuse: Reuse) -> bool:
-    """Stop ``live`` (already checked: ours, by id) when its type can stop and the break-even favours it, and record
-    it under the reuse key; ``False`` (logged with both numbers, or the refusal) when it is to be deleted."""
+    """Stop ``live`` (already checked: ours, by id) when its reuse record proves ownership, its type can stop and the
+    break-even favours it, and record it stopped; ``False`` (logged with both numbers, or the refusal) when it is to
+    be deleted."""
     registry = ReuseRegistry(log)
-    earlier = registry.find(live.id)
+    managed = parse_managed_name(live.name)
+    earlier = registry.proven(live, managed.prefix if managed is not None else "")
+    if earlier is None:
+        log.warning(
+            "Release of %s (id %s, reuse key %r): no warm-reuse record of it may act (see above, or none was "
+            "written), so no run could start it again: deleting it.",
+            *(live.name, live.id, reuse.key),
+        )
+        return False
     offer = None
     try:
         offer = hook.type_offer(live.instance_type)
@@ -280,10 +289,10 @@ def _stopped(hook: BrevHook, log: Any, live: BrevInstance, reuse: Reuse) -> bool
         stage_seconds=reuse.stage_seconds,
         catalog_boot_seconds=offer.boot_time_seconds if offer is not None else None,
     )
-    saved = max(saved, earlier.saved_seconds if earlier is not None else 0.0)  # a warm run saves what a cold one took
+    saved = max(saved, earlier.saved_seconds)  # a warm run saves what a cold one took
     now = time.time()
     idle = expected_idle_seconds(now=now, next_run_at=reuse.next_run_at, max_idle=reuse.max_idle)
-    price = reuse.price_per_hour if reuse.price_per_hour is not None else (earlier.price_per_hour if earlier else None)
+    price = reuse.price_per_hour if reuse.price_per_hour is not None else earlier.price_per_hour
     verdict = break_even(offer, price_per_hour=price, saved_seconds=saved, idle_seconds=idle)
     log.info("Release of %s (id %s, reuse key %r): %s.", live.name, live.id, reuse.key, verdict.message)
     if not verdict.stop:
@@ -294,18 +303,15 @@ def _stopped(hook: BrevHook, log: Any, live: BrevInstance, reuse: Reuse) -> bool
         log.warning("Could not stop %s (%s): deleting it instead.", live.name, err)
         return False
     registry.put(
-        ReuseEntry(
+        replace(
+            earlier,  # its creator and the run that held it: they prove the record to the next run
             key=reuse.key,
-            id=live.id,
-            name=live.name,
             instance_type=live.instance_type,
             state=STATE_STOPPED,
             since=now,
             max_idle=reuse.max_idle,
-            max_lifetime=earlier.max_lifetime if earlier is not None else reuse.max_idle,
             saved_seconds=saved,
             price_per_hour=price,
-            created_at=earlier.created_at if earlier is not None else None,
         )
     )
     log.info(
@@ -328,3 +334,9 @@ def delete_named(hook: BrevHook, log: Any, name: str, *, wait: bool = False, tim
 def delete_expired(hook: BrevHook, instance: BrevInstance) -> bool:
     """The janitor's delete of an expired managed instance, by the id it listed; raises on failure."""
     return hook.delete_instance(instance.name, instance_id=instance.id or None)
+
+
+def stop_awake(hook: BrevHook, instance: BrevInstance) -> None:
+    """The janitor's stop of an instance recorded stopped and found running (its record proved ownership), by the
+    id it listed; raises on failure."""
+    hook.stop_instance(instance.name, instance_id=instance.id)

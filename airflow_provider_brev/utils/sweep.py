@@ -1,5 +1,5 @@
 """The janitor's sweep, carried out: list, decide (:func:`~airflow_provider_brev.cli.instances.sweep.plan_sweep`),
-log every decision on one line, delete by id, forget stale reuse records.
+log every decision on one line, delete (or stop) by id, forget stale reuse records.
 
 The janitor operator (:class:`~airflow_provider_brev.operators.janitor.BrevSweepInstancesOperator`) and
 ``airflow brev sweep`` (:mod:`airflow_provider_brev.commands`) both run :func:`sweep`, so they decide and delete
@@ -13,9 +13,9 @@ import time
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_brev.cli.instances.sweep import ALREADY_DELETING, IGNORE, KEEP, SweepPlan, plan_sweep
+from airflow_provider_brev.cli.instances.sweep import ALREADY_DELETING, IGNORE, KEEP, STOP, SweepPlan, plan_sweep
 from airflow_provider_brev.exceptions import BrevError
-from airflow_provider_brev.utils.release import delete_expired
+from airflow_provider_brev.utils.release import delete_expired, stop_awake
 
 if TYPE_CHECKING:
     from airflow_provider_brev.hooks.brev import BrevHook
@@ -27,6 +27,8 @@ def empty_report(dry_run: bool) -> dict[str, Any]:
     return {
         "deleted": [],
         "would_delete": [],
+        "stopped": [],
+        "would_stop": [],
         "kept": [],
         "ignored": 0,
         "failed": [],
@@ -48,19 +50,22 @@ def sweep(
 ) -> tuple[dict[str, Any], SweepPlan]:
     """List the instances, decide, and delete (unless ``dry_run``) what the plan says; returns the report and plan.
 
-    A delete that fails is reported and the sweep goes on with the others. A reuse record is forgotten once its
-    instance is deleted, or when it is stale (not in a dry run).
+    A delete (or stop) that fails is reported and the sweep goes on with the others. A reuse record is forgotten once
+    its instance is deleted, or when it is stale; the sightings of stopped-recorded instances found running are kept
+    for the next sweep; the records this connection wrote of instances no longer listed are removed where Variables
+    can be listed (not in a dry run).
 
-    :param hook: the Brev hook (its ``brev ls`` and ``brev delete``).
+    :param hook: the Brev hook (its ``brev ls``, ``brev delete`` and ``brev stop``).
     :param log: where every decision is logged.
     :param registry: the warm-reuse records.
     :param prefix: the owner prefix of the managed names to sweep.
     :param grace_period: extra time after an expiry before deleting.
-    :param dry_run: decide and report (``would_delete``), delete nothing.
+    :param dry_run: decide and report (``would_delete``, ``would_stop``), change nothing.
     """
     now = now or datetime.now(UTC)
     cutoff = now - grace_period
     report = empty_report(dry_run)
+    stored_keys = registry.stored_keys()  # before `brev ls`: any record written later is of a listed instance
     instances = hook.list_instances()
     log.info(
         "Sweeping %d instance(s) for managed names with prefix %r expired before %s (grace period %s)%s.",
@@ -70,11 +75,31 @@ def sweep(
         grace_period,
         " [dry run]" if dry_run else "",
     )
-    plan = plan_sweep(instances, prefix=prefix, cutoff=cutoff, records=registry.load(), now=now)
-    for key, entry in plan.forget:
-        log.info("Forgetting reuse record %s (id %s, key %r): not listed with that id.", entry.name, entry.id, key)
+    records, unproven = registry.recorded(instances, prefix)
+    sightings = registry.sightings(records.values())
+    plan = plan_sweep(
+        instances, prefix=prefix, cutoff=cutoff, records=records, now=now, sightings=sightings, unproven=unproven
+    )
+    if not dry_run:
+        registry.keep_sightings(plan.sightings, sightings)
+        for key in registry.forget_orphans(stored_keys, instances, hook.brev_conn_id or ""):
+            log.info("Removed Variable %s: the instance it recorded is no longer listed.", key)
+    for entry in plan.forget:
+        log.info(
+            "Forgetting reuse record %s (id %s, key %r): not listed with that id.", entry.name, entry.id, entry.key
+        )
         if not dry_run:
             registry.drop(entry.id)
+    _report_unchanged(log, report, plan)
+    for verdict in plan.deletions():
+        _end(hook, log, registry, report, verdict, dry_run)
+    for verdict in plan.of(STOP):
+        _end(hook, log, registry, report, verdict, dry_run)
+    return report, plan
+
+
+def _report_unchanged(log: Any, report: dict[str, Any], plan: SweepPlan) -> None:
+    """Log and report what the sweep leaves as it is."""
     for verdict in plan.verdicts:
         name = verdict.instance.name
         if verdict.action == IGNORE:
@@ -87,23 +112,32 @@ def sweep(
             kept = {"name": name, "expires_at": verdict.expires}
             report["kept"].append(kept if verdict.reuse_key is None else {**kept, "reuse_key": verdict.reuse_key})
             log.info("Keeping %s (%s): %s.", name, verdict.instance.status, verdict.reason)
-    for verdict in plan.deletions():
-        instance = verdict.instance
-        if dry_run:
-            report["would_delete"].append(instance.name)
-            log.info("Dry run: would delete %s (%s): %s.", instance.name, instance.status, verdict.reason)
-            continue
-        log.info("Deleting %s (%s): %s.", instance.name, instance.status, verdict.reason)
-        try:
+
+
+def _end(
+    hook: BrevHook, log: Any, registry: ReuseRegistry, report: dict[str, Any], verdict: Any, dry_run: bool
+) -> None:
+    """Delete or stop one instance (by the id it listed) as ``verdict`` says, or report that it would be."""
+    instance, stop = verdict.instance, verdict.action == STOP
+    what = "stop" if stop else "delete"
+    if dry_run:
+        report[f"would_{what}"].append(instance.name)
+        log.info("Dry run: would %s %s (%s): %s.", what, instance.name, instance.status, verdict.reason)
+        return
+    log.info("%s %s (%s): %s.", "Stopping" if stop else "Deleting", instance.name, instance.status, verdict.reason)
+    try:
+        requested = True
+        if stop:
+            stop_awake(hook, instance)
+        else:
             requested = delete_expired(hook, instance)  # by the id it listed
-        except Exception as err:
-            report["failed"].append({"name": instance.name, "error": str(err)})
-            log.error("Could not delete %s; continuing with the others: %s", instance.name, err)
-            continue
-        if verdict.reuse_key is not None:
-            registry.drop(instance.id)
-        report["deleted" if requested else "already_gone"].append(instance.name)
-    return report, plan
+    except Exception as err:
+        report["failed"].append({"name": instance.name, "error": str(err)})
+        log.error("Could not %s %s; continuing with the others: %s", what, instance.name, err)
+        return
+    if verdict.reuse_key is not None and not stop:
+        registry.drop(instance.id)
+    report["stopped" if stop else "deleted" if requested else "already_gone"].append(instance.name)
 
 
 def wait_until_gone(hook: BrevHook, log: Any, report: dict[str, Any], *, timeout: float, poll_interval: float) -> None:
@@ -136,6 +170,7 @@ def summary_line(report: dict[str, Any]) -> str:
     """One line with every count of the report."""
     return (
         f"Janitor summary: {len(report['deleted'])} deleted, {len(report['would_delete'])} would be deleted "
-        f"(dry run), {len(report['kept'])} kept, {len(report['already_deleting'])} already deleting, "
+        f"(dry run), {len(report['stopped'])} stopped, {len(report['would_stop'])} would be stopped (dry run), "
+        f"{len(report['kept'])} kept, {len(report['already_deleting'])} already deleting, "
         f"{len(report['already_gone'])} already gone, {report['ignored']} ignored, {len(report['failed'])} failed."
     )

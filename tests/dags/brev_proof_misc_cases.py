@@ -28,6 +28,19 @@ with DAG(dag_id="brev_proof_delete_wait", schedule=None, start_date=START, param
     )
 
 
+with DAG(dag_id="brev_proof_shared_home_logins", schedule=None, start_date=START, params={"name": ""}):
+    # Two connections whose CLI state lives in one HOME: brev_default (a good token) works, brev_wrong_token's
+    # login fails, then brev_default works on.
+    first = BrevExecOperator(task_id="good_first", instance_name=NAME, command="echo good-first", detach=False)
+    wrong = BrevExecOperator(
+        task_id="wrong_token", brev_conn_id="brev_wrong_token", instance_name=NAME, command="echo never", detach=False
+    )
+    again = BrevExecOperator(
+        task_id="good_again", instance_name=NAME, command="echo good-again", detach=False, trigger_rule="all_done"
+    )
+    first >> wrong >> again
+
+
 with DAG(dag_id="brev_proof_skip", schedule=None, start_date=START, params={"name": ""}):
     BrevExecOperator(
         task_id="run",

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from airflow.sdk import DAG
+from airflow.sdk import DAG, task
 
 from airflow_provider_brev.operators.brev import (
     BrevCreateInstanceOperator,
     BrevDeleteInstanceOperator,
     BrevExecOperator,
 )
+from airflow_provider_brev.operators.janitor import BrevSweepInstancesOperator
 from airflow_provider_brev.operators.tao import VisualChangeNetTrainOperator
 
 START = datetime(2026, 1, 1)
@@ -110,3 +111,25 @@ with DAG(dag_id="brev_reuse_step_budget", schedule=None, start_date=START, param
         ready_timeout=60,
         poll_interval=0.2,
     )
+
+
+@task
+def as_an_earlier_release_recorded_it(ti=None) -> None:
+    """The upgrade, mid-run: the instance's record moves into the single Variable of earlier releases, as they
+    wrote it (no creating task named; the task holding it is)."""
+    from airflow.sdk import Variable
+
+    record = ti.xcom_pull(task_ids="create", key="brev_instance")
+    key = f"brev_warm_instance.{record['id']}"
+    entry = Variable.get(key, deserialize_json=True)
+    entry.pop("created_by")
+    Variable.delete(key)
+    Variable.set("brev_warm_instances", {entry["key"]: [entry]}, serialize_json=True)
+
+
+# A run that began before the upgrade (its record in the single Variable) and ends after it: the janitor sweeping
+# mid-run keeps the instance by that record, the teardown stops it under a record of its own.
+with DAG(dag_id="brev_reuse_upgrade", schedule=None, start_date=START, params=PARAMS):
+    create = _create()
+    sweep = BrevSweepInstancesOperator(task_id="sweep")
+    create >> as_an_earlier_release_recorded_it() >> sweep >> _release().as_teardown(setups=create)

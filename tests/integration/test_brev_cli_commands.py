@@ -12,11 +12,19 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from helpers import cli_calls, connection_in_metadata_db, delete_metadata_variable, set_metadata_variable
+from helpers import (
+    WARM_LEGACY_VARIABLE,
+    WARM_RECORD_PREFIX,
+    clear_warm_records,
+    cli_calls,
+    connection_in_metadata_db,
+    run_state,
+    task_states,
+    warm_variable_keys,
+    write_warm_record,
+)
 
-from airflow_provider_brev.cli.instances.reuse import STATE_STOPPED, ReuseEntry
 from airflow_provider_brev.cli.protocol.names import managed_instance_name
-from airflow_provider_brev.utils.warm_reuse import REGISTRY_VARIABLE
 
 
 def _has_provider_cli() -> bool:
@@ -41,7 +49,6 @@ EXPIRED = managed("expired", expires_in=-timedelta(hours=2))
 FRESH = managed("fresh", expires_in=timedelta(hours=6))
 DELETING = managed("deleting", expires_in=-timedelta(hours=3))
 OTHER_OWNER = managed("other", expires_in=-timedelta(hours=4), prefix="team2")
-WARM = managed("warm", expires_in=-timedelta(hours=1))  # its name expired; its reuse record keeps it
 FOREIGN = "my-notebook"
 
 
@@ -63,34 +70,61 @@ def rows(done: subprocess.CompletedProcess[str]) -> dict[str, dict]:
 
 
 @pytest.fixture
-def account(airflow_db, brev_sim, monkeypatch):
-    """The simulator's account with one instance of each kind, and a reuse record for the warm one."""
+def account(airflow_db, brev_sim, run_dag, monkeypatch):
+    """The simulator's account with one instance of each kind: one kept for warm reuse by a real run (its record in
+    a Variable, its creation in that run's XCom), and a hand-made one a hand-written record claims."""
+    from airflow.models.variable import Variable
+
+    clear_warm_records()
+    when = datetime.now(UTC)
+    conf = {"key": "nightly", "type": "g6e.xlarge", "release": "stop", "max_idle": 3600, "bucket": "b"}
+    kept = run_dag("brev_reuse_lifecycle", conf=conf, logical_date=when, run_after=when)
+    assert run_state(kept) == "success", task_states(kept)
     monkeypatch.setenv("AIRFLOW_CONN_BREV_DEFAULT", brev_sim.connection_json())
     brev_sim.set_timings(delete_seconds=3600)  # a deleted instance stays DELETING while the test looks, however slow
-    for name in (EXPIRED, FRESH, OTHER_OWNER, FOREIGN):
+    for name in (EXPIRED, FRESH, OTHER_OWNER):
         brev_sim.create_instance_directly(name)
+    foreign = brev_sim.create_instance_directly(FOREIGN)["id"]
     brev_sim.create_instance_directly(DELETING, status="DELETING")
-    warm = brev_sim.create_instance_directly(WARM, status="STOPPED")
-    entry = ReuseEntry(key="nightly", id=warm["id"], name=WARM, state=STATE_STOPPED, since=NOW.timestamp() - 60)
-    set_metadata_variable(REGISTRY_VARIABLE, {"nightly": [entry.to_dict()]})
+    # a record naming the hand-made instance, in use by a run that died days ago: it proves nothing
+    days_ago = NOW.timestamp() - 3 * 24 * 3600
+    handmade = {"key": "nightly", "id": foreign, "name": FOREIGN, "state": "in_use", "since": days_ago}
+    write_warm_record(handmade, legacy=True)
+    # records of instances deleted long ago, which nothing reads any more: one written through the connection the
+    # sweep uses, one through another (its instance may be in an account that connection does not list)
+    write_warm_record({**handmade, "id": "i-gone", "name": "afbrev-gone", "conn_id": "brev_cli_db"})
+    write_warm_record({**handmade, "id": "i-elsewhere", "name": "afbrev-elsewhere", "conn_id": "other_account"})
+    for _ in range(200):  # the simulated clock on until the teardown's stop is done (no wall-clock wait)
+        if {i["status"] for i in brev_sim.instances() if i["name"] == warm_name(brev_sim)} == {"STOPPED"}:
+            break
+        brev_sim.advance(0.2)
     yield brev_sim
-    delete_metadata_variable(REGISTRY_VARIABLE)
+    clear_warm_records()
+    Variable.delete(WARM_LEGACY_VARIABLE)
+
+
+def warm_name(sim) -> str:
+    """The instance the fixture's run kept for warm reuse."""
+    [name] = [i["name"] for i in sim.instances() if "brev-reuse-lifecycle" in i["name"]]
+    return name
 
 
 def test_instances_shows_owned_expiry_and_price(account):
+    WARM = warm_name(account)
     listed = rows(airflow("brev", "instances", "-o", "json"))
     assert set(listed) == {EXPIRED, FRESH, DELETING, OTHER_OWNER, WARM, FOREIGN}
     ids = {i["name"]: i["id"] for i in account.instances()}
     assert {name: row["id"] for name, row in listed.items()} == ids
     assert {name for name, row in listed.items() if row["owned"] == "yes"} == {EXPIRED, FRESH, DELETING, WARM}
     assert listed[FOREIGN]["expires_at"] == "" and listed[OTHER_OWNER]["owned"] == "no"
+    assert listed[FOREIGN]["reuse_key"] == ""  # its hand-written record proves nothing
     assert (
         datetime.fromisoformat(listed[FRESH]["expires_at"])
         > NOW
         > datetime.fromisoformat(listed[EXPIRED]["expires_at"])
     )
     assert listed[WARM]["reuse_key"] == "nightly" and listed[WARM]["status"] == "STOPPED"
-    assert datetime.fromisoformat(listed[WARM]["expires_at"]) > NOW  # by its record, not its name
+    assert datetime.fromisoformat(listed[WARM]["expires_at"]) > NOW
     search = {offer["type"]: offer for offer in json.loads(airflow_search(account))}
     assert listed[FRESH]["type"] == "g6e.xlarge"
     assert float(listed[FRESH]["price_per_hour"]) == pytest.approx(search["g6e.xlarge"]["price_per_hour"])
@@ -104,6 +138,7 @@ def airflow_search(sim) -> str:
 
 
 def test_sweep_dry_run_shows_what_the_janitor_would_delete_and_why(account):
+    WARM = warm_name(account)
     decided = rows(airflow("brev", "sweep", "--dry-run", "-o", "json"))
     assert {name: row["decision"] for name, row in decided.items()} == {
         EXPIRED: "would delete",
@@ -115,7 +150,11 @@ def test_sweep_dry_run_shows_what_the_janitor_would_delete_and_why(account):
     }
     assert decided[EXPIRED]["reason"].startswith("expired ")
     assert decided[WARM]["reason"].startswith("reuse key 'nightly', stopped, until ")
-    assert decided[FOREIGN]["reason"] == "not a managed name with prefix 'afbrev'"
+    assert decided[FOREIGN]["reason"] == (
+        "not a managed name with prefix 'afbrev'; its reuse record is ignored: my-notebook is not a name this "
+        "provider makes"
+    )
+    assert len(warm_variable_keys(WARM_RECORD_PREFIX)) == 4  # a dry run removes no record
     assert cli_calls(account, "delete") == []
     assert {i["name"]: i["status"] for i in account.instances()}[EXPIRED] == "RUNNING"
 
@@ -134,6 +173,7 @@ def _connection_fields(conn_json: str) -> dict:
 
 
 def test_sweep_deletes_only_owned_expired_instances_by_id(account, connection_in_the_db):
+    WARM = warm_name(account)
     done = airflow("brev", "sweep", "--conn-id", connection_in_the_db)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "Janitor summary: 1 deleted" in done.stdout
@@ -143,6 +183,11 @@ def test_sweep_deletes_only_owned_expired_instances_by_id(account, connection_in
     after = {i["name"]: i["status"] for i in account.instances()}
     assert after[EXPIRED] == "DELETING"
     assert after[WARM] == "STOPPED" and after[FRESH] == after[OTHER_OWNER] == after[FOREIGN] == "RUNNING"
+    ids = {i["name"]: i["id"] for i in account.instances()}
+    # the record this connection wrote of an instance no longer listed is removed; the others stay (the
+    # hand-written one is never acted on; another connection's is that connection's to remove)
+    kept = [WARM_RECORD_PREFIX + i for i in (ids[WARM], ids[FOREIGN], "i-elsewhere")]
+    assert warm_variable_keys(WARM_RECORD_PREFIX) == sorted(kept)
 
 
 def test_help_needs_no_connection_and_start_up_imports_nothing_heavy(airflow_db):

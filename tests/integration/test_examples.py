@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from helpers import cli_calls, run_state, task_states, wait_for_no_instances
+from helpers import assert_no_process_left, cli_calls, run_state, task_states, wait_for_no_instances
 
 from airflow_provider_brev.testing.datasets import upload_synthetic_vcn_dataset
 from airflow_provider_brev.utils.templates import run_slug
@@ -251,8 +251,9 @@ LEPTON_EXAMPLES = {"example_mixed_brev_lepton.py"}
 def test_example_runs_without_a_logical_date(
     file_name, dagbag, run_dag, brev_sim, aws_connection, monkeypatch, request
 ):
-    """A manual run as the REST API creates it (``logical_date`` null): no template may need ``ds``/``ts``/..., and
-    everything the run writes to S3 lands under its own run-id prefix."""
+    """A manual run as the REST API creates it (``logical_date`` null): no template may need ``ds``/``ts``/...,
+    everything the run writes to S3 lands under its own run-id prefix, and nothing the provider or the CLI started
+    (``ssh-agent`` included) is still running afterwards."""
     monkeypatch.setenv("AIRFLOW_CONN_NGC_DEFAULT", json.dumps({"conn_type": "generic", "password": "ngc-test-key"}))
     lepton = request.getfixturevalue("lepton_fake") if file_name in LEPTON_EXAMPLES else None
     if lepton is not None:
@@ -280,6 +281,8 @@ def test_example_runs_without_a_logical_date(
     assert dag_id in CHECKS, f"add the checks for the new example {dag_id} to CHECKS"
     CHECKS[dag_id](dag_run, calls, written)
     wait_for_no_instances(brev_sim)
+    assert brev_sim.agents() == []  # the CLI started no ssh-agent for any brev exec...
+    assert_no_process_left(brev_sim)  # ...and nothing it or the provider started is still running
     if lepton is not None:  # every Lepton resource released: no job alive, no secret left
         assert not lepton.workspace.secrets
         assert all(job.state in ("Completed", "Failed", "Stopped") for job in lepton.jobs().values())

@@ -14,7 +14,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from helpers import ChaosAgent, DagWorker, cli_calls, deferrals, job_ids_on, run_state, task_states
+from helpers import (
+    ChaosAgent,
+    DagWorker,
+    assert_no_process_left,
+    cli_calls,
+    deferrals,
+    job_ids_on,
+    run_state,
+    task_states,
+)
 
 from airflow_provider_brev.cli.jobs.handle import DEFAULT_MAX_BYTES, LAUNCHED_MARKER
 from airflow_provider_brev.triggers.brev import BrevRemoteJobTrigger
@@ -218,6 +227,25 @@ def test_ephemeral_deferrable_follows_its_job_from_the_triggerer_and_leaves_noth
     assert f"Following job {job_id} on {name} from the triggerer." in task_logs.text  # ...the trigger followed it
     assert run_ti.xcom_pull(task_ids="run")["last_line"] == "deferred-ephemeral"  # ...and the resumed task finished
     no_instances_left(brev_sim_both)
+    assert brev_sim_both.agents() == []  # the worker's and the triggerer's brev calls started no ssh-agent...
+    assert_no_process_left(brev_sim_both)  # ...and left nothing else running
+
+
+def test_a_cli_that_starts_an_agent_anyway_has_it_stopped_and_kept_out_of_the_output(run_dag, brev_sim, task_logs):
+    """brev v0.6.317 - v0.6.319 start an ``ssh-agent`` on every exec whatever ``SSH_AUTH_SOCK`` holds and print
+    ``Agent pid N`` before the remote output: the hook stops each one when its call ends, in the worker and in the
+    triggerer, and the line is not part of the command's output."""
+    brev_sim.set_config(version="v0.6.319")
+    dag_run = run_dag("brev_exec_ephemeral_deferrable")
+    assert task_states(dag_run)["run"] == "success"
+    run_ti = next(ti for ti in dag_run.get_task_instances() if ti.task_id == "run")
+    assert run_ti.xcom_pull(task_ids="run")["last_line"] == "deferred-ephemeral"
+    assert len(deferrals(task_logs, "run")) == 1
+    agents = brev_sim.agents()
+    assert agents and all(agent["announced"] for agent in agents)
+    assert "Agent pid" not in task_logs.text
+    no_instances_left(brev_sim)
+    assert_no_process_left(brev_sim)
 
 
 def test_ephemeral_timeout_kills_the_job(run_dag, brev_sim, task_logs):

@@ -57,6 +57,37 @@ def test_login_from_connection_then_cached(brev_sim_both, monkeypatch):
     assert len(commands(sim, "login")) == 1
 
 
+def test_login_runs_in_a_scratch_home_and_only_a_success_replaces_the_session(brev_sim, monkeypatch):
+    """The CLI writes credentials.json before it asks the API about the token: the hook logs in against a scratch
+    HOME and moves what a successful login wrote into ~/.brev. A failed login leaves the files byte for byte; a
+    scratch HOME a killed login left behind is removed by the next login."""
+    brev_dir = brev_sim.home / ".brev"
+    monkeypatch.setenv("AIRFLOW_CONN_BREV_DEFAULT", brev_sim.connection_json(token="bad-token"))
+    with pytest.raises(BrevAuthError, match="rejected the login"):
+        BrevHook().list_instances()
+    assert not (brev_dir / "credentials.json").exists()
+    brev_sim.login()
+    before = {path.name: path.read_bytes() for path in brev_dir.iterdir() if path.is_file()}
+    stale = brev_dir / ".airflow-provider-brev-login-killed" / ".brev"
+    stale.mkdir(parents=True)
+    (stale / "credentials.json").write_text("{}")
+    _reset_process_caches()
+    with pytest.raises(BrevAuthError, match="rejected the login"):
+        BrevHook().list_instances()
+    after = {path.name: path.read_bytes() for path in brev_dir.iterdir() if path.is_file()}
+    assert after == before
+    assert [path.name for path in brev_dir.iterdir() if path.is_dir()] == []
+    assert [call["exit_code"] for call in commands(brev_sim, "login")] == [1, 1]
+    fresh = brev_sim.make_token()  # another valid token: its login replaces the session
+    monkeypatch.setenv("AIRFLOW_CONN_BREV_DEFAULT", brev_sim.connection_json(token=fresh))
+    _reset_process_caches()
+    assert BrevHook().list_instances() == []
+    assert [call["exit_code"] for call in commands(brev_sim, "login")] == [1, 1, 0]
+    stored = json.loads((brev_dir / "credentials.json").read_text())
+    assert stored == {"access_token": fresh, "refresh_token": "auto-login"}
+    assert [path.name for path in brev_dir.iterdir() if path.is_dir()] == []
+
+
 def test_login_from_brev_api_token_without_connection(brev_sim, monkeypatch):
     monkeypatch.delenv("AIRFLOW_CONN_BREV_DEFAULT", raising=False)
     monkeypatch.setenv("BREV_API_TOKEN", brev_sim.valid_token)

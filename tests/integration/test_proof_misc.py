@@ -338,7 +338,29 @@ def test_api_key_connection_logs_in_with_the_api_key(run_dag, brev_sim, task_log
     assert (stored["api_key"], stored["api_key_org_id"]) == (api_key, org_id)
     carrying = [call["argv"] for call in brev_sim.calls() if api_key in json.dumps(call)]
     assert carrying == [login["argv"]]  # no other invocation carries it
+    assert login["analytics"] is False  # the CLI sends a command's flags to its analytics unless told not to
     assert api_key not in task_logs.text
+
+
+def test_a_failed_login_leaves_the_session_other_connections_of_its_home_use(run_dag, brev_sim, monkeypatch, task_logs):
+    """The released CLI writes credentials.json before it learns the token is wrong: a connection with a wrong token
+    must fail its login (typed) without logging out the other connection sharing the HOME, which works on without
+    logging in again."""
+    brev_sim.create_instance_directly("shared", ssh_config_home=brev_sim.home)
+    good = brev_sim.valid_token
+    monkeypatch.setenv("AIRFLOW_CONN_BREV_WRONG_TOKEN", brev_sim.connection_json(token="not-the-right-token"))
+    dag_run = run_dag("brev_proof_shared_home_logins", conf={"name": "shared"}, connection=brev_sim.connection_json())
+    states = task_states(dag_run)
+    assert states == {"good_first": "success", "wrong_token": "failed", "good_again": "success"}, states
+    assert "rejected the login" in task_logs.text  # BrevAuthError, not a logged-out or transient failure
+    assert "good-first" in task_logs.text and "good-again" in task_logs.text
+    logins = [call["argv"][2] for call in cli_calls(brev_sim, "login")]
+    assert logins == [good, "not-the-right-token"]  # good_again did not have to log in again
+    assert [call["analytics"] for call in cli_calls(brev_sim, "login")] == [False, False]  # no token to analytics
+    brev_dir = brev_sim.home / ".brev"
+    stored = json.loads((brev_dir / "credentials.json").read_text())
+    assert stored == {"access_token": good, "refresh_token": "auto-login"}
+    assert not list(brev_dir.glob(".airflow-provider-brev-login-*"))  # no scratch HOME (nor its token copy) left
 
 
 # ------------------------------------------------------------------ 8. wait_for_deletion of the delete operator

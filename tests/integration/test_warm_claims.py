@@ -10,7 +10,7 @@ import signal
 import time
 
 import pytest
-from helpers import ChaosAgent, cli_calls, run_state, task_states
+from helpers import ChaosAgent, cli_calls, run_kept, run_state, task_states
 
 from airflow_provider_brev.testing.datasets import upload_synthetic_vcn_dataset
 
@@ -59,7 +59,7 @@ def started_ids(sim) -> list[str]:
 
 
 def run(run_dag, dag_id: str, **conf):
-    dag_run = run_dag(dag_id, conf={**PARAMS, **conf})
+    dag_run = run_kept(run_dag, dag_id, {**PARAMS, **conf})
     assert run_state(dag_run) == "success", task_states(dag_run)
     return dag_run
 
@@ -94,7 +94,7 @@ def test_a_warm_start_satisfies_the_runs_type_and_price_cap(run_dag, brev_sim_bo
     until(sim, small, "STOPPED")
 
     # only the L40S, at $1/h at most: refused before anything is started or created, as a create is
-    fourth = run_dag("brev_reuse_capped", conf={**PARAMS, "key": "caps", "type": "g6e.xlarge", "max_price": 1.0})
+    fourth = run_kept(run_dag, "brev_reuse_capped", {**PARAMS, "key": "caps", "type": "g6e.xlarge", "max_price": 1.0})
     assert task_states(fourth)["create"] == "failed"
     assert "BrevPriceCapError" in task_logs.text
     assert len(started_ids(sim)) == 1 and len(cli_calls(sim, "create")) == 2
@@ -152,7 +152,7 @@ def test_a_flagship_run_triggered_while_the_last_one_stops_waits_and_reuses_it(
         "max_idle_hours": 1,
     }
     sim.set_timings(stop_seconds=300)  # a stop takes 5 minutes of simulated time: the next run finds it STOPPING
-    first = run_dag("tao_visual_changenet_retrain", conf=conf)
+    first = run_kept(run_dag, "tao_visual_changenet_retrain", conf)
     assert run_state(first) == "success", task_states(first)
     name = xcom(first, "create_instance")
     assert xcom(first, "delete_instance")["stopped"] is True
@@ -163,7 +163,7 @@ def test_a_flagship_run_triggered_while_the_last_one_stops_waits_and_reuses_it(
     waiting = lambda: "is still STOPPING" in task_logs.text  # noqa: E731
     second_started = time.time()
     with ChaosAgent(waiting, lambda _: sim.advance(301)) as agent:
-        second = run_dag("tao_visual_changenet_retrain", conf=conf)
+        second = run_kept(run_dag, "tao_visual_changenet_retrain", conf)
     assert agent.fired
     assert run_state(second) == "success", task_states(second)
     assert xcom(second, "create_instance") == name  # the same instance, started once it had stopped
@@ -226,7 +226,7 @@ def test_a_kill_while_the_warm_instance_starts_leaves_it_billing_nothing(
     starting = lambda: status(sim, warm["name"]) == "STARTING"  # noqa: E731
     killer = Killer(sim, starting)
     with killer.agent:
-        dag_run = run_dag(dag_id, conf={**PARAMS, "key": f"kill-{dag_id}"})
+        dag_run = run_kept(run_dag, dag_id, {**PARAMS, "key": f"kill-{dag_id}"})
     assert killer.agent.fired
     assert run_state(dag_run) == "failed"
     assert killer.left == [], killer.left  # deleted (by its id) within the 5 s before SIGKILL

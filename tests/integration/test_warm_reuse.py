@@ -1,6 +1,6 @@
 """Warm reuse across DAG runs: ``reuse_key`` on the create task, ``release="stop"`` on the teardown, ``max_idle``
 enforced by the janitor -- real ``dag.test()`` runs of tests/dags/brev_reuse_cases.py against the simulator, in
-both CLI profiles. The records live in the Airflow Variable ``brev_warm_instances``."""
+both CLI profiles. The records live in one Airflow Variable per instance (``brev_warm_instance.<id>``)."""
 
 from __future__ import annotations
 
@@ -8,39 +8,45 @@ import json
 import logging
 import subprocess
 import time
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from helpers import (
+    WARM_AWAKE_PREFIX,
+    clear_warm_records,
     cli_calls,
-    delete_metadata_variable,
-    metadata_variable,
+    run_kept,
     run_state,
-    set_metadata_variable,
     task_states,
+    warm_records,
+    warm_variable_keys,
+    write_warm_record,
 )
 
-from airflow_provider_brev.cli.instances.reuse import STATE_IN_USE, STATE_STOPPED, ReuseEntry, entries_in
+from airflow_provider_brev.cli.instances.reuse import STATE_IN_USE, STATE_STOPPED, ReuseEntry
+from airflow_provider_brev.cli.protocol.names import managed_instance_name
 from airflow_provider_brev.exceptions import BrevError
 from airflow_provider_brev.testing.datasets import upload_synthetic_vcn_dataset
-from airflow_provider_brev.utils.warm_reuse import REGISTRY_VARIABLE, ReuseRegistry, claim_warm
+from airflow_provider_brev.utils.warm_reuse import MetadataVariables, MetadataXComs, ReuseRegistry, claim_warm
 
 NGC_KEY = "ngc-key-" + "7a3c" * 8
 IMAGE = "nvcr.io/nvidia/tao/tao-toolkit:6.26.3-pyt"
 
 
-def registry() -> dict[str, list[ReuseEntry]]:
-    return entries_in(metadata_variable(REGISTRY_VARIABLE))
+registry = warm_records
 
 
-def write_registry(entries: dict[str, list[ReuseEntry]]) -> None:
-    set_metadata_variable(REGISTRY_VARIABLE, {k: [e.to_dict() for e in v] for k, v in entries.items()})
+@pytest.fixture
+def run(run_dag):
+    """Run a DAG that no later run deletes (:func:`helpers.run_kept`)."""
+    return lambda dag_id, conf: run_kept(run_dag, dag_id, conf)
 
 
 @pytest.fixture(autouse=True)
 def _empty_registry(airflow_db):
-    delete_metadata_variable(REGISTRY_VARIABLE)
+    clear_warm_records()
     yield
-    delete_metadata_variable(REGISTRY_VARIABLE)
+    clear_warm_records()
 
 
 def params(**values) -> dict:
@@ -73,20 +79,36 @@ def until(sim, name: str, wanted: str | None) -> None:
     raise AssertionError(f"{name} never reached {wanted}: {status(sim, name)}")
 
 
+def kept_by_a_run(run, sim, key: str) -> str:
+    """The name of an instance a run created and its teardown stopped under ``key``, once STOPPED."""
+    dag_run = run("brev_reuse_lifecycle", params(key=key))
+    assert run_state(dag_run) == "success", task_states(dag_run)
+    name = xcom(dag_run, "create")
+    until(sim, name, "STOPPED")
+    return name
+
+
+def janitor(run_dag) -> dict:
+    """A janitor run's report (the connection's owner prefix)."""
+    sweep = run_dag("brev_case_janitor", conf={"name_prefix": ""})
+    assert run_state(sweep) == "success", task_states(sweep)
+    return xcom(sweep, "sweep")
+
+
 def delete_now(sim, name: str) -> None:
     assert brev("delete", name).returncode == 0
     until(sim, name, None)
 
 
 def test_a_warm_second_run_pulls_no_image_and_downloads_no_unchanged_input(
-    run_dag, brev_sim_both, aws_connection, monkeypatch, task_logs
+    run, brev_sim_both, aws_connection, monkeypatch, task_logs
 ):
     sim = brev_sim_both
     monkeypatch.setenv("AIRFLOW_CONN_NGC_DEFAULT", json.dumps({"conn_type": "generic", "password": NGC_KEY}))
     objects = upload_synthetic_vcn_dataset(aws_connection.client, aws_connection.bucket, "datasets/vcn/")
     conf = params(key="vcn-weekly", bucket=aws_connection.bucket)
 
-    first = run_dag("brev_reuse_train", conf=conf)
+    first = run("brev_reuse_train", conf)
     assert run_state(first) == "success", task_states(first)
     name = xcom(first, "create")
     assert xcom(first, "delete") == {"instance_name": name, "deleted": False, "stopped": True}
@@ -94,13 +116,15 @@ def test_a_warm_second_run_pulls_no_image_and_downloads_no_unchanged_input(
     until(sim, name, "STOPPED")
     [entry] = registry()["vcn-weekly"]
     assert (entry.name, entry.state, entry.id) == (name, STATE_STOPPED, sim.instance(name)["id"])
+    creator = f"brev_reuse_train/{first.run_id}/create/-1"  # its name derives from it; its XCom holds the id
+    assert (entry.created_by, entry.claimed_by, entry.conn_id) == (creator, creator, "brev_default")
     assert entry.saved_seconds >= 390  # at least g6e.xlarge's catalog boot time
     [staged] = xcom(first, "train")["sync"]["inputs"]
     assert (staged["transferred"], staged["skipped"]) == (objects, 0)
     assert sim.docker_images(name)[IMAGE]["downloads"] == 1
 
     second_started = time.time()
-    second = run_dag("brev_reuse_train", conf=conf)
+    second = run("brev_reuse_train", conf)
     assert run_state(second) == "success", task_states(second)
     assert xcom(second, "create") == name  # the same instance, started again
     assert len(cli_calls(sim, "create")) == 1
@@ -127,9 +151,9 @@ def test_a_warm_second_run_pulls_no_image_and_downloads_no_unchanged_input(
     ],
     ids=["not_stoppable", "break_even", "release_delete"],
 )
-def test_what_should_not_stay_stopped_is_deleted_and_forgotten(run_dag, brev_sim_both, task_logs, conf, why):
+def test_what_should_not_stay_stopped_is_deleted_and_forgotten(run, brev_sim_both, task_logs, conf, why):
     sim = brev_sim_both
-    dag_run = run_dag("brev_reuse_lifecycle", conf=params(key="k1", **conf))
+    dag_run = run("brev_reuse_lifecycle", params(key="k1", **conf))
     assert run_state(dag_run) == "success", task_states(dag_run)
     name = xcom(dag_run, "create")
     assert xcom(dag_run, "delete") == {"instance_name": name, "deleted": True}
@@ -142,34 +166,25 @@ def test_what_should_not_stay_stopped_is_deleted_and_forgotten(run_dag, brev_sim
     until(sim, name, None)
 
 
-def test_the_janitor_deletes_a_stopped_instance_after_its_max_idle(run_dag, brev_sim_both, task_logs):
+def test_the_janitor_deletes_a_stopped_instance_after_its_max_idle(run, run_dag, brev_sim_both, task_logs):
     sim = brev_sim_both
-    dag_run = run_dag("brev_reuse_lifecycle", conf=params(key="k2"))
-    assert run_state(dag_run) == "success", task_states(dag_run)
-    name = xcom(dag_run, "create")
-    until(sim, name, "STOPPED")
+    name = kept_by_a_run(run, sim, "k2")
 
-    sweep = run_dag(
-        "brev_case_janitor", conf={"name_prefix": ""}
-    )  # within max_idle: kept (by its record, not its name)
-    assert run_state(sweep) == "success", task_states(sweep)
-    report = xcom(sweep, "sweep")
+    report = janitor(run_dag)  # within max_idle: kept (by its record, not its name)
     assert [k["name"] for k in report["kept"]] == [name] and report["kept"][0]["reuse_key"] == "k2"
     assert status(sim, name) == "STOPPED"
 
     [entry] = registry()["k2"]  # stopped longer than max_idle ago (the run that stopped it is long gone)
-    write_registry({"k2": [ReuseEntry(**{**entry.to_dict(), "since": entry.since - entry.max_idle - 60})]})
-    sweep = run_dag("brev_case_janitor", conf={"name_prefix": ""})
-    assert run_state(sweep) == "success", task_states(sweep)
-    assert xcom(sweep, "sweep")["deleted"] == [name]
+    write_warm_record({**entry.to_dict(), "since": entry.since - entry.max_idle - 60})
+    assert janitor(run_dag)["deleted"] == [name]
     assert "stopped longer than its max_idle" in task_logs.text
     assert status(sim, name) is None
     assert registry() == {}
 
 
-def test_a_foreign_stopped_instance_under_the_key_is_never_started(run_dag, brev_sim_both, task_logs):
+def test_a_foreign_stopped_instance_under_the_key_is_never_started(run, brev_sim_both, task_logs):
     sim = brev_sim_both
-    first = run_dag("brev_reuse_lifecycle", conf=params(key="k3"))
+    first = run("brev_reuse_lifecycle", params(key="k3"))
     assert run_state(first) == "success", task_states(first)
     name = xcom(first, "create")
     until(sim, name, "STOPPED")
@@ -178,67 +193,182 @@ def test_a_foreign_stopped_instance_under_the_key_is_never_started(run_dag, brev
     theirs = sim.create_instance_directly(name, status="STOPPED")["id"]
     assert theirs != ours
 
-    second = run_dag("brev_reuse_lifecycle", conf=params(key="k3", release="delete"))
+    second = run("brev_reuse_lifecycle", params(key="k3", release="delete"))
     assert run_state(second) == "success", task_states(second)
     assert cli_calls(sim, "start") == []  # theirs was never started
     assert xcom(second, "create") != name
     assert (sim.instance(name)["id"], status(sim, name)) == (theirs, "STOPPED")
-    assert f"another instance (id {theirs}) holds the name" in task_logs.text
-    assert registry() == {}  # the stale record is forgotten, the new instance deleted
+    assert [e.id for e in registry()["k3"]] == [ours]  # the new instance deleted; the stale record is never read
     delete_now(sim, name)
 
 
 class _Snapshot(ReuseRegistry):
-    """A registry as a run read it: both runs read the same stopped entry before either wrote (no lost update can
-    make two runs share the instance: the start is the claim)."""
+    """A registry as a run read it: both runs read the same stopped entry before either wrote (whatever the records
+    say, two runs never share the instance: the start is the claim)."""
 
-    def __init__(self, entries: dict[str, list[ReuseEntry]]) -> None:
-        super().__init__(logging.getLogger(__name__))
-        self.entries_now = entries
+    def __init__(self, entries: list[ReuseEntry]) -> None:
+        super().__init__(logging.getLogger(__name__), store=MetadataVariables(), xcoms=MetadataXComs())
+        self.read_before = entries
+        self.written: list[ReuseEntry] = []
 
-    def load(self) -> dict[str, list[ReuseEntry]]:
-        return {k: list(v) for k, v in self.entries_now.items()}
+    def entries(self, instances, key, prefix) -> list[ReuseEntry]:
+        return [e for e in self.read_before if e.key == key]
 
-    def save(self, entries: dict[str, list[ReuseEntry]]) -> None:
-        self.entries_now = entries
+    def put(self, entry: ReuseEntry) -> None:
+        self.written.append(entry)
 
 
-def test_two_runs_never_start_one_instance(brev_sim_both, monkeypatch):
+def test_two_runs_never_start_one_instance(run, brev_sim_both):
     from airflow_provider_brev.hooks.brev import BrevHook
 
     sim = brev_sim_both
-    monkeypatch.setenv("AIRFLOW_CONN_BREV_DEFAULT", sim.connection_json())
-    sim.login()
-    seeded = sim.create_instance_directly("warm-one", status="STOPPED")
-    entry = ReuseEntry(key="k4", id=seeded["id"], name="warm-one", state=STATE_STOPPED, since=time.time())
+    first = run("brev_reuse_lifecycle", params(key="k4"))
+    assert run_state(first) == "success", task_states(first)
+    name = xcom(first, "create")
+    until(sim, name, "STOPPED")
+    [entry] = registry()["k4"]
     log = logging.getLogger(__name__)
-    run_a, run_b = _Snapshot({"k4": [entry]}), _Snapshot({"k4": [entry]})
+    run_a, run_b = _Snapshot([entry]), _Snapshot([entry])
     hook = BrevHook(retry_delay=0.05)
-    got_a = claim_warm(hook, log, run_a, "k4", "dag/run_a/create/-1")
-    got_b = claim_warm(hook, log, run_b, "k4", "dag/run_b/create/-1")
-    assert got_a is not None and got_a.id == seeded["id"]
+    got_a = claim_warm(hook, log, run_a, "k4", "dag/run_a/create/-1", prefix="afbrev")
+    got_b = claim_warm(hook, log, run_b, "k4", "dag/run_b/create/-1", prefix="afbrev")
+    assert got_a is not None and got_a.id == entry.id
     assert got_b is None  # listed STARTING: not a candidate any more
-    assert [e.state for e in run_a.entries_now["k4"]] == [STATE_IN_USE]
+    assert [(e.state, e.claimed_by, e.created_by) for e in run_a.written] == [
+        (STATE_IN_USE, "dag/run_a/create/-1", entry.created_by)  # its creator stays on record
+    ]
+    assert run_b.written == []  # only the holder writes the record
     assert len(cli_calls(sim, "start")) == 1
     # had run B listed it before run A's start, its own start would be the claim that fails
     with pytest.raises(BrevError, match="not stopped"):
-        hook.start_instance("warm-one", instance_id=seeded["id"])
-    assert status(sim, "warm-one") in ("STARTING", "RUNNING")
-    delete_now(sim, "warm-one")
+        hook.start_instance(name, instance_id=entry.id)
+    assert status(sim, name) in ("STARTING", "RUNNING")
+    delete_now(sim, name)
 
 
-def test_an_ephemeral_step_stops_its_instance_and_the_next_run_starts_it(run_dag, brev_sim_both, task_logs):
+def test_an_ephemeral_step_stops_its_instance_and_the_next_run_starts_it(run, brev_sim_both, task_logs):
     sim = brev_sim_both
-    first = run_dag("brev_reuse_ephemeral", conf=params(key="k5"))
+    first = run("brev_reuse_ephemeral", params(key="k5"))
     assert run_state(first) == "success", task_states(first)
     assert xcom(first, "run")["last_line"] == "cold"
     [entry] = registry()["k5"]
     assert entry.state == STATE_STOPPED
     until(sim, entry.name, "STOPPED")
 
-    second = run_dag("brev_reuse_ephemeral", conf=params(key="k5", release="delete"))
+    second = run("brev_reuse_ephemeral", params(key="k5", release="delete"))
     assert run_state(second) == "success", task_states(second)
     assert xcom(second, "run")["last_line"] == "warm"  # its $HOME survived the stop
     assert len(cli_calls(sim, "create")) == 1 and len(cli_calls(sim, "start")) == 1
     assert registry() == {}  # deleted at the end of the second run, and forgotten
     until(sim, entry.name, None)
+
+
+# --- who may act on a record (a Variable anyone allowed to edit Variables can write) --------------------------------
+
+
+def forged(name: str, ident: str, key: str, **fields) -> dict:
+    """A record written by hand (a copy-paste, an edit in the UI)."""
+    return {"key": key, "id": ident, "name": name, "state": "stopped", "since": time.time() - 60, **fields}
+
+
+def lookalike(sim, status: str = "STOPPED") -> tuple[str, str]:
+    """An instance under a managed name of the owner prefix, derived from a task that never ran: no XCom holds it."""
+    name = managed_instance_name(
+        dag_id="brev_reuse_lifecycle",
+        run_id="manual__never",
+        task_id="create",
+        expires_at=datetime.now(UTC) + timedelta(hours=6),
+    )
+    return name, sim.create_instance_directly(name, status=status)["id"]
+
+
+def test_a_run_never_starts_an_instance_the_provider_did_not_make(run, brev_sim_both, task_logs):
+    sim = brev_sim_both
+    notebook = sim.create_instance_directly("my-notebook", status="STOPPED")["id"]
+    name, ident = lookalike(sim)
+    write_warm_record(forged("my-notebook", notebook, "k6"), legacy=True)
+    creator = "brev_reuse_lifecycle/manual__never/create/-1"
+    write_warm_record(forged(name, ident, "k6", created_by=creator, claimed_by=creator), legacy=True)
+
+    dag_run = run("brev_reuse_lifecycle", params(key="k6", release="delete"))
+    assert run_state(dag_run) == "success", task_states(dag_run)
+    assert cli_calls(sim, "start") == []  # neither was started, so neither was deleted by the teardown
+    assert (status(sim, "my-notebook"), status(sim, name)) == ("STOPPED", "STOPPED")
+    assert xcom(dag_run, "create") not in ("my-notebook", name)  # a fresh instance
+    logs = task_logs.text
+    assert "Ignoring the warm-reuse record of my-notebook" in logs
+    assert "my-notebook is not a name this provider makes" in logs
+    assert (
+        f"Ignoring the warm-reuse record of {name} (id {ident}, reuse key 'k6'): no task it names ({creator})" in logs
+    )
+
+
+def test_the_janitor_never_acts_on_a_record_of_an_instance_the_provider_did_not_make(run_dag, brev_sim_both, task_logs):
+    sim = brev_sim_both
+    notebook = sim.create_instance_directly("my-notebook")["id"]
+    name, ident = lookalike(sim)
+    long_ago = time.time() - 3 * 24 * 3600  # past any max_idle and max_lifetime
+    write_warm_record(forged("my-notebook", notebook, "k7", state="in_use", since=long_ago), legacy=True)
+    write_warm_record(forged(name, ident, "k7", since=long_ago), legacy=True)
+
+    report = janitor(run_dag)
+    assert report["deleted"] == [] and cli_calls(sim, "delete") == []
+    assert report["kept"] == [{"name": name, "expires_at": report["kept"][0]["expires_at"]}]  # by its name, unexpired
+    assert (status(sim, "my-notebook"), status(sim, name)) == ("RUNNING", "STOPPED")
+    assert "Ignoring the warm-reuse record of my-notebook" in task_logs.text
+    assert f"Ignoring the warm-reuse record of {name}" in task_logs.text
+
+
+# --- a stopped instance someone starts by hand --------------------------------------------------------------------
+
+
+def test_a_stopped_instance_started_by_hand_is_stopped_again_then_deleted(run, run_dag, brev_sim_both, task_logs):
+    from airflow.models.variable import Variable
+
+    sim = brev_sim_both
+    name = kept_by_a_run(run, sim, "k8")
+    ident = sim.instance(name)["id"]
+    assert brev("start", name).returncode == 0  # someone looks at the kept disk (brev shell/exec start it too)
+    until(sim, name, "RUNNING")
+
+    first = janitor(run_dag)
+    assert f"Keeping {name} (RUNNING): reuse key 'k8', recorded stopped but RUNNING since at least" in task_logs.text
+    assert [k["name"] for k in first["kept"]] == [name]
+    assert status(sim, name) == "RUNNING"  # a run that had just started it would record it in use within seconds
+
+    # the next sweep, 10 minutes or more later (the sighting the first sweep kept, moved back by as much)
+    sighting = WARM_AWAKE_PREFIX + ident
+    seen = Variable.get(sighting, deserialize_json=True)
+    Variable.set(sighting, {**seen, "seen_at": seen["seen_at"] - 601}, serialize_json=True)
+    second = janitor(run_dag)
+    assert (second["stopped"], second["deleted"]) == ([name], [])
+    assert [c["argv"][1:] for c in cli_calls(sim, "stop")][-1] == [ident]  # by the id it listed
+    until(sim, name, "STOPPED")  # its disk kept, and its record as the run wrote it
+    [entry] = registry()["k8"]
+    assert (entry.id, entry.state) == (ident, STATE_STOPPED) and warm_variable_keys(WARM_AWAKE_PREFIX) == []
+
+    write_warm_record({**entry.to_dict(), "since": entry.since - entry.max_idle - 60})  # no run started it in time
+    assert janitor(run_dag)["deleted"] == [name]
+    assert status(sim, name) is None and registry() == {}
+
+
+def test_a_run_that_began_before_the_upgrade_keeps_its_instance_and_the_next_run_starts_it(run, brev_sim_both):
+    sim = brev_sim_both
+    first = run("brev_reuse_upgrade", params(key="k9"))
+    assert run_state(first) == "success", task_states(first)
+    name = xcom(first, "create")
+    report = xcom(first, "sweep")  # the janitor mid-run, with the record of an earlier release
+    assert report["kept"] == [{"name": name, "expires_at": report["kept"][0]["expires_at"], "reuse_key": "k9"}]
+    assert xcom(first, "delete")["stopped"] is True
+    [entry] = registry()["k9"]  # a record of its own now, naming the task that held it
+    assert (entry.state, entry.created_by, entry.claimed_by) == (
+        STATE_STOPPED,
+        "",
+        f"brev_reuse_upgrade/{first.run_id}/create/-1",
+    )
+    until(sim, name, "STOPPED")
+
+    second = run("brev_reuse_lifecycle", params(key="k9", release="delete"))
+    assert run_state(second) == "success", task_states(second)
+    assert xcom(second, "create") == name and len(cli_calls(sim, "start")) == 1
+    until(sim, name, None)

@@ -8,13 +8,10 @@ import pytest
 
 from airflow_provider_brev.cli.instances.cost import CostLimits, PriceCap
 from airflow_provider_brev.cli.instances.reuse import (
-    DELETE,
-    DROP,
     EXPIRED,
     FOREIGN,
     GONE,
     IN_USE,
-    KEEP,
     NOT_REQUESTED,
     NOT_STOPPED,
     REUSE,
@@ -28,9 +25,7 @@ from airflow_provider_brev.cli.instances.reuse import (
     candidates,
     disk_dollars_per_hour,
     entries_in,
-    entries_value,
     expected_idle_seconds,
-    janitor_verdict,
     reuse_key_value,
     saved_seconds,
 )
@@ -119,23 +114,6 @@ def test_why_a_warm_candidate_does_not_fit(request_, reason):
         assert request_.admitted == ([] if reason else ["g6e.xlarge"])
 
 
-@pytest.mark.parametrize(
-    ("the_entry", "the_live", "verdict"),
-    [
-        (entry(since=NOW - 3601), live(), DELETE),  # stopped past max_idle
-        (entry(since=NOW - 3600), live(), DELETE),
-        (entry(since=NOW - 10), live(), KEEP),
-        (entry(since=NOW - 3601), live("RUNNING"), KEEP),  # started after the record was written
-        (entry(since=NOW - 3601), None, DROP),
-        (entry(since=NOW - 3601), live(ident="i-2"), DROP),  # someone else's: never deleted
-        (entry(STATE_IN_USE, since=NOW - 10, max_lifetime=60), live("RUNNING"), KEEP),
-        (entry(STATE_IN_USE, since=NOW - 61, max_lifetime=60), live("RUNNING"), DELETE),  # its run died
-    ],
-)
-def test_janitor_verdict(the_entry, the_live, verdict):
-    assert janitor_verdict(the_entry, the_live, NOW) == verdict
-
-
 def test_candidates_are_the_stopped_ones_newest_first():
     old, new = entry(since=1, id="a"), entry(since=2, id="b")
     assert candidates([old, entry(STATE_IN_USE, id="c"), new]) == [new, old]
@@ -192,9 +170,9 @@ def test_expected_idle_is_until_the_next_run_within_max_idle(next_run, idle):
     assert expected_idle_seconds(now=NOW, next_run_at=next_run, max_idle=3600) == idle
 
 
-def test_entries_round_trip_and_skip_what_is_not_one():
+def test_entries_of_the_single_variable_of_earlier_releases_skip_what_is_not_one():
     kept = entry()
-    stored = {**entries_value({"k": [kept], "empty": []}), "bad": "x", "k2": [{"key": "other", "id": "i", "name": "n"}]}
+    stored = {"k": [kept.to_dict()], "empty": [], "bad": "x", "k2": [{"key": "other", "id": "i", "name": "n"}]}
     assert entries_in(stored) == {"k": [kept]}
     assert entries_in(None) == {}
     assert ReuseEntry.from_dict({"key": "k", "id": "", "name": "n"}) is None
@@ -253,6 +231,8 @@ FULL = {
     "claimed_by": "d/r/t/-1",
     "price_per_hour": 2.24,
     "created_at": 11.0,
+    "created_by": "d/r/create/-1",
+    "conn_id": "brev_default",
 }
 #: What a record holding only key, id and name reads as (and what a new entry holds): the documented defaults.
 DEFAULTS = {
@@ -265,6 +245,8 @@ DEFAULTS = {
     "claimed_by": "",
     "price_per_hour": None,
     "created_at": None,
+    "created_by": "",
+    "conn_id": "",
 }
 MINIMAL = {"key": "weekly", "id": "i-7", "name": "brev-weekly"}
 
@@ -272,7 +254,7 @@ MINIMAL = {"key": "weekly", "id": "i-7", "name": "brev-weekly"}
 def test_a_full_record_round_trips_under_its_stored_field_names():
     read = ReuseEntry.from_dict(FULL)
     assert read is not None and read.to_dict() == FULL  # every field is written and read back under its name
-    assert entries_value(entries_in({"weekly": [FULL]})) == {"weekly": [FULL]}
+    assert [e.to_dict() for e in entries_in({"weekly": [FULL]})["weekly"]] == [FULL]
 
 
 @pytest.mark.parametrize(
@@ -280,7 +262,10 @@ def test_a_full_record_round_trips_under_its_stored_field_names():
     [
         pytest.param(MINIMAL, id="fields-missing"),
         pytest.param({**MINIMAL, **dict.fromkeys(DEFAULTS)}, id="fields-null"),
-        pytest.param({**MINIMAL, "instance_type": 5, "claimed_by": ["x"], "max_idle": "1h"}, id="fields-wrong-type"),
+        pytest.param(
+            {**MINIMAL, "instance_type": 5, "claimed_by": ["x"], "max_idle": "1h", "created_by": 3},
+            id="fields-wrong-type",
+        ),
         pytest.param({**MINIMAL, "state": "running", "since": True, "saved_seconds": False}, id="unknown-state-bools"),
     ],
 )

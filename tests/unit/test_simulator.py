@@ -99,19 +99,26 @@ def test_logged_out_prompts_on_stdout_and_fails_with_eof() -> None:
 
 
 def test_login_bad_revoked_and_good_token(brev_sim: BrevSimulator) -> None:
+    """Like the released CLI, login stores the token first and then asks ``GET api/me``: a rejected token has
+    replaced the stored session all the same; the 401 names the request URL with resty's query parameters."""
     unauthorized = (
-        "https://brevapi.us-west-2-prod.control-plane.brev.dev/api/me?utm_source=cli "
+        "https://brevapi.us-west-2-prod.control-plane.brev.dev/api/me"
+        "?cli_version=v0.6.327&local=true&os=linux&utm_source=cli "
         '401 Unauthorized {"message":"invalid token"}'
     )
     creds = brev_sim.home / ".brev" / "credentials.json"
-    for bad in ("not-a-jwt", brev_sim.make_token(-10)):
+    expired = brev_sim.make_token(-10)
+    for bad in ("not-a-jwt", expired):
         res = brev("login", "--token", bad)
         assert res.returncode == 1
         assert res.stderr.strip() == unauthorized
-        assert not creds.exists()
+        # a token that is no valid JWT (here: also an expired one) is stored as the refresh token
+        assert json.loads(creds.read_text()) == {"access_token": "auto-login", "refresh_token": bad}
     revoked = brev_sim.make_token()
     brev_sim.revoke_token(revoked)
     assert brev("login", "--token", revoked).stderr.strip() == unauthorized
+    assert json.loads(creds.read_text()) == {"access_token": revoked, "refresh_token": "auto-login"}
+    assert brev("ls", "--json").returncode == 1  # the failed login logged this HOME out
 
     res = brev("login", "--token", brev_sim.valid_token)
     assert res.returncode == 0, res.stderr

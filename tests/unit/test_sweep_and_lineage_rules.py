@@ -75,23 +75,28 @@ def test_a_listed_instance_by_its_name(instance, grace_hours, action, reason):
             "STOPPED",
             3,
             DELETE,
-            "reuse key 'k': stopped longer than its max_idle (2026-06-01T11:00+00:00)",
+            "reuse key 'k', stopped longer than its max_idle (2026-06-01T11:00+00:00)",
         ),
         (
             STATE_STOPPED,
             "STARTING",
             3,
-            KEEP,
-            "reuse key 'k', stopped, until 2026-06-01T11:00+00:00",
-        ),  # a run started it
-        (STATE_IN_USE, "RUNNING", 30, DELETE, "reuse key 'k': in use past max_lifetime (2026-06-01T06:00+00:00)"),
+            DELETE,
+            "reuse key 'k', recorded stopped but STARTING past its max_idle (2026-06-01T11:00+00:00)",
+        ),  # no run starts an expired record's instance: whoever did, it bills
+        (
+            STATE_IN_USE,
+            "RUNNING",
+            30,
+            DELETE,
+            "reuse key 'k', in use past max_lifetime (2026-06-01T06:00+00:00): its run died",
+        ),
     ],
 )
 def test_a_recorded_instance_by_its_record_not_its_name(state, status, idle_hours, action, reason):
     warm = listed(OLD, status)  # its name expired long ago
-    plan = plan_sweep(
-        [warm], prefix="afbrev", cutoff=NOW, records={"k": [record(warm, state=state, idle_hours=idle_hours)]}, now=NOW
-    )
+    kept = record(warm, state=state, idle_hours=idle_hours)
+    plan = plan_sweep([warm], prefix="afbrev", cutoff=NOW, records={warm.id: kept}, now=NOW)
     [verdict] = plan.verdicts
     assert (verdict.action, verdict.reason, verdict.reuse_key, verdict.managed) == (action, reason, "k", True)
     assert plan.forget == []
@@ -101,8 +106,8 @@ def test_a_stale_record_is_forgotten_and_the_instance_judged_by_its_name():
     gone = ReuseEntry(key="k", id="id-gone", name="afbrev-gone", state=STATE_STOPPED, since=0.0)
     holder = listed(EXPIRED, ident="someone-else")  # another id holds the recorded name
     foreign = ReuseEntry(key="k", id="id-ours", name=EXPIRED, state=STATE_STOPPED, since=0.0)
-    plan = plan_sweep([holder], prefix="afbrev", cutoff=NOW, records={"k": [gone, foreign]}, now=NOW)
-    assert plan.forget == [("k", gone), ("k", foreign)]
+    plan = plan_sweep([holder], prefix="afbrev", cutoff=NOW, records={e.id: e for e in (gone, foreign)}, now=NOW)
+    assert plan.forget == [foreign, gone]  # by key, then name
     [verdict] = plan.verdicts
     assert (verdict.action, verdict.reuse_key) == (DELETE, None)  # its own name expired
 
@@ -110,7 +115,7 @@ def test_a_stale_record_is_forgotten_and_the_instance_judged_by_its_name():
 def test_deletions_run_recorded_instances_first_then_the_oldest_expiry():
     warm = listed(name("warm", 5), "STOPPED")  # its name has not expired; its record has
     instances = [listed(EXPIRED), listed(FRESH), warm, listed(OLD)]
-    plan = plan_sweep(instances, prefix="afbrev", cutoff=NOW, records={"k": [record(warm, idle_hours=3)]}, now=NOW)
+    plan = plan_sweep(instances, prefix="afbrev", cutoff=NOW, records={warm.id: record(warm, idle_hours=3)}, now=NOW)
     assert [v.instance.name for v in plan.deletions()] == [warm.name, OLD, EXPIRED]
     assert [v.instance.name for v in plan.of(KEEP)] == [FRESH]
 
@@ -210,7 +215,7 @@ def test_verdicts_and_plans_are_frozen_and_expiry_is_iso():
 
 def test_a_kept_recorded_instance_is_no_deletion():
     warm = listed(OLD, "STOPPED")
-    plan = plan_sweep([warm], prefix="afbrev", cutoff=NOW, records={"k": [record(warm, idle_hours=1)]}, now=NOW)
+    plan = plan_sweep([warm], prefix="afbrev", cutoff=NOW, records={warm.id: record(warm, idle_hours=1)}, now=NOW)
     assert [v.action for v in plan.verdicts] == [KEEP] and plan.deletions() == []
 
 

@@ -2,11 +2,12 @@
 
 A create task with a ``reuse_key`` first looks for a STOPPED instance the provider recorded under that key; a
 teardown with ``release="stop"`` stops the instance instead of deleting it when its type can stop and the break-even
-favours it; the janitor deletes a stopped instance once its ``max_idle`` passed. The records live in a durable
-Airflow store (:mod:`airflow_provider_brev.utils.reuse_registry`); this module only decides:
+favours it; the janitor deletes a stopped instance once its ``max_idle`` passed. The records live in durable
+Airflow Variables, one per instance (:mod:`airflow_provider_brev.cli.instances.reuse_records` says where, and which
+record may act at all); this module only decides:
 
-* :class:`ReuseEntry` -- what is recorded per instance under a key (id, name, type, state, since, ``max_idle``, the
-  measured cold-start seconds it saves, who claimed it);
+* :class:`ReuseEntry` -- what is recorded per instance (key, id, name, type, state, since, ``max_idle``, the
+  measured cold-start seconds it saves, the task that created it and the one that last held it);
 * :func:`candidate_verdict` -- may this entry's instance be started now? Only when ``brev ls`` lists an instance of
   exactly the recorded **id** under the recorded name, STOPPED, its ``max_idle`` has not passed, and it satisfies the
   run's own request as a create would (:class:`WarmRequest`: its type among the request's candidates, its price
@@ -15,8 +16,8 @@ Airflow store (:mod:`airflow_provider_brev.utils.reuse_registry`); this module o
 * :func:`break_even` -- stop or delete: the disk's price over the expected idle hours against the GPU price of the
   cold start (boot, image pulls, input staging) a warm start saves; both numbers go into the verdict's message;
 * :func:`expected_idle_seconds` -- until the DAG's next scheduled run, else ``max_idle``;
-* :func:`janitor_verdict` -- delete an expired stopped instance, keep a recorded one (its managed name's expiry no
-  longer bounds it), or drop a record whose instance is gone or replaced.
+* :func:`janitor_verdict` -- what the janitor does with a recorded instance; every record state and live state ends
+  in a stop or a delete by a bounded time (its docstring).
 
 **Never two runs on one instance.** The claim is Brev's own STOPPED -> STARTING transition: ``brev start`` of an
 instance that is not STOPPED fails ("Instance is not stopped"), so of two runs that picked the same entry only one
@@ -27,10 +28,16 @@ record is never trusted alone: every decision re-reads the live status and id.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_brev.cli.protocol.output import STATUS_STOPPED, STATUS_STOPPING
+from airflow_provider_brev.cli.protocol.output import (
+    STATUS_DELETING,
+    STATUS_RUNNING,
+    STATUS_STOPPED,
+    STATUS_STOPPING,
+    STATUS_UNHEALTHY,
+)
 from airflow_provider_brev.cli.values import is_empty
 from airflow_provider_brev.exceptions import BrevInvalidInputError
 
@@ -64,8 +71,15 @@ IN_USE = "in_use"  # recorded as claimed by another run
 
 # janitor_verdict outcomes
 DELETE = "delete"
+STOP = "stop"
 KEEP = "keep"
 DROP = "drop"
+ALREADY_DELETING = "already_deleting"
+
+#: How long after the janitor first finds a stopped-recorded instance running it waits before stopping it (a run
+#: that has just started it writes its ``in_use`` record within seconds of ``brev start``), and how long past
+#: ``max_idle`` such an instance may run before it is deleted whatever the janitor saw before.
+CLAIM_GRACE_SECONDS = 600.0
 
 
 @dataclass(frozen=True)
@@ -82,9 +96,14 @@ class ReuseEntry:
     :param max_lifetime: seconds an ``in_use`` instance is protected from the janitor (its run died otherwise).
     :param saved_seconds: the cold-start seconds (boot, image pulls, input staging) a warm start saves, as measured
         on the instance's cold run.
-    :param claimed_by: the task that created or started it (``dag_id/run_id/task_id/map_index``).
+    :param claimed_by: the task that last created or started it (``dag_id/run_id/task_id/map_index``): it holds it
+        while ``in_use``.
     :param price_per_hour: its price, when known.
     :param created_at: when ``brev create`` was called for it (epoch seconds), when known.
+    :param created_by: the task that created it (``dag_id/run_id/task_id/map_index``): its managed name derives
+        from it (:mod:`airflow_provider_brev.cli.instances.reuse_records`).
+    :param conn_id: the Airflow connection it was created or started with: only a sweep through that connection
+        (whose ``brev ls`` shows its account) may forget the record once the instance is no longer listed.
     """
 
     key: str
@@ -99,6 +118,8 @@ class ReuseEntry:
     claimed_by: str = ""
     price_per_hour: float | None = None
     created_at: float | None = None
+    created_by: str = ""
+    conn_id: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -114,6 +135,8 @@ class ReuseEntry:
             "claimed_by": self.claimed_by,
             "price_per_hour": self.price_per_hour,
             "created_at": self.created_at,
+            "created_by": self.created_by,
+            "conn_id": self.conn_id,
         }
 
     @classmethod
@@ -137,6 +160,8 @@ class ReuseEntry:
             claimed_by=_text(value.get("claimed_by")),
             price_per_hour=_number(value.get("price_per_hour")),
             created_at=_number(value.get("created_at")),
+            created_by=_text(value.get("created_by")),
+            conn_id=_text(value.get("conn_id")),
         )
 
     def expires_at(self) -> float:
@@ -153,7 +178,8 @@ def _text(value: Any) -> str:
 
 
 def entries_in(value: Any) -> dict[str, list[ReuseEntry]]:
-    """The stored registry (``{key: [entry, ...]}``) as entries; anything malformed is skipped."""
+    """The entries of the single Variable of earlier releases (``{key: [entry, ...]}``); anything malformed is
+    skipped."""
     if not isinstance(value, dict):
         return {}
     out: dict[str, list[ReuseEntry]] = {}
@@ -162,11 +188,6 @@ def entries_in(value: Any) -> dict[str, list[ReuseEntry]]:
         if entries:
             out[str(key)] = entries
     return out
-
-
-def entries_value(entries: dict[str, list[ReuseEntry]]) -> dict[str, list[dict[str, Any]]]:
-    """The JSON value of ``entries`` (keys without entries left out)."""
-    return {key: [e.to_dict() for e in items] for key, items in sorted(entries.items()) if items}
 
 
 @dataclass(frozen=True)
@@ -237,18 +258,97 @@ def candidates(entries: Iterable[ReuseEntry]) -> list[ReuseEntry]:
     return sorted((e for e in entries if e.state == STATE_STOPPED), key=lambda e: (-e.since, e.id))
 
 
-def janitor_verdict(entry: ReuseEntry, live: BrevInstance | None, now: float) -> str:
-    """What the janitor does with a recorded instance: :data:`DELETE` a STOPPED one (of the recorded id) whose
-    ``max_idle`` passed, or an ``in_use`` one past its ``max_lifetime`` (its run died); :data:`DROP` the record when
-    the instance is gone or another id holds the name; :data:`KEEP` otherwise (also while it is STOPPING/STARTING).
+@dataclass(frozen=True)
+class Sighting:
+    """The janitor found a stopped-recorded instance running.
+
+    :param since: the record's ``since`` at the time (a record written again since starts a new sighting).
+    :param seen_at: when (epoch seconds).
+    """
+
+    since: float
+    seen_at: float
+
+    def to_dict(self) -> dict[str, float]:
+        return {"since": self.since, "seen_at": self.seen_at}
+
+    @classmethod
+    def from_dict(cls, value: Any) -> Sighting | None:
+        if not isinstance(value, dict):
+            return None
+        since, seen_at = _number(value.get("since")), _number(value.get("seen_at"))
+        return cls(since, seen_at) if since is not None and seen_at is not None else None
+
+
+@dataclass(frozen=True)
+class RecordVerdict:
+    """What the janitor does with a recorded instance.
+
+    :param action: :data:`DELETE`, :data:`STOP`, :data:`KEEP`, :data:`DROP` (forget the record: the instance is
+        gone or another id holds the name) or :data:`ALREADY_DELETING`.
+    :param reason: why, in words.
+    :param until: for :data:`KEEP`, the time from which the janitor ends it (unless a run writes its record again).
+    :param sighting: the sighting to keep for the next sweep (``None``: none).
+    """
+
+    action: str
+    reason: str
+    until: float | None = None
+    sighting: Sighting | None = None
+
+
+def _at(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, UTC).isoformat(timespec="minutes")
+
+
+def janitor_verdict(
+    entry: ReuseEntry, live: BrevInstance | None, now: float, sighting: Sighting | None = None
+) -> RecordVerdict:
+    """What the janitor does with an instance recorded under a reuse key (its record proven: ``reuse_records``).
+
+    * gone, or another id under the name: :data:`DROP` the record (that other instance is not the record's);
+    * DELETING: :data:`ALREADY_DELETING`;
+    * ``in_use`` (a run holds it): kept until ``since + max_lifetime``, then deleted (its run died), in any state;
+    * ``stopped`` and listed STOPPED or STOPPING: kept until ``since + max_idle``, then deleted;
+    * ``stopped`` but listed running, starting, deploying or failed: someone started it by hand (``brev start``,
+      ``brev shell``, ``brev exec`` start a stopped instance), or a run's create task died between ``brev start``
+      and its record. A run that starts it writes ``in_use`` within seconds, so the first sweep to see it notes a
+      :class:`Sighting` and keeps it; a sweep :data:`CLAIM_GRACE_SECONDS` later that still finds the same record
+      stops a RUNNING one (its disk is kept, and the stopped rule above applies) and deletes any other. Past
+      ``since + max_idle + CLAIM_GRACE_SECONDS`` it is deleted whatever was seen before.
+
+    :param entry: the record.
+    :param live: what ``brev ls`` lists under the recorded name (``None``: nothing).
+    :param now: epoch seconds.
+    :param sighting: the sighting an earlier sweep noted for this instance, if any.
     """
     if live is None or live.id != entry.id:
-        return DROP
-    if now < entry.expires_at():
-        return KEEP
-    if entry.state == STATE_STOPPED and live.status != STATUS_STOPPED:
-        return KEEP  # a run started it after the record was written: its own record follows
-    return DELETE
+        return RecordVerdict(DROP, "not listed with the recorded id")
+    if live.status == STATUS_DELETING:
+        return RecordVerdict(ALREADY_DELETING, "already DELETING")
+    end = entry.expires_at()
+    if entry.state == STATE_IN_USE:
+        if now < end:
+            return RecordVerdict(KEEP, f"in_use, until {_at(end)}", until=end)
+        return RecordVerdict(DELETE, f"in use past max_lifetime ({_at(end)}): its run died")
+    if live.status in (STATUS_STOPPED, STATUS_STOPPING):
+        if now < end:
+            return RecordVerdict(KEEP, f"stopped, until {_at(end)}", until=end)
+        return RecordVerdict(DELETE, f"stopped longer than its max_idle ({_at(end)})")
+    status, last = live.status, end + CLAIM_GRACE_SECONDS
+    if now >= last:
+        return RecordVerdict(DELETE, f"recorded stopped but {status} past its max_idle ({_at(end)})")
+    if sighting is None or sighting.since != entry.since or sighting.seen_at > now:
+        sighting = Sighting(entry.since, now)
+    due = sighting.seen_at + CLAIM_GRACE_SECONDS
+    seen = f"recorded stopped but {status} since at least {_at(sighting.seen_at)}"
+    if now < due:
+        until = min(due, last)
+        reason = f"{seen}: ended from {_at(until)} unless a run records it in use"
+        return RecordVerdict(KEEP, reason, until=until, sighting=sighting)
+    if status in (STATUS_RUNNING, STATUS_UNHEALTHY):
+        return RecordVerdict(STOP, f"{seen} (started by hand, or its run died before recording it): stopping it")
+    return RecordVerdict(DELETE, f"{seen}: deleting it")
 
 
 @dataclass(frozen=True)

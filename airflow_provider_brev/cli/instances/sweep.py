@@ -4,10 +4,12 @@ One function, :func:`plan_sweep`, decides for the janitor operator
 (:class:`~airflow_provider_brev.operators.janitor.BrevSweepInstancesOperator`) and for ``airflow brev sweep``
 (:mod:`airflow_provider_brev.commands`) alike; :mod:`airflow_provider_brev.utils.sweep` carries the plan out.
 
-* An instance recorded for warm reuse (:mod:`airflow_provider_brev.cli.instances.reuse`) is judged by its record
+* An instance recorded for warm reuse (:mod:`airflow_provider_brev.cli.instances.reuse`), by a record that proved
+  it may act (:func:`~airflow_provider_brev.cli.instances.reuse_records.ownership_problem`), is judged by that record
   (:func:`~airflow_provider_brev.cli.instances.reuse.janitor_verdict`), not by its name's expiry: a reused instance
-  outlives the run that named it. A record whose instance is gone, or whose name another id holds, is forgotten.
-* Any other instance is the janitor's only when its name parses as a managed name with the owner prefix
+  outlives the run that named it. It may be stopped (recorded stopped, found running) as well as deleted. A record
+  whose instance is gone, or whose name another id holds, is forgotten.
+* Any other instance (also one whose record failed the proof: the reason says so) is the janitor's only when its name parses as a managed name with the owner prefix
   (:func:`~airflow_provider_brev.cli.protocol.names.parse_managed_name`); it is deleted once its expiry is before the
   cutoff (now less the grace period), unless it is already DELETING. Every other name is ignored.
 * Deletions run recorded instances first, then the managed ones oldest expiry first, so a sweep cut short removes
@@ -16,23 +18,27 @@ One function, :func:`plan_sweep`, decides for the janitor operator
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from airflow_provider_brev.cli.instances.reuse import DROP, STATE_STOPPED, janitor_verdict
+from airflow_provider_brev.cli.instances.reuse import ALREADY_DELETING as RECORD_DELETING
+from airflow_provider_brev.cli.instances.reuse import DELETE as RECORD_DELETE
+from airflow_provider_brev.cli.instances.reuse import DROP, janitor_verdict
 from airflow_provider_brev.cli.instances.reuse import KEEP as RECORD_KEEP
+from airflow_provider_brev.cli.instances.reuse import STOP as RECORD_STOP
 from airflow_provider_brev.cli.protocol.names import parse_managed_name
 from airflow_provider_brev.cli.protocol.output import STATUS_DELETING
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
-    from airflow_provider_brev.cli.instances.reuse import ReuseEntry
+    from airflow_provider_brev.cli.instances.reuse import RecordVerdict, ReuseEntry, Sighting
     from airflow_provider_brev.cli.protocol.output import BrevInstance
 
 # What the janitor does with a listed instance.
 DELETE = "delete"
+STOP = "stop"
 KEEP = "keep"
 IGNORE = "ignore"
 ALREADY_DELETING = "already_deleting"
@@ -43,7 +49,7 @@ class SweepVerdict:
     """The janitor's decision on one listed instance.
 
     :param instance: the instance as ``brev ls`` listed it (deleted by its id).
-    :param action: :data:`DELETE`, :data:`KEEP`, :data:`IGNORE` or :data:`ALREADY_DELETING`.
+    :param action: :data:`DELETE`, :data:`STOP`, :data:`KEEP`, :data:`IGNORE` or :data:`ALREADY_DELETING`.
     :param reason: why, in words (logged, and printed by ``airflow brev sweep``).
     :param expires_at: when the janitor may delete it (its name's expiry, or its reuse record's), when known.
     :param reuse_key: the reuse key it is recorded under, if any.
@@ -65,14 +71,17 @@ class SweepVerdict:
 
 @dataclass(frozen=True)
 class SweepPlan:
-    """Every listed instance's verdict, and the reuse records to forget.
+    """Every listed instance's verdict, the reuse records to forget and the sightings to keep.
 
     :param verdicts: one per listed instance: recorded ones first (by key), then the others by name.
-    :param forget: ``(key, entry)`` of each reuse record whose instance is gone or another id holds its name.
+    :param forget: each reuse record whose instance is gone or another id holds its name.
+    :param sightings: instance id -> the sighting of a stopped-recorded instance found running, to keep until the
+        next sweep (:func:`~airflow_provider_brev.cli.instances.reuse.janitor_verdict`); any other is forgotten.
     """
 
     verdicts: list[SweepVerdict] = field(default_factory=list)
-    forget: list[tuple[str, ReuseEntry]] = field(default_factory=list)
+    forget: list[ReuseEntry] = field(default_factory=list)
+    sightings: dict[str, Sighting] = field(default_factory=dict)
 
     def deletions(self) -> list[SweepVerdict]:
         """The verdicts to carry out, in order: recorded instances first, then managed names by expiry."""
@@ -86,14 +95,18 @@ class SweepPlan:
         return [v for v in self.verdicts if v.action == action]
 
 
-def _recorded_verdict(key: str, entry: ReuseEntry, live: BrevInstance, verdict: str) -> SweepVerdict:
-    until = datetime.fromtimestamp(entry.expires_at(), UTC)
-    when = until.isoformat(timespec="minutes")
-    if verdict == RECORD_KEEP:
-        reason = f"reuse key {key!r}, {entry.state}, until {when}"
-        return SweepVerdict(live, KEEP, reason, until, key, managed=True)
-    why = "stopped longer than its max_idle" if entry.state == STATE_STOPPED else "in use past max_lifetime"
-    return SweepVerdict(live, DELETE, f"reuse key {key!r}: {why} ({when})", until, key, managed=True)
+_ACTIONS = {
+    RECORD_KEEP: KEEP,
+    RECORD_DELETE: DELETE,
+    RECORD_STOP: STOP,
+    RECORD_DELETING: ALREADY_DELETING,
+}
+
+
+def _recorded_verdict(entry: ReuseEntry, live: BrevInstance, verdict: RecordVerdict) -> SweepVerdict:
+    until = datetime.fromtimestamp(verdict.until if verdict.until is not None else entry.expires_at(), UTC)
+    reason = f"reuse key {entry.key!r}, {verdict.reason}"
+    return SweepVerdict(live, _ACTIONS[verdict.action], reason, until, entry.key, managed=True)
 
 
 def plan_sweep(
@@ -101,44 +114,53 @@ def plan_sweep(
     *,
     prefix: str,
     cutoff: datetime,
-    records: Mapping[str, Sequence[ReuseEntry]],
+    records: Mapping[str, ReuseEntry],
     now: datetime,
+    sightings: Mapping[str, Sighting] | None = None,
+    unproven: Mapping[str, str] | None = None,
 ) -> SweepPlan:
     """What the janitor does with each of ``instances`` (module docstring).
 
     :param instances: what ``brev ls`` listed.
     :param prefix: the owner prefix of the managed names to sweep.
     :param cutoff: a managed name expired before it is deleted (now less the grace period).
-    :param records: the warm-reuse records (reuse key -> entries).
+    :param records: the warm-reuse records that proved they may act, by instance id.
     :param now: the time reuse records are judged at.
+    :param sightings: the sightings earlier sweeps kept, by instance id.
+    :param unproven: instance id -> why its record may not act (said in the verdict's reason).
     """
     plan = SweepPlan()
     handled: set[str] = set()
-    for key, entries in sorted(records.items()):
-        for entry in entries:
-            live = next((i for i in instances if i.name == entry.name), None)
-            verdict = janitor_verdict(entry, live, now.timestamp())
-            if verdict == DROP or live is None:
-                plan.forget.append((key, entry))
-                continue
-            handled.add(live.id)
-            plan.verdicts.append(_recorded_verdict(key, entry, live, verdict))
+    for entry in sorted(records.values(), key=lambda e: (e.key, e.name, e.id)):
+        live = next((i for i in instances if i.name == entry.name), None)
+        judged = janitor_verdict(entry, live, now.timestamp(), (sightings or {}).get(entry.id))
+        if judged.action == DROP or live is None:
+            plan.forget.append(entry)
+            continue
+        handled.add(live.id)
+        if judged.sighting is not None:
+            plan.sightings[live.id] = judged.sighting
+        plan.verdicts.append(_recorded_verdict(entry, live, judged))
     for instance in sorted(instances, key=lambda i: i.name):
         if instance.id in handled:
             continue
-        managed = parse_managed_name(instance.name)
-        if managed is None or managed.prefix != prefix:
-            reason = f"not a managed name with prefix {prefix!r}"
-            plan.verdicts.append(SweepVerdict(instance, IGNORE, reason))
-            continue
-        expires = managed.expires_at
-        if instance.status == STATUS_DELETING:
-            reason = f"already DELETING (expires {expires.isoformat()})"
-            plan.verdicts.append(SweepVerdict(instance, ALREADY_DELETING, reason, expires, managed=True))
-        elif not managed.is_expired(cutoff):
-            plan.verdicts.append(SweepVerdict(instance, KEEP, f"expires {expires.isoformat()}", expires, managed=True))
-        else:
-            plan.verdicts.append(
-                SweepVerdict(instance, DELETE, f"expired {expires.isoformat()}", expires, managed=True)
-            )
+        verdict = _named_verdict(instance, prefix, cutoff)
+        why = (unproven or {}).get(instance.id)
+        plan.verdicts.append(
+            replace(verdict, reason=f"{verdict.reason}; its reuse record is ignored: {why}") if why else verdict
+        )
     return plan
+
+
+def _named_verdict(instance: BrevInstance, prefix: str, cutoff: datetime) -> SweepVerdict:
+    """An instance without a record that may act: judged by its name."""
+    managed = parse_managed_name(instance.name)
+    if managed is None or managed.prefix != prefix:
+        return SweepVerdict(instance, IGNORE, f"not a managed name with prefix {prefix!r}")
+    expires = managed.expires_at
+    if instance.status == STATUS_DELETING:
+        reason = f"already DELETING (expires {expires.isoformat()})"
+        return SweepVerdict(instance, ALREADY_DELETING, reason, expires, managed=True)
+    if not managed.is_expired(cutoff):
+        return SweepVerdict(instance, KEEP, f"expires {expires.isoformat()}", expires, managed=True)
+    return SweepVerdict(instance, DELETE, f"expired {expires.isoformat()}", expires, managed=True)

@@ -97,13 +97,23 @@ class ProcessResult:
 
 
 class Collector:
-    def __init__(self, capture: bool, on_line: LineCallback | None) -> None:
+    """Where one stream's lines go: all of them (``capture``, capped) or a tail, and the caller's callback.
+
+    :param capture: keep every line (up to :data:`MAX_CAPTURE` characters) instead of the last :data:`TAIL_LINES`.
+    :param on_line: called with each line kept.
+    :param keep: decides which lines belong in the output at all (``None``: every line).
+    """
+
+    def __init__(self, capture: bool, on_line: LineCallback | None, keep: Callable[[str], bool] | None = None) -> None:
         self.capture = capture
         self.lines: deque[str] | list[str] = [] if capture else deque(maxlen=TAIL_LINES)
         self.size = 0
         self.on_line = on_line
+        self.keep = keep
 
     def __call__(self, line: str) -> None:
+        if self.keep is not None and not self.keep(line):
+            return
         if self.capture:
             self.size += len(line) + 1
             if self.size > MAX_CAPTURE:

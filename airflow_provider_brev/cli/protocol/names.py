@@ -71,6 +71,11 @@ def expiry_minute(expires_at: datetime) -> datetime:
     return whole if whole == utc else whole + timedelta(minutes=1)
 
 
+def name_digest(*, dag_id: str, run_id: str, task_id: str, map_index: int = -1) -> str:
+    """The 8 hex digits a managed name carries for the task that derives it (sha256 of its four parts)."""
+    return hashlib.sha256(f"{dag_id}\x00{run_id}\x00{task_id}\x00{map_index}".encode()).hexdigest()[:8]
+
+
 def managed_instance_name(
     *,
     dag_id: str,
@@ -86,7 +91,7 @@ def managed_instance_name(
     (rounding down would let the janitor delete it up to 59 s early, and at once for a lifetime under a minute).
     """
     validate_owner_prefix(prefix)
-    digest = hashlib.sha256(f"{dag_id}\x00{run_id}\x00{task_id}\x00{map_index}".encode()).hexdigest()[:8]
+    digest = name_digest(dag_id=dag_id, run_id=run_id, task_id=task_id, map_index=map_index)
     expiry = expiry_minute(expires_at).strftime(_EXPIRY_FORMAT)
     fixed = len(prefix) + 1 + 1 + len(digest) + 2 + len(expiry)  # prefix- slug - hash -x expiry
     room = MAX_NAME_LENGTH - fixed

@@ -6,8 +6,8 @@ import json
 
 from airflow_provider_brev.testing.fake_brev.cmd_ls import table
 from airflow_provider_brev.testing.fake_brev.context import Ctx, authenticate, raise_5xx, token_valid_locally
-from airflow_provider_brev.testing.fake_brev.flags import UNAUTHORIZED_TEXT, CliError
-from airflow_provider_brev.testing.fake_brev.store import derive, jwt_payload
+from airflow_provider_brev.testing.fake_brev.flags import CliError, unauthorized_text
+from airflow_provider_brev.testing.fake_brev.store import derive, jwt_payload, session_key
 
 TYPE_CHECKING = False
 
@@ -39,14 +39,21 @@ def cmd_login(ctx: Ctx, v: dict, pos: list[str]) -> int:
     if not token:
         ctx.out("Please visit the following URL to log in: https://brev.nvidia.com/cli-login?device=sim\n")
         raise CliError("timed out waiting for login")
-    raise_5xx(ctx, "login", "api/me")
     now = ctx.now()
-    if not token_valid_locally(token, now) or token in set(ctx.cfg.get("revoked_tokens") or []):
-        raise CliError(UNAUTHORIZED_TEXT)
-    ctx.save_creds({"access_token": token, "refresh_token": "auto-login"})
+    # auth.LoginWithToken stores the token before anything asks the API about it (a wrong token replaces the
+    # session of everyone sharing this HOME), then GET api/me tells whether it is any good
+    valid = token_valid_locally(token, now)
+    ctx.save_creds(
+        {"access_token": token, "refresh_token": "auto-login"}
+        if valid
+        else {"access_token": "auto-login", "refresh_token": token}
+    )
+    raise_5xx(ctx, "login", "api/me")
+    if not valid or token in set(ctx.cfg.get("revoked_tokens") or []):
+        raise CliError(unauthorized_text(ctx.version))
     sub = (jwt_payload(token) or {}).get("sub") or ctx.accounts["user"]["id"]
     with ctx.store.txn() as st:
-        st["sessions"][ctx.session_key] = st.get("auth_generation", 0)
+        st["sessions"][session_key(token)] = st.get("auth_generation", 0)
         everything = [i for i in st["instances"] if not derive(i, now)["gone"]]
         mine = [i for i in everything if i.get("created_by") == sub]
     ctx.save_active_org(ctx.org)

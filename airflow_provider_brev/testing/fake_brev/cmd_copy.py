@@ -5,11 +5,10 @@ from __future__ import annotations
 import os
 import time
 
-from airflow_provider_brev.testing.fake_brev.cmd_lifecycle import poll_until_running, start_instance
+from airflow_provider_brev.testing.fake_brev.cmd_lifecycle import reach_instance
 from airflow_provider_brev.testing.fake_brev.context import Ctx, authenticate, find_instance, raise_5xx
 from airflow_provider_brev.testing.fake_brev.flags import CliError
-from airflow_provider_brev.testing.fake_brev.ssh import run_refresh, wait_for_ssh
-from airflow_provider_brev.testing.fake_brev.store import derive, sandbox_dir
+from airflow_provider_brev.testing.fake_brev.store import sandbox_dir
 
 TYPE_CHECKING = False
 
@@ -62,13 +61,7 @@ def cmd_copy(ctx: Ctx, v: dict, pos: list[str]) -> int:
         raise CliError(f"local file or directory does not exist: {local}")
     raise_5xx(ctx, "copy", f"api/organizations/{ctx.org['id']}/workspaces")
     inst = find_instance(ctx, ctx.store.read(), user, ws)
-    if derive(inst, ctx.now())["status"] == "STOPPED":
-        inst = start_instance(ctx, user, ws)
-    if not poll_until_running(ctx, inst["id"]):
-        raise CliError("Workspace is not running")
-    run_refresh(ctx, user)
-    alias = inst["name"] + "-host" if v["host"] else inst["name"]
-    line = wait_for_ssh(ctx, alias)
+    inst, alias, line = reach_instance(ctx, user, ws, inst, v["host"], "Workspace is not running")
     if line is not None:
         raise CliError("\n" + line)
     home = os.path.join(sandbox_dir(ctx.root, inst["id"]), "home")

@@ -107,7 +107,7 @@ def cmd_create(ctx: Ctx, v: dict, pos: list[str]) -> int:
     with ctx.store.txn() as st:
         listing_down = take_fault(st, "listing_unavailable") is not None
     if listing_down:
-        url = http_error_text(503, "api/instances/alltypesavailable/" + ctx.org["id"])
+        url = http_error_text(503, "api/instances/alltypesavailable/" + ctx.org["id"], version=ctx.version)
         ctx.log(f"Warning: could not fetch instance types with workspace groups: {url}\n")
         ctx.log("Falling back to default workspace group\n")
     known = catalog_index(ctx.cfg)
@@ -175,7 +175,7 @@ def _create_one(
         err = None
         if f5 is not None:
             path = f"api/organizations/{ctx.org['id']}/workspaces"
-            err = http_error_text(int(f5.get("status", 502)), path, f5.get("body"))
+            err = http_error_text(int(f5.get("status", 502)), path, f5.get("body"), version=ctx.version)
             if not f5.get("side_effect"):
                 return None, err
         if any(i["name"] == name for i in st["instances"] if not derive(i, now)["gone"]):
@@ -211,7 +211,9 @@ def _wait_ready(ctx: Ctx, inst: dict, timeout: float) -> None:
         cur = get_instance_by_id(ctx, inst["id"])
         d = derive(cur, ctx.now()) if cur else {}
         if cur is None:
-            ctx.log(f"  {inst['name']}: " + http_error_text(404, f"api/workspaces/{inst['id']}") + "\n")
+            ctx.log(
+                f"  {inst['name']}: " + http_error_text(404, f"api/workspaces/{inst['id']}", version=ctx.version) + "\n"
+            )
             return
         if d["status"] in ("RUNNING", "FAILURE"):
             failed = f"instance {inst['name']} failed" + (f": {d['status_message']}" if d["status_message"] else "")

@@ -8,7 +8,12 @@ import os
 import signal
 import time
 
-from airflow_provider_brev.testing.fake_brev.cmd_lifecycle import names_or_error, poll_until_running, start_instance
+from airflow_provider_brev.testing.fake_brev.cmd_lifecycle import (
+    names_or_error,
+    poll_until_running,
+    reach_instance,
+    start_instance,
+)
 from airflow_provider_brev.testing.fake_brev.context import (
     Ctx,
     authenticate,
@@ -25,6 +30,7 @@ from airflow_provider_brev.testing.fake_brev.ssh import (
     ssh_check,
     wait_for_ssh,
 )
+from airflow_provider_brev.testing.fake_brev.ssh_agent import agent_snippet, announces_agent
 from airflow_provider_brev.testing.fake_brev.store import derive, peek_fault, sandbox_dir, take_fault
 from airflow_provider_brev.testing.fake_common import append_jsonl
 
@@ -155,10 +161,13 @@ def _kill_group(proc: Any) -> None:
             proc.kill()
 
 
-def ssh_run(ctx: Ctx, alias: str, command: str, host: bool, connect_timeout: int) -> int:
-    """One ``ssh <alias> '<command>'``: ssh's own error line + 255, or the remote exit code."""
+def ssh_run(ctx: Ctx, alias: str, command: str, host: bool, connect_timeout: int | None) -> int:
+    """One ``bash -c '<agent snippet> && ssh <alias> '<command>''``: ssh's own error line + 255, or the remote exit
+    code (``connect_timeout`` None: v0.6.317 - v0.6.319's plain ``ssh``)."""
+    agent_snippet(ctx, alias)
     escaped = command.replace("'", "'\\''")
-    ssh_argv = f"ssh -T -o ConnectTimeout={connect_timeout} -o LogLevel=ERROR {alias} '{escaped}'"
+    options = "" if connect_timeout is None else f"-T -o ConnectTimeout={connect_timeout} -o LogLevel=ERROR "
+    ssh_argv = f"ssh {options}{alias} '{escaped}'"
     ctx.record.setdefault("ssh_invocations", []).append(ssh_argv)
     ctx.record.setdefault("ssh_argv", ssh_argv)
     inst, line = ssh_check(ctx, alias)
@@ -166,6 +175,10 @@ def ssh_run(ctx: Ctx, alias: str, command: str, host: bool, connect_timeout: int
         ctx.err(line + "\n")
         return 255
     return run_remote(ctx, inst, alias, command, host)
+
+
+#: util.PollUntil's error after pollTimeout (10 minutes).
+_NOT_RUNNING = "timed out waiting for instance to reach RUNNING state after 10m0s"
 
 
 class _ExecFailure(Exception):
@@ -181,6 +194,9 @@ def _exit_err(rc: int) -> _ExecFailure:
 
 def exec_one(ctx: Ctx, name: str, command: str, host: bool) -> None:
     """exec.runExecCommand (v0.6.320+ fast path, then the slow path)."""
+    if announces_agent(ctx):
+        _exec_one_v0_6_317(ctx, name, command, host)
+        return
     alias = name + "-host" if host else name
     rc = ssh_run(ctx, alias, command, host, 5)
     if rc == 0:
@@ -204,7 +220,7 @@ def exec_one(ctx: Ctx, name: str, command: str, host: bool) -> None:
         if status == "STOPPED":
             inst = start_instance(ctx, user, name)
             if not poll_until_running(ctx, inst["id"]):
-                raise _ExecFailure("timed out waiting for instance to reach RUNNING state after 10m0s")
+                raise _ExecFailure(_NOT_RUNNING)
         run_refresh(ctx, user)
     except CliError as exc:
         raise _ExecFailure(exc.message) from None
@@ -218,6 +234,22 @@ def exec_one(ctx: Ctx, name: str, command: str, host: bool) -> None:
             else f'could not connect to instance "{name}": {inner}\nPlease check with: brev ls'
         )
     rc = ssh_run(ctx, alias, command, host, 10)
+    if rc != 0:
+        raise _exit_err(rc)
+
+
+def _exec_one_v0_6_317(ctx: Ctx, name: str, command: str, host: bool) -> None:
+    """exec.runExecCommand of v0.6.317 - v0.6.319: look the instance up, start it if STOPPED, poll for RUNNING,
+    refresh, wait for ssh, then run the command once (no fast path, no re-run)."""
+    try:
+        user = authenticate(ctx)
+        inst = find_instance(ctx, ctx.store.read(), user, name)
+        _inst, alias, line = reach_instance(ctx, user, name, inst, host, _NOT_RUNNING)
+    except CliError as exc:
+        raise _ExecFailure(exc.message) from None
+    if line is not None:
+        raise _ExecFailure(traced("\n" + line, "cmd/util.WaitForSSHToBeAvailable", "cmd/util/ssh.go", 76))
+    rc = ssh_run(ctx, alias, command, host, None)
     if rc != 0:
         raise _exit_err(rc)
 

@@ -14,7 +14,8 @@ from airflow_provider_brev.testing.fake_brev.context import (
     visible_instances,
 )
 from airflow_provider_brev.testing.fake_brev.flags import CliError, multierror, traced
-from airflow_provider_brev.testing.fake_brev.store import derive, kill_sandbox_processes, record_phase, take_fault
+from airflow_provider_brev.testing.fake_brev.ssh import run_refresh, wait_for_ssh
+from airflow_provider_brev.testing.fake_brev.store import derive, kill_marked, record_phase, take_fault
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -56,7 +57,7 @@ def _change_each(
         except CliError as exc:
             errors.append(traced(exc.message, *trace))
             continue
-        kill_sandbox_processes("BREV_SIM_INSTANCE", inst["id"])
+        kill_marked(("BREV_SIM_INSTANCE", inst["id"]))
         done.append(name)
         if not ctx.stdout_piped:
             ctx.out(tty_line.format(name=inst["name"]))
@@ -110,6 +111,21 @@ def poll_until_running(ctx: Ctx, ident: str) -> bool:
             return True
         time.sleep(ctx.t("poll_seconds"))
     return False
+
+
+def reach_instance(
+    ctx: Ctx, user: dict, name: str, inst: dict, host: bool, not_running: str
+) -> tuple[dict, str, str | None]:
+    """The CLI's way to an instance before the ``ssh`` of ``copy`` (and of ``exec`` before v0.6.320): start it when
+    STOPPED, poll until RUNNING (else ``CliError(not_running)``), ``refresh``, then ``WaitForSSHToBeAvailable``.
+    Returns the instance, its ssh alias and ssh's error line (``None``: sshd answers)."""
+    if derive(inst, ctx.now())["status"] == "STOPPED":
+        inst = start_instance(ctx, user, name)
+    if not poll_until_running(ctx, inst["id"]):
+        raise CliError(not_running)
+    run_refresh(ctx, user)
+    alias = inst["name"] + "-host" if host else inst["name"]
+    return inst, alias, wait_for_ssh(ctx, alias)
 
 
 def cmd_stop(ctx: Ctx, v: dict, pos: list[str]) -> int:

@@ -66,7 +66,9 @@ def cmd_search(ctx: Ctx, v: dict, pos: list[str]) -> int:
     f = maybe_5xx(ctx, "search")
     if f is not None:
         status, body = int(f.get("status", 502)), f.get("body")
-        raise CliError(http_error_text(status, "v1/instance/types", body, base=PUBLIC_API_URL))
+        raise CliError(
+            http_error_text(status, "v1/instance/types", body, version=ctx.version, base=PUBLIC_API_URL, local=False)
+        )
     cpu = pos == ["cpu"]
     filters = {} if cpu else {k.replace("-", "_"): v[k] for k in ("min-vram", "min-total-vram", "min-capability")}
     found = filter_catalog(ctx.cfg, cpu=cpu, gpu_name="" if cpu else v["gpu-name"], provider=v["provider"], **filters)

@@ -8,13 +8,14 @@ import os
 import time
 
 from airflow_provider_brev.testing.fake_brev.catalog import DEFAULT_ACCOUNTS, DOCUMENTED_VERSION, RELEASED_VERSION
-from airflow_provider_brev.testing.fake_brev.flags import UNAUTHORIZED_TEXT, CliError, http_error_text, is_chr, write_fd
+from airflow_provider_brev.testing.fake_brev.flags import CliError, http_error_text, is_chr, unauthorized_text, write_fd
 from airflow_provider_brev.testing.fake_brev.store import (
     KNOWN_ISSUERS,
     StateStore,
     derive,
     jwt_payload,
     load_config,
+    session_key,
     take_fault,
 )
 from airflow_provider_brev.testing.fake_common import read_json, write_json_atomic
@@ -36,7 +37,6 @@ class Ctx:
         self.record = record
         home = os.environ.get("HOME") or os.path.expanduser("~")
         self.home = os.path.abspath(home)
-        self.session_key = os.path.realpath(self.home)
         self.profile = self.cfg.get("profile", "released")
         self.stdout_piped = not is_chr(1)
         self.stdin_chr = is_chr(0)
@@ -174,7 +174,7 @@ def startup_auth_noise(ctx: Ctx) -> None:
 
 def logged_out(ctx: Ctx, creds: dict | None) -> dict:
     if ctx.cfg.get("auth_error_style") == "401":
-        raise CliError(UNAUTHORIZED_TEXT)
+        raise CliError(unauthorized_text(ctx.version))
     refresh = (creds or {}).get("refresh_token") or ""
     if creds is not None and refresh and len(refresh.split(":")) != 2:
         with contextlib.suppress(OSError):
@@ -200,7 +200,7 @@ def authenticate(ctx: Ctx) -> dict:
     api_key = (creds.get("api_key") or "").strip()
     if api_key:
         if api_key in revoked:
-            raise CliError(UNAUTHORIZED_TEXT)
+            raise CliError(unauthorized_text(ctx.version))
         return {
             "id": ctx.accounts["user"]["id"],
             "api_key": True,
@@ -211,11 +211,11 @@ def authenticate(ctx: Ctx) -> dict:
     if not token_valid_locally(access, now):
         return logged_out(ctx, creds)
     st = ctx.store.read()
-    gen = st.get("sessions", {}).get(ctx.session_key, 0)
+    gen = st.get("sessions", {}).get(session_key(access), 0)
     if gen < st.get("auth_generation", 0):
         return logged_out(ctx, creds)
     if access in revoked:
-        raise CliError(UNAUTHORIZED_TEXT)
+        raise CliError(unauthorized_text(ctx.version))
     sub = (jwt_payload(access) or {}).get("sub") or ctx.accounts["user"]["id"]
     return {"id": sub, "api_key": False, "org_id": ctx.org["id"]}
 
@@ -229,7 +229,7 @@ def maybe_5xx(ctx: Ctx, command: str) -> dict | None:
 def raise_5xx(ctx: Ctx, command: str, path: str) -> None:
     f = maybe_5xx(ctx, command)
     if f is not None:
-        raise CliError(http_error_text(int(f.get("status", 502)), path, f.get("body")))
+        raise CliError(http_error_text(int(f.get("status", 502)), path, f.get("body"), version=ctx.version))
 
 
 def visible_instances(ctx: Ctx, st: dict, user: dict, all_users: bool = False) -> list[dict]:

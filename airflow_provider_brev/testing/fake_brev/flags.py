@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import re
 import stat
+import sys
 
 from airflow_provider_brev.testing.fake_brev.catalog import API_URL
 
@@ -47,14 +48,30 @@ def multierror(msgs: list[str]) -> str:
     return f"{len(msgs)} error{'s' if len(msgs) > 1 else ''} occurred:\n\t{points}\n\n"
 
 
-def http_error_text(status: int, path: str, body: str | None = None, base: str = API_URL) -> str:
+def request_url(version: str, path: str, *, base: str = API_URL, local: bool = True) -> str:
+    """A request URL as the CLI's resty client decorates it: ``utm_source``, ``cli_version``, ``os`` on every
+    request, ``local=true`` on the authenticated API's when not running on a Brev instance (Go's
+    ``url.Values.Encode`` sorts the keys)."""
+    goos = "linux" if sys.platform.startswith("linux") else sys.platform
+    query = {"cli_version": version, "os": goos, "utm_source": "cli"}
+    if local:
+        query["local"] = "true"
+    return f"{base}/{path}?" + "&".join(f"{key}={query[key]}" for key in sorted(query))
+
+
+def http_error_text(
+    status: int, path: str, body: str | None = None, *, version: str, base: str = API_URL, local: bool = True
+) -> str:
+    """``HTTPResponseError``'s text: ``<request URL> <status> <body>``."""
     reason = _HTTP_REASONS.get(status, "Error")
     if body is None:
         body = f"<html>{reason.lower()}</html>" if status >= 500 else '{"message":"' + reason.lower() + '"}'
-    return f"{base}/{path}?utm_source=cli {status} {reason} {body}"
+    return f"{request_url(version, path, base=base, local=local)} {status} {reason} {body}"
 
 
-UNAUTHORIZED_TEXT = f'{API_URL}/api/me?utm_source=cli 401 Unauthorized {{"message":"invalid token"}}'
+def unauthorized_text(version: str) -> str:
+    """What the API answers a token it does not accept (``GET api/me``)."""
+    return http_error_text(401, "api/me", '{"message":"invalid token"}', version=version)
 
 
 class Flag:

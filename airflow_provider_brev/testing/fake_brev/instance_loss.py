@@ -18,7 +18,7 @@ import time
 from airflow_provider_brev.testing.fake_brev.store import (
     StateStore,
     derive,
-    kill_sandbox_processes,
+    kill_marked,
     load_config,
     record_phase,
     sandbox_dir,
@@ -75,5 +75,5 @@ def lose_due_instances(root: str, epoch: int | None = None, epoch_instance: str 
     finally:
         store.close()
     for ident in lost:
-        kill_sandbox_processes("BREV_SIM_INSTANCE", ident)
+        kill_marked(("BREV_SIM_INSTANCE", ident))
     return lost

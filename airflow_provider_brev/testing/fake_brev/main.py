@@ -89,6 +89,12 @@ def _on_signal(signum: int, _frame: Any) -> None:
     raise Terminated(128 + signum)
 
 
+def analytics_enabled(environ: dict[str, str] | os._Environ[str]) -> bool:
+    """Whether this call would send its event -- the command and its flags -- to the CLI's analytics service: on by
+    default from v0.6.323 (``pkg/analytics``), off when ``DO_NOT_TRACK`` or ``BREV_NO_ANALYTICS`` is ``1``."""
+    return "1" not in (environ.get("DO_NOT_TRACK"), environ.get("BREV_NO_ANALYTICS"))
+
+
 def main(argv: list[str] | None = None, root: str | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     started = time.time()
@@ -99,7 +105,7 @@ def main(argv: list[str] | None = None, root: str | None = None) -> int:
     root = os.path.abspath(root)
     os.makedirs(root, exist_ok=True)
     record = {"ts": started, "argv": argv, "exit_code": None, "home": os.environ.get("HOME", ""), "pid": os.getpid()}
-    record.update(duration=None, stdin_read=False)
+    record.update(duration=None, stdin_read=False, analytics=analytics_enabled(os.environ))
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         with contextlib.suppress(OSError, ValueError):
             signal.signal(sig, _on_signal)

@@ -61,6 +61,13 @@ def make_token(
     return f"{enc({'alg': 'RS256', 'typ': 'JWT'})}.{enc(payload)}.{sig}"
 
 
+def session_key(token: str) -> str:
+    """The key of a token's server-side login session in ``state.json`` (a digest: the state holds no token)."""
+    import hashlib
+
+    return hashlib.sha256(token.encode()).hexdigest()[:16]
+
+
 def new_instance_id(existing: set[str]) -> str:
     while True:
         ident = "".join(_ID_ALPHABET[b % 36] for b in os.urandom(9))
@@ -358,9 +365,10 @@ def peek_fault(state: dict, kind: str, **attrs: Any) -> dict | None:
     return None
 
 
-def sandbox_pids(marker_key: str, marker_value: str) -> list[int]:
-    """PIDs whose environment contains ``marker_key=marker_value`` (scans /proc/*/environ)."""
-    needle = f"{marker_key}={marker_value}".encode()
+def marked_pids(*markers: tuple[str, str]) -> list[int]:
+    """PIDs (not this process's) whose environment holds any ``key=value`` of ``markers`` (scans /proc/*/environ;
+    a zombie's environment reads empty, so only live processes count)."""
+    needles = {f"{key}={value}".encode() for key, value in markers}
     me = os.getpid()
     pids: list[int] = []
     try:
@@ -378,23 +386,24 @@ def sandbox_pids(marker_key: str, marker_value: str) -> list[int]:
                 env = fh.read()
         except OSError:
             continue
-        if needle in env.split(b"\0"):
+        if needles.intersection(env.split(b"\0")):
             pids.append(pid)
     return pids
 
 
-def kill_sandbox_processes(marker_key: str, marker_value: str) -> int:
-    """SIGKILL every process of a sandbox; repeats a few rounds to catch forks in flight."""
-    killed = 0
+def kill_marked(*markers: tuple[str, str]) -> int:
+    """SIGKILL every process :func:`marked_pids` finds; repeats a few rounds to catch forks in flight. Returns how
+    many processes were killed."""
+    killed: set[int] = set()
     for _ in range(5):
-        pids = sandbox_pids(marker_key, marker_value)
+        pids = marked_pids(*markers)
         if not pids:
             break
         for pid in pids:
             try:
                 os.kill(pid, signal.SIGKILL)
-                killed += 1
+                killed.add(pid)
             except OSError:
                 pass
         time.sleep(0.01)
-    return killed
+    return len(killed)
