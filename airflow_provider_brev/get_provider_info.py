@@ -76,15 +76,13 @@ def get_provider_info() -> dict:
                 "python-modules": ["airflow_provider_brev.triggers.lepton"],
             },
         ],
+        # One entry per direction (Airflow's providers check): both operators are in transfers.s3; their shared
+        # base is listed under the integrations it joins, as the Amazon provider lists its AwsToAwsBaseOperator
+        # under Amazon Web Services -> Amazon Web Services.
         "transfers": [
             {
-                "source-integration-name": "Amazon Simple Storage Service (S3)",
+                "source-integration-name": "Amazon Web Services",
                 "target-integration-name": "NVIDIA Brev",
-                "python-module": "airflow_provider_brev.transfers.base",
-            },
-            {
-                "source-integration-name": "NVIDIA Brev",
-                "target-integration-name": "Amazon Simple Storage Service (S3)",
                 "python-module": "airflow_provider_brev.transfers.base",
             },
             {

@@ -18,7 +18,7 @@ with DAG(
     start_date=datetime(2026, 1, 1),
     catchup=False,
     tags=["brev", "example"],
-):
+) as dag:
     # [START howto_brev_ephemeral_exec]
     BrevExecOperator(
         task_id="gpu_smoke_test",
@@ -28,3 +28,11 @@ with DAG(
         deferrable=True,
     )
     # [END howto_brev_ephemeral_exec]
+
+
+try:  # the test suite's runner (tests/system/system_tests.py); elsewhere this is a plain DAG file
+    from system.system_tests import get_test_run
+except ImportError:
+    pass
+else:
+    test_run = get_test_run(dag)

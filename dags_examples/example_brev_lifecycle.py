@@ -50,3 +50,11 @@ with DAG(
 
     create >> wait_until_ready >> nvidia_smi(create.output) >> delete.as_teardown(setups=create)
     # [END howto_brev_lifecycle]
+
+
+try:  # the test suite's runner (tests/system/system_tests.py); elsewhere this is a plain DAG file
+    from system.system_tests import get_test_run
+except ImportError:
+    pass
+else:
+    test_run = get_test_run(dag)

@@ -34,7 +34,7 @@ with DAG(
     tags=["brev", "example"],
     params={"bucket": os.environ.get("BREV_EXAMPLE_BUCKET", "brev-examples"), "cpu_type": "m6i.2xlarge"},
     user_defined_filters={"run_slug": run_slug},
-):
+) as dag:
     # [START howto_brev_mixed_stages]
     # Before anything is rented: the bucket the hand-over writes to exists and aws_default may list it.
     preflight = BrevPreflightOperator(task_id="preflight", s3_outputs=["s3://{{ params.bucket }}/" + PREFIX])
@@ -71,3 +71,11 @@ with DAG(
     preflight >> cpu >> prepare >> hand_over >> delete_cpu.as_teardown(setups=cpu)
     hand_over >> gpu >> stage >> train >> delete_gpu.as_teardown(setups=gpu)
     # [END howto_brev_mixed_stages]
+
+
+try:  # the test suite's runner (tests/system/system_tests.py); elsewhere this is a plain DAG file
+    from system.system_tests import get_test_run
+except ImportError:
+    pass
+else:
+    test_run = get_test_run(dag)

@@ -65,7 +65,7 @@ with DAG(
         ),
         "gpu": Param("L40S:1", type="string", minLength=1, description="GPU of the Brev instance, NAME[:COUNT]."),
     },
-):
+) as dag:
     # [START howto_tao_export_inference]
     create = BrevCreateInstanceOperator(
         task_id="create_instance",
@@ -102,3 +102,11 @@ with DAG(
     create >> train >> [export, inference]
     [export, inference] >> delete.as_teardown(setups=create)
     # [END howto_tao_export_inference]
+
+
+try:  # the test suite's runner (tests/system/system_tests.py); elsewhere this is a plain DAG file
+    from system.system_tests import get_test_run
+except ImportError:
+    pass
+else:
+    test_run = get_test_run(dag)

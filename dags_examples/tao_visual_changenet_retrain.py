@@ -255,3 +255,11 @@ with DAG(
     [gap_analysis, train, evaluate] >> delete.as_teardown(setups=create)
     delete >> cost_report()
     # [END howto_tao_retrain]
+
+
+try:  # the test suite's runner (tests/system/system_tests.py); elsewhere this is a plain DAG file
+    from system.system_tests import get_test_run
+except ImportError:
+    pass
+else:
+    test_run = get_test_run(dag)

@@ -404,3 +404,54 @@ def deferrals(task_logs, task_id: str) -> list[str]:
     return [
         line for line in task_logs.lines if "Pausing task as DEFERRED" in line and f"task_id={task_id} " in f"{line} "
     ]
+
+
+# --- the metadata database, outside any task ---------------------------------------------------------------------
+# Fixtures and checks that stand where `airflow connections` and the UI stand: they write the metadata database
+# itself, with its own model (``airflow.models.connection``), as Airflow's CLI does. ``airflow.sdk.Connection`` is
+# the task's view and works only inside a running task.
+def metadata_connections(conn_id: str) -> int:
+    """How many connections named ``conn_id`` the metadata database holds."""
+    from airflow.models.connection import Connection
+    from airflow.utils.session import create_session
+
+    with create_session() as session:
+        return session.query(Connection).filter_by(conn_id=conn_id).count()
+
+
+@contextlib.contextmanager
+def connection_in_metadata_db(conn_id: str, **fields: Any) -> Iterator[str]:
+    """Connection ``conn_id`` stored in the metadata database (not the environment), as ``airflow connections add``
+    stores it, for the block; removed afterwards. ``fields``: the model's (``conn_type``, ``password``, ``extra``)."""
+    from airflow.models.connection import Connection
+    from airflow.utils.session import create_session
+
+    with create_session() as session:
+        session.add(Connection(conn_id=conn_id, **fields))
+    try:
+        yield conn_id
+    finally:
+        with create_session() as session:
+            session.query(Connection).filter_by(conn_id=conn_id).delete()
+
+
+def provider_operator_classes() -> list[type]:
+    """Every operator class the provider defines (its operators, sensors and transfers, bases included), found by
+    walking the packages rather than listed, so a new one is checked without anyone adding it."""
+    import importlib
+    import inspect
+    import pkgutil
+
+    from airflow_provider_brev._compat import BaseOperator
+
+    found = []
+    for kind in ("operators", "sensors", "transfers"):
+        package = importlib.import_module(f"airflow_provider_brev.{kind}")
+        for info in pkgutil.iter_modules(package.__path__):
+            module = importlib.import_module(f"{package.__name__}.{info.name}")
+            found += [
+                obj
+                for obj in vars(module).values()
+                if inspect.isclass(obj) and obj.__module__ == module.__name__ and issubclass(obj, BaseOperator)
+            ]
+    return sorted(found, key=lambda cls: cls.__name__)

@@ -62,7 +62,6 @@ from airflow_provider_brev.exceptions import (
     BrevTimeoutError,
     retry_policy,
 )
-from airflow_provider_brev.hooks.connection_form import form_widgets, ui_field_behaviour
 from airflow_provider_brev.hooks.driver import adrive, drive
 from airflow_provider_brev.hooks.login import adopt_login, scratch_home
 from airflow_provider_brev.hooks.process import LineCallback, ProcessResult, arun_process, run_process
@@ -182,18 +181,6 @@ class BrevBaseHook(BaseHook):
         self._running: list[subprocess.Popen[bytes]] = []
         #: Set by :meth:`stop_running` (on_kill): no call is retried after that.
         self._stopped = False
-
-    # ------------------------------------------------------------------ connection form (Airflow < 3.2)
-    @classmethod
-    def get_ui_field_behaviour(cls) -> dict[str, Any]:
-        """Hide host/schema/port/login; the password holds the Brev token (from the provider metadata,
-        :mod:`airflow_provider_brev.hooks.connection_form`)."""
-        return ui_field_behaviour(cls.conn_type)
-
-    @classmethod
-    def get_connection_form_widgets(cls) -> dict[str, Any]:
-        """The extra fields of the connection form: the metadata's ``conn-fields`` (FAB/wtforms imported lazily)."""
-        return form_widgets(cls.conn_type)
 
     # ------------------------------------------------------------------ configuration
     @cached_property

@@ -64,6 +64,7 @@ from airflow_provider_brev.exceptions import (
     BrevTimeoutError,
 )
 from airflow_provider_brev.hooks.base import DEFAULT_CLI_TIMEOUT
+from airflow_provider_brev.hooks.connection_form import form_widgets, ui_field_behaviour
 from airflow_provider_brev.hooks.instances import (
     DEFAULT_CREATE_TIMEOUT,
     DEFAULT_PROBE_TIMEOUT,
@@ -131,6 +132,20 @@ class BrevHook(BrevInstancesHook):
 
     #: The foreground command running now: ``(instance, run id)``, for :meth:`stop_foreground`.
     _foreground: tuple[str, str] | None = None
+
+    # ------------------------------------------------------------------ connection form (Airflow < 3.2)
+    # Defined on the registered class itself: Airflow 3.0 and 3.1 call them only where the hook class's own
+    # ``__dict__`` has them (a hierarchy adds its fields once), so inherited ones would draw no extra field.
+    @classmethod
+    def get_ui_field_behaviour(cls) -> dict[str, Any]:
+        """Hide host/schema/port/login; the password holds the Brev token (from the provider metadata,
+        :mod:`airflow_provider_brev.hooks.connection_form`)."""
+        return ui_field_behaviour(cls.conn_type)
+
+    @classmethod
+    def get_connection_form_widgets(cls) -> dict[str, Any]:
+        """The extra fields of the connection form: the metadata's ``conn-fields`` (FAB/wtforms imported lazily)."""
+        return form_widgets(cls.conn_type)
 
     # ------------------------------------------------------------------ commands
     def run_command(

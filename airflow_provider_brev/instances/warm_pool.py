@@ -104,23 +104,23 @@ class TaskVariables:
 
 
 class MetadataVariables:
-    """Airflow Variables read and written in the metadata database (``airflow.models.Variable``), for code that is
-    not a task: the provider's ``airflow brev`` commands, like Airflow's own ``airflow variables``."""
+    """Airflow Variables read and written in the metadata database (its model, ``airflow.models.variable``), for
+    code that is not a task: the provider's ``airflow brev`` commands, like Airflow's own ``airflow variables``."""
 
     def get_json(self, key: str) -> Any:
-        from airflow.models import Variable
+        from airflow.models.variable import Variable
 
-        return Variable.get(key, default_var=None, deserialize_json=True)  # noqa: AIR311 - the DB's, not a task's
+        return Variable.get(key, default_var=None, deserialize_json=True)
 
     def set_json(self, key: str, value: Any, description: str) -> None:
-        from airflow.models import Variable
+        from airflow.models.variable import Variable
 
-        Variable.set(key, value, description=description, serialize_json=True)  # noqa: AIR311 - the DB's
+        Variable.set(key, value, description=description, serialize_json=True)
 
     def delete(self, key: str) -> None:
-        from airflow.models import Variable
+        from airflow.models.variable import Variable
 
-        Variable.delete(key)  # noqa: AIR311 - the DB's
+        Variable.delete(key)
 
     def keys(self, prefix: str) -> list[str] | None:
         from airflow.models.variable import Variable as Stored  # the table (``airflow variables list`` reads it)

@@ -159,6 +159,7 @@ EXEC_PARAMS = {
     "reuse_key": None,
     "max_idle": 3600,
     "release": None,
+    "aws_conn_id": "aws_default",
 }
 with DAG(
     dag_id="brev_bad_input_exec",
@@ -184,6 +185,9 @@ TAO_PARAMS = {
     "s3_inputs": None,
     "input_paths": None,
     "instance_paths": None,
+    "aws_conn_id": "aws_default",
+    "ngc_conn_id": "ngc_default",
+    "hf_conn_id": "hf_default",
 }
 with DAG(
     dag_id="brev_bad_input_tao", schedule=None, start_date=START, render_template_as_native_obj=True, params=TAO_PARAMS
@@ -203,6 +207,9 @@ PREFLIGHT_PARAMS = {
     "spec": None,
     "input_paths": None,
     "instance_paths": None,
+    "aws_conn_id": "aws_default",
+    "ngc_conn_id": "ngc_default",
+    "hf_conn_id": "hf_default",
 }
 with DAG(
     dag_id="brev_bad_input_preflight",
@@ -240,16 +247,12 @@ LITERAL_CASES: dict[str, dict] = {
     "exec_output_sync_interval": {**ON_EXISTING, "output_sync_interval": 0},
     "exec_progress_regex": {**ON_EXISTING, "progress_regex": "(\\d+"},
     "exec_checkpoint_regex": {**ON_EXISTING, "checkpoint_regex": "[a-"},
-    "exec_aws_conn_id": {**ON_EXISTING, "aws_conn_id": "no such conn"},
     "tao_task": {**TAO, "task": "Visual ChangeNet"},
     "tao_num_gpus": {**TAO, "num_gpus": 0},
     "tao_pull_timeout": {**TAO, "pull_timeout": "nan"},
-    "tao_ngc_conn_id": {**TAO, "ngc_conn_id": "no such conn"},
-    "tao_hf_conn_id": {**TAO, "hf_conn_id": "no such conn"},
     "tao_require_new_checkpoint": {**TAO, "require_new_checkpoint": "perhaps"},
     "tao_shm_size": {**TAO, "shm_size": "8g\n--privileged"},
     "preflight_check_brev": {"operator": BrevPreflightOperator, "check_brev": "perhaps"},
-    "preflight_aws_conn_id": {"operator": BrevPreflightOperator, "aws_conn_id": "no such conn"},
 }
 for _case, _kwargs in LITERAL_CASES.items():
     with DAG(

@@ -1,5 +1,7 @@
 """DAGs exercised by tests/integration/test_mapping.py: every operator and the sensor mapped with ``.partial()`` /
-``.expand()`` on a connection that is not the default one (``brev_alt``; ``brev_default`` is broken in that test)."""
+``.expand()`` on a connection that is not the default one (``brev_alt``; ``brev_default`` is broken in that test),
+and the preflight and TAO operators expanded over their S3 and NGC connections (whose defaults are broken or
+missing there)."""
 
 from __future__ import annotations
 
@@ -52,3 +54,33 @@ with DAG(dag_id="mapped_on_another_connection", schedule=None, start_date=dateti
     )
     delete = BrevDeleteInstanceOperator.partial(task_id="delete", brev_conn_id=ALT).expand(instance_name=create.output)
     preflight >> create >> ready >> run >> push >> train >> pull >> janitor >> delete.as_teardown(setups=create)
+
+
+with DAG(
+    dag_id="mapped_over_other_connections", schedule=None, start_date=datetime(2026, 1, 1), params={"bucket": "b"}
+):
+    # four checks: each pair of an S3 and an NGC connection
+    preflight = BrevPreflightOperator.partial(
+        task_id="preflight", image=IMAGE, check_brev=False, s3_inputs=["s3://{{ params.bucket }}/in/"]
+    ).expand(aws_conn_id=["aws_alt_a", "aws_alt_b"], ngc_conn_id=["ngc_alt_a", "ngc_alt_b"])
+    instance = BrevCreateInstanceOperator(task_id="create", gpu="L40S:1", ready_timeout=60, poll_interval=0.2)
+    stage = S3ToBrevOperator(
+        task_id="push",
+        instance_name=instance.output,
+        aws_conn_id="aws_alt_b",
+        s3_bucket="{{ params.bucket }}",
+        s3_prefix="in",
+        remote_dir="data",
+    )
+    # two trainings on one instance, each logging in to nvcr.io with its own key, in its own results directory
+    trainings = VisualChangeNetTrainOperator.partial(
+        task_id="train",
+        instance_name=instance.output,
+        image=IMAGE,
+        spec=SPEC,
+        mounts={"data": "/data"},
+        results_dir="tao-results-{{ ti.map_index }}",
+        poll_interval=0.2,
+    ).expand(ngc_conn_id=["ngc_alt_a", "ngc_alt_b"])
+    release = BrevDeleteInstanceOperator(task_id="delete", instance_name=instance.output)
+    preflight >> instance >> stage >> trainings >> release.as_teardown(setups=instance)

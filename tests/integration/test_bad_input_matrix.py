@@ -154,6 +154,7 @@ EXEC_CASES = [
     ("exec", {"outputs": {"/home/ubuntu": "s3://bucket/out/"}}, "'/home/ubuntu' is, or holds, a home directory"),
     ("exec", {"outputs": {"/": "s3://bucket/out/"}}, "outputs: The directory '/' is the root directory"),
     ("exec", {"brev_conn_id": CONN}, "brev_conn_id must be a connection id"),
+    ("exec", {"aws_conn_id": CONN}, "aws_conn_id must be a connection id"),
     ("exec", {"max_price_per_hour": "-1"}, "max_price_per_hour must be a positive number of dollars per hour"),
     ("exec", {"max_run_cost": "free"}, "max_run_cost must be a positive number of dollars, got 'free'"),
     ("exec", {"max_run_cost": 5}, "max_run_cost=5 needs timeout"),  # without one a step's cost has no bound
@@ -173,7 +174,6 @@ EXEC_CASES = [
     ("exec_output_sync_interval", {}, "output_sync_interval " + SECONDS + ", got 0"),
     ("exec_progress_regex", {}, "progress_regex must be a valid regular expression"),
     ("exec_checkpoint_regex", {}, "checkpoint_regex must be a valid regular expression"),
-    ("exec_aws_conn_id", {}, "aws_conn_id must be a connection id"),
     # --- TaoOperator ------------------------------------------------------------------------------------------
     ("tao", {"image": "tao-toolkit"}, "image: Invalid TAO image 'tao-toolkit'"),
     ("tao", {"image": "nvcr.io/nvidia/tao/tao-toolkit"}, "image: Invalid TAO image"),  # no tag: no 'latest'
@@ -196,8 +196,9 @@ EXEC_CASES = [
     ("tao_task", {}, "Invalid TAO task 'Visual ChangeNet'"),
     ("tao_num_gpus", {}, "num_gpus must be 'all' or a whole number >= 1, got 0"),
     ("tao_pull_timeout", {}, "pull_timeout " + SECONDS + ", got 'nan'"),
-    ("tao_ngc_conn_id", {}, "ngc_conn_id must be a connection id"),
-    ("tao_hf_conn_id", {}, "hf_conn_id must be a connection id"),
+    ("tao", {"ngc_conn_id": CONN}, "ngc_conn_id must be a connection id"),
+    ("tao", {"hf_conn_id": CONN}, "hf_conn_id must be a connection id"),
+    ("tao", {"aws_conn_id": CONN}, "aws_conn_id must be a connection id"),
     ("tao_require_new_checkpoint", {}, "require_new_checkpoint must be a boolean"),
     ("tao_shm_size", {}, "shm_size must be text without NUL characters or newlines"),
     # --- BrevPreflightOperator --------------------------------------------------------------------------------
@@ -207,7 +208,9 @@ EXEC_CASES = [
     ("preflight", {"input_paths": "a\x00b"}, "input_paths must be text without NUL characters"),
     ("preflight", {"brev_conn_id": CONN}, "brev_conn_id must be a connection id"),
     ("preflight_check_brev", {}, "check_brev must be a boolean"),
-    ("preflight_aws_conn_id", {}, "aws_conn_id must be a connection id"),
+    ("preflight", {"aws_conn_id": CONN}, "aws_conn_id must be a connection id"),
+    ("preflight", {"ngc_conn_id": CONN}, "ngc_conn_id must be a connection id"),
+    ("preflight", {"hf_conn_id": CONN}, "hf_conn_id must be a connection id"),
 ]
 
 

@@ -17,6 +17,7 @@ from helpers import (
     WARM_RECORD_PREFIX,
     clear_warm_records,
     cli_calls,
+    connection_in_metadata_db,
     run_state,
     task_states,
     warm_variable_keys,
@@ -162,15 +163,8 @@ def test_sweep_dry_run_shows_what_the_janitor_would_delete_and_why(account):
 def connection_in_the_db(account):
     """The simulator's connection stored in the metadata database (not in the environment), as ``airflow
     connections add`` would store it."""
-    from airflow.models import Connection
-    from airflow.utils.session import create_session
-
-    conn = Connection(conn_id="brev_cli_db", uri=None, **_connection_fields(account.connection_json()))
-    with create_session() as session:
-        session.add(conn)
-    yield conn.conn_id
-    with create_session() as session:
-        session.query(Connection).filter(Connection.conn_id == conn.conn_id).delete()
+    with connection_in_metadata_db("brev_cli_db", **_connection_fields(account.connection_json())) as conn_id:
+        yield conn_id
 
 
 def _connection_fields(conn_json: str) -> dict:

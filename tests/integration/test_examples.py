@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import json
+import runpy
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -257,27 +258,58 @@ def test_example_runs_without_a_logical_date(
     lepton = request.getfixturevalue("lepton_fake") if file_name in LEPTON_EXAMPLES else None
     if lepton is not None:
         lepton.add_image_pull_secret("nvcr-ngc")
-    dag_ids = dag_ids_in(dagbag, file_name)
-    assert dag_ids, f"{file_name} defines no DAG"
-    for dag_id in dag_ids:
-        calls = CallsSince(brev_sim)
-        conf = run_conf_for(dagbag.get_dag(dag_id), aws_connection)
-        before = set(aws_connection.keys())
-        dag_run = run_dag(dag_id, conf=conf)
-        assert dag_run.logical_date is None
-        assert dag_run.data_interval_start is None and dag_run.data_interval_end is None
-        assert run_state(dag_run) == "success", task_states(dag_run)
-        written = sorted(set(aws_connection.keys()) - before)
-        slug = run_slug(dag_run.run_id)
-        assert all(f"/{slug}/" in f"/{key}" for key in written), written
-        assert dag_id in CHECKS, f"add the checks for the new example {dag_id} to CHECKS"
-        CHECKS[dag_id](dag_run, calls, written)
-        wait_for_no_instances(brev_sim)
-        assert brev_sim.agents() == []  # the CLI started no ssh-agent for any brev exec...
-        assert_no_process_left(brev_sim)  # ...and nothing it or the provider started is still running
-        if lepton is not None:  # every Lepton resource released: no job alive, no secret left
-            assert not lepton.workspace.secrets
-            assert all(job.state in ("Completed", "Failed", "Stopped") for job in lepton.jobs().values())
+    (dag_id,) = dag_ids_in(dagbag, file_name)  # one DAG per example, the ``dag`` of its system-test block
+    calls = CallsSince(brev_sim)
+    before: set[str] = set()
+    runs = []
+
+    def run_example(dag: Any, **test_kwargs: Any) -> Any:
+        conf = run_conf_for(dagbag.get_dag(dag.dag_id), aws_connection)
+        before.update(aws_connection.keys())  # the bucket as the run starts (the dataset uploaded)
+        runs.append(run_dag(dag.dag_id, conf=conf, **test_kwargs))
+        return runs[-1]
+
+    example_test_run(file_name)(run_example)  # the example's own test: it runs the DAG and asserts it succeeded
+    (dag_run,) = runs
+    assert dag_run.dag_id == dag_id
+    assert dag_run.logical_date is None
+    assert dag_run.data_interval_start is None and dag_run.data_interval_end is None
+    assert run_state(dag_run) == "success", task_states(dag_run)
+    written = sorted(set(aws_connection.keys()) - before)
+    slug = run_slug(dag_run.run_id)
+    assert all(f"/{slug}/" in f"/{key}" for key in written), written
+    assert dag_id in CHECKS, f"add the checks for the new example {dag_id} to CHECKS"
+    CHECKS[dag_id](dag_run, calls, written)
+    wait_for_no_instances(brev_sim)
+    assert brev_sim.agents() == []  # the CLI started no ssh-agent for any brev exec...
+    assert_no_process_left(brev_sim)  # ...and nothing it or the provider started is still running
+    if lepton is not None:  # every Lepton resource released: no job alive, no secret left
+        assert not lepton.workspace.secrets
+        assert all(job.state in ("Completed", "Failed", "Stopped") for job in lepton.jobs().values())
+
+
+def example_test_run(file_name: str) -> Callable[..., None]:
+    """The ``test_run`` of an example's system-test block (tests/system/system_tests.py), as the test suite sees
+    the file."""
+    namespace = runpy.run_path(str(EXAMPLES / file_name))
+    assert callable(namespace.get("test_run")), f"{file_name} has no system-test block"
+    return namespace["test_run"]
+
+
+def test_an_examples_test_run_fails_when_its_run_fails():
+    """``test_run`` asserts the run's outcome (it is a test, not a launcher)."""
+    from types import SimpleNamespace
+
+    failed = SimpleNamespace(state="failed", get_task_instances=lambda: [SimpleNamespace(task_id="t", state="failed")])
+    kwargs: dict[str, Any] = {}
+
+    def run_example(dag: Any, **test_kwargs: Any) -> Any:
+        kwargs.update(test_kwargs, dag_id=dag.dag_id)
+        return failed
+
+    with pytest.raises(AssertionError, match="The system test brev_janitor failed: {'t': 'failed'}"):
+        example_test_run("brev_janitor.py")(run_example)
+    assert kwargs == {"dag_id": "brev_janitor"}
 
 
 def test_scheduled_runs_write_to_distinct_prefixes(dagbag):

@@ -10,7 +10,7 @@ import sys
 import time
 
 import pytest
-from helpers import cli_calls
+from helpers import cli_calls, connection_in_metadata_db, metadata_connections
 
 from airflow_provider_brev.exceptions import (
     BrevAuthError,
@@ -108,23 +108,15 @@ def test_connection_stored_in_the_db_but_tested_outside_a_task_names_the_real_ca
     """Airflow 3.3's Task SDK resolves connections outside a running task (a Python shell; this test process) from
     env vars and secrets backends only: a connection that exists in the metadata DB is "not defined" here. The
     message must say so and name the fixes that work, not send the user to create it again."""
-    from airflow.models import Connection
-    from airflow.utils.session import create_session
-
     from airflow_provider_brev._compat import AIRFLOW_V_3_1_PLUS
 
     if not AIRFLOW_V_3_1_PLUS:
         pytest.skip("Airflow 3.0's BaseHook reads the metadata database outside tasks too")
     monkeypatch.delenv("BREV_API_TOKEN", raising=False)
-    with create_session() as session:
-        session.add(Connection(conn_id="brev_in_db_only", conn_type="brev", password=brev_sim.valid_token))
-    try:
-        with create_session() as session:  # it is really there, where the UI and `airflow connections add` put it
-            assert session.query(Connection).filter_by(conn_id="brev_in_db_only").count() == 1
-        ok, message = BrevHook(brev_conn_id="brev_in_db_only").test_connection()
-    finally:
-        with create_session() as session:
-            session.query(Connection).filter_by(conn_id="brev_in_db_only").delete()
+    with connection_in_metadata_db("brev_in_db_only", conn_type="brev", password=brev_sim.valid_token) as conn_id:
+        # it is really there, where the UI and `airflow connections add` put it
+        assert metadata_connections(conn_id) == 1
+        ok, message = BrevHook(brev_conn_id=conn_id).test_connection()
     assert "Outside a running task (a Python shell, a script), Airflow 3.1+ resolves connections only" in message
     assert "`AIRFLOW__CORE__TEST_CONNECTION=Enabled airflow connections test brev_in_db_only`" in message
     assert "set AIRFLOW_CONN_BREV_IN_DB_ONLY in this environment" in message

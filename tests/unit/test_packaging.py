@@ -4,6 +4,7 @@ project URLs that say where things are."""
 from __future__ import annotations
 
 import subprocess
+import sys
 import tarfile
 import tomllib
 import zipfile
@@ -84,7 +85,7 @@ def test_wheel_and_sdist_ship_every_remote_script(built):
     """The bash scripts of ``airflow_provider_brev/remote/`` (and the Lepton job's agent) are package data, loaded
     with importlib.resources."""
     remote = ROOT / "airflow_provider_brev" / "remote"
-    scripts = sorted([*(p.name for p in remote.glob("*.sh")), "lepton_agent.py"])
+    scripts = sorted([*(p.name for p in remote.glob("*.sh")), "__init__.py", "lepton_agent.py"])
     assert {"lib.sh", "transfer.sh", "list.sh", "job_launch.sh", "once.sh", "tao_report.sh"} <= set(scripts)
     (wheel,) = built.glob("*.whl")
     in_wheel = sorted(n.rsplit("/", 1)[1] for n in zipfile.ZipFile(wheel).namelist() if "/remote/" in n)
@@ -93,3 +94,28 @@ def test_wheel_and_sdist_ship_every_remote_script(built):
     with tarfile.open(sdist) as archive:
         in_sdist = sorted(n.rsplit("/", 1)[1] for n in archive.getnames() if "/airflow_provider_brev/remote/" in n)
     assert in_sdist == scripts
+
+
+def test_the_code_finds_the_remote_scripts_in_the_wheel(built):
+    """The wheel alone (imported from the zip, not this checkout) serves the remote scripts and the Lepton agent to
+    the code that loads them."""
+    (wheel,) = built.glob("*.whl")
+    probe = (
+        "import sys; sys.path.insert(0, sys.argv[1]);"
+        "import airflow_provider_brev.remote as remote;"
+        "from airflow_provider_brev.cli.protocol.remote_scripts import load_script;"
+        "from airflow_provider_brev.cli.lepton.agent import agent_source;"
+        "assert remote.__file__.startswith(sys.argv[1]), remote.__file__;"
+        "print(len(load_script('lib')), len(load_script('transfer')), 'RESULT_MARKER' in agent_source())"
+    )
+    done = subprocess.run(
+        [sys.executable, "-I", "-c", probe, str(wheel)], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    lib, transfer, agent = done.stdout.split()
+    remote = ROOT / "airflow_provider_brev" / "remote"
+    assert (int(lib), int(transfer)) == (
+        len((remote / "lib.sh").read_text()),
+        len((remote / "transfer.sh").read_text()),
+    )
+    assert agent == "True"

@@ -111,6 +111,24 @@ def test_every_transfer_module_is_listed():
     assert listed == _package_modules("transfers")
 
 
+def test_each_transfer_direction_is_listed_once():
+    """Airflow's check ``check_duplicates_in_list_of_transfers``: one entry per (source, target) integration pair."""
+    pairs = [(t["source-integration-name"], t["target-integration-name"]) for t in get_provider_info()["transfers"]]
+    assert sorted(pairs) == sorted(set(pairs))
+
+
+def test_integration_names_of_every_entry_are_registered():
+    """Airflow's ``check_invalid_integration``: each entry names an integration that a provider (this one, or the
+    Amazon provider it depends on) registers."""
+    from airflow.providers.amazon.get_provider_info import get_provider_info as amazon_info
+
+    info = get_provider_info()
+    known = {i["integration-name"] for source in (info, amazon_info()) for i in source["integrations"]}
+    named = {e["integration-name"] for kind in ("hooks", "operators", "sensors", "triggers") for e in info[kind]}
+    named |= {t[end] for t in info["transfers"] for end in ("source-integration-name", "target-integration-name")}
+    assert named <= known, sorted(named - known)
+
+
 def _connection(conn_type: str) -> dict:
     (entry,) = [c for c in get_provider_info()["connection-types"] if c["connection-type"] == conn_type]
     return entry
@@ -141,12 +159,21 @@ def test_brev_placeholders_of_password_and_extra_are_the_metadatas():
 
 
 class _Field:
+    """A wtforms field as a hook declares it: its class's ``widget`` has the input type (what Airflow < 3.2 reads
+    to tell a secret field), the instance the label, description and the Flask AppBuilder widget."""
+
+    widget = types.SimpleNamespace(input_type="text")
+
     def __init__(self, label, description="", widget=None):
         self.label, self.description, self.widget = str(label), str(description), widget
 
+    @property
+    def field_class(self) -> type:
+        return type(self)
+
 
 class _PasswordField(_Field):
-    pass
+    widget = types.SimpleNamespace(input_type="password")
 
 
 def _fake_wtforms(monkeypatch) -> None:
@@ -159,6 +186,10 @@ def _fake_wtforms(monkeypatch) -> None:
     babel.lazy_gettext = str
     wtforms = types.ModuleType("wtforms")
     wtforms.StringField, wtforms.PasswordField = _Field, _PasswordField
+    wtforms.BooleanField, wtforms.IntegerField = (
+        type("BooleanField", (_Field,), {}),
+        type("IntegerField", (_Field,), {}),
+    )
     for name, module in {
         "flask_appbuilder": types.ModuleType("flask_appbuilder"),
         "flask_appbuilder.fieldwidgets": fieldwidgets,
@@ -179,6 +210,94 @@ def test_connection_form_widgets_are_the_metadatas_conn_fields(monkeypatch):
         assert isinstance(widgets[name], _PasswordField) is secret, name
         assert type(widgets[name].widget).__name__ == ("BS3PasswordFieldWidget" if secret else "BS3TextFieldWidget")
         assert (widgets[name].label, widgets[name].description) == (field["label"], field["description"])
+
+
+def _forms_drawn_by_airflow(*, declarative: bool) -> tuple[dict, dict]:
+    """The connection forms Airflow's own ``ProvidersManager`` draws for this provider: its extra fields (by
+    prefixed name) and its field behaviours (by connection type).
+
+    ``declarative``: as Airflow 3.2+ does, from ``conn-fields`` and ``ui-field-behaviour`` without importing the
+    hooks. Otherwise as Airflow 3.0 and 3.1 do, which ignore those keys: from the registered hook class's own
+    ``get_connection_form_widgets()`` / ``get_ui_field_behaviour()`` -- only where the class defines them itself
+    (``ProvidersManager`` reads ``hook_class.__dict__``, so that a hierarchy adds its fields once).
+    """
+    from airflow import providers_manager
+    from airflow.providers_manager import ProviderInfo, ProvidersManager
+
+    class FormsOnly(ProvidersManager):
+        """A manager of its own (``ProvidersManager`` is a process-wide singleton) with what drawing forms needs."""
+
+        def __new__(cls):
+            return object.__new__(cls)
+
+        def __init__(self) -> None:
+            self._provider_dict: dict = {}
+            self._connection_form_widgets: dict = {}
+            self._field_behaviours: dict = {}
+            self._hook_name_dict: dict = {}
+            validator = providers_manager._create_customized_form_field_behaviours_schema_validator()
+            self._customized_form_fields_schema_validator = validator
+
+    info = get_provider_info()
+    package = info["package-name"]
+    manager = FormsOnly()
+    if declarative:
+        manager._provider_dict = {package: ProviderInfo(info["versions"][0], info)}
+        manager._load_ui_metadata()
+    else:
+        declared = ("conn-fields", "ui-field-behaviour")
+        stripped = {
+            **info,
+            "connection-types": [{k: v for k, v in c.items() if k not in declared} for c in info["connection-types"]],
+        }
+        for conn in stripped["connection-types"]:
+            hook = manager._import_hook(
+                connection_type=None,
+                provider_info=ProviderInfo(info["versions"][0], stripped),
+                hook_class_name=conn["hook-class-name"],
+                package_name=package,
+            )
+            assert hook is not None and hook.connection_type == conn["connection-type"]
+    return manager._connection_form_widgets, manager._field_behaviours
+
+
+def _field_view(widget) -> tuple[str, str, bool]:
+    """(label, description, secret) of a form field, whichever way Airflow registered it."""
+    field = widget.field
+    if isinstance(field, dict):  # declarative: the field's JSON schema, its label as the title
+        return field["schema"]["title"], field["description"], widget.is_sensitive
+    return field.label, field.description, widget.is_sensitive
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_every_airflow_draws_the_connection_forms_of_the_metadata(monkeypatch):
+    """Airflow 3.0/3.1 (the hook's methods) and 3.2+ (``conn-fields``, ``ui-field-behaviour``) show the same form,
+    for every connection type the provider declares: same extra fields, labels, descriptions and secrecy, same
+    hidden and relabelled fields and placeholders."""
+    _fake_wtforms(monkeypatch)
+    declared_fields, declared_behaviours = _forms_drawn_by_airflow(declarative=True)
+    hook_fields, hook_behaviours = _forms_drawn_by_airflow(declarative=False)
+    conn_types = [conn["connection-type"] for conn in get_provider_info()["connection-types"]]
+    assert set(declared_behaviours) == set(hook_behaviours) == set(conn_types)
+    for conn_type in conn_types:
+        assert hook_behaviours[conn_type] == declared_behaviours[conn_type], conn_type
+    assert sorted(hook_fields) == sorted(declared_fields)
+    assert {name.split("__")[1] for name in declared_fields} == {"brev"}  # only brev has extra fields
+    for name, widget in declared_fields.items():
+        assert _field_view(hook_fields[name]) == _field_view(widget), name
+
+
+def test_conn_fields_are_extras_the_hook_reads():
+    """Every extra field of the form sets the connection setting of its name (a field the hook ignored would be a
+    form that does nothing)."""
+    from airflow_provider_brev.cli.protocol.config import BrevConnectionConfig
+
+    default = BrevConnectionConfig.from_extras("c", None, {})
+    for name in _connection("brev")["conn-fields"]:
+        value = "bak-1" if name == "api_key" else "value-1"
+        assert (
+            getattr(BrevConnectionConfig.from_extras("c", None, {name: value}), name) == value != getattr(default, name)
+        ), name
 
 
 def test_connection_form_widgets_without_flask_appbuilder_are_empty(monkeypatch):

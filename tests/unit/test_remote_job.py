@@ -37,7 +37,10 @@ from airflow_provider_brev.core.jobs.remote import (
 if TYPE_CHECKING:
     from pathlib import Path
 
-DEADLINE = 10.0
+#: How long a wait may take before the test gives up: a bound against hanging, not a speed check. Draining ten
+#: thousand lines takes some 40 polls of a few ``bash`` processes each, 2 s on an idle machine and over 10 s under
+#: busy-loops on two cores.
+DEADLINE = 120.0
 NASTY = 'it\'s "quoted" $(touch pwned1) `touch pwned2` $HOME\nsecond line; rm -rf / \\ end'
 
 

@@ -37,7 +37,7 @@ STATE_DIR = ".airflow-lepton"
 @cache
 def agent_source() -> str:
     """The agent's source text."""
-    return resources.files("airflow_provider_brev").joinpath("remote", "lepton_agent.py").read_text(encoding="utf-8")
+    return resources.files("airflow_provider_brev.remote").joinpath("lepton_agent.py").read_text(encoding="utf-8")
 
 
 def job_command() -> list[str]:

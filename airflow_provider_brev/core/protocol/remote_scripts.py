@@ -24,9 +24,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
-#: The package that holds the scripts' directory, and the directory.
-SCRIPTS_PACKAGE = "airflow_provider_brev"
-SCRIPTS_DIR = "remote"
+#: The package that holds the scripts (package data).
+SCRIPTS_PACKAGE = "airflow_provider_brev.remote"
 #: The helpers every rendered script gets (``remote/lib.sh``).
 LIBRARY = "lib"
 
@@ -56,7 +55,7 @@ def load_script(name: str) -> str:
     """
     if not _SCRIPT_RE.match(name):
         raise ValueError(f"Invalid remote script name {name!r}")
-    return resources.files(SCRIPTS_PACKAGE).joinpath(SCRIPTS_DIR, f"{name}.sh").read_text(encoding="utf-8")
+    return resources.files(SCRIPTS_PACKAGE).joinpath(f"{name}.sh").read_text(encoding="utf-8")
 
 
 @cache
