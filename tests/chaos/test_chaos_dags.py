@@ -27,7 +27,7 @@ from helpers import DEPLOY_HELD_SECONDS, ChaosAgent, DagWorker, cli_calls, delet
 
 from airflow_provider_brev.core.jobs.remote import DEFAULT_BASE_DIR
 from airflow_provider_brev.core.protocol.names import parse_managed_name
-from airflow_provider_brev.utils import sweep as sweep_module
+from airflow_provider_brev.instances import sweep as sweep_module
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
