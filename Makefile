@@ -27,7 +27,7 @@ help:
 	@echo "make test COVERAGE=1 - the same with the coverage of product code (fails below 90 %; CI runs this)"
 	@echo "make demo   - run the flagship DAG end to end against the bundled Brev simulator"
 	@echo "make bench  - run the benchmarks, write benchmarks/results.json"
-	@echo "make mutation - mutation testing of the pure core (cli/), report in mutation/report.md"
+	@echo "make mutation - mutation testing of the pure core (core/), report in mutation/report.md"
 	@echo "make airflow - a local Airflow UI with the provider, its examples, the simulator and local S3"
 	@echo "make docs   - build the documentation site into .site/ (warnings are errors); open .site/index.html"
 	@echo "make chromium - install Debian's chromium (root, apt-get) when missing: the docs site's browser test"
@@ -82,7 +82,7 @@ demo: sync
 bench: sync
 	$(BIN)/python benchmarks/run.py
 
-# Every mutant of every module of the pure core (airflow_provider_brev/cli/) against the unit tests that execute it;
+# Every mutant of every module of the pure core (airflow_provider_brev/core/) against the unit tests that execute it;
 # writes mutation/report.md and mutation/report.json, fails below the thresholds of mutation/README.md.
 mutation: sync
 	$(BIN)/python -m mutation --check

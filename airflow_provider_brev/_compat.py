@@ -9,7 +9,7 @@ import airflow
 # Airflow 3.0+ Task SDK (Airflow < 3 is not supported, see pyproject)
 from airflow.sdk import BaseOperator, BaseOperatorLink, BaseSensorOperator
 
-from airflow_provider_brev.cli.secrets import secret_fragments
+from airflow_provider_brev.core.secrets import secret_fragments
 
 try:  # Airflow 3.1+: the hook base class moved into the Task SDK
     from airflow.sdk import BaseHook
@@ -43,7 +43,7 @@ AIRFLOW_V_3_3_PLUS = AIRFLOW_VERSION >= (3, 3, 0)
 def mask_secret(value: str | None) -> None:
     """Register ``value`` with Airflow's secrets masker (no-op for empty values), and each line of a multi-line
     value that the instance-side filter redacts too
-    (:func:`~airflow_provider_brev.cli.secrets.secret_fragments`): log lines carry one line of it at a time."""
+    (:func:`~airflow_provider_brev.core.secrets.secret_fragments`): log lines carry one line of it at a time."""
     if not value:
         return
     masker: Any

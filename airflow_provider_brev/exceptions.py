@@ -14,7 +14,7 @@ do about it. They all derive from :class:`BrevError` (an ``AirflowException``).
   own ``retries`` apply.
 
 This module imports only Airflow's exception classes (cheap, present on every Airflow 3); it is the one Airflow
-import the pure core (:mod:`airflow_provider_brev.cli`) may reach.
+import the pure core (:mod:`airflow_provider_brev.core`) may reach.
 """
 
 from __future__ import annotations
@@ -279,7 +279,7 @@ class BrevTransferConflictError(BrevTransferError, AirflowFailException):
     """The destination already holds different objects and ``overwrite`` is off (a retry cannot help)."""
 
 
-# --- DGX Cloud Lepton (a job-based compute; hooks/lepton.py maps the API's answers, cli/lepton/errors.py) --------
+# --- DGX Cloud Lepton (a job-based compute; hooks/lepton.py maps the API's answers, core/lepton/errors.py) --------
 
 
 class LeptonError(BrevError):
@@ -310,7 +310,7 @@ class LeptonResourcesUnavailableError(LeptonError, BrevNoCapacityError):
 
 class LeptonTTLTooShortError(LeptonError, BrevInvalidInputError):
     """``ttl_seconds_after_finished`` is shorter than the time the step needs to read an ended job's status and the
-    end of its log (:func:`~airflow_provider_brev.cli.lepton.follower.ttl_floor`): Lepton would remove the job
+    end of its log (:func:`~airflow_provider_brev.core.lepton.follower.ttl_floor`): Lepton would remove the job
     before the step saw how it ended. Refused before anything is submitted; no retry is spent."""
 
 

@@ -167,7 +167,7 @@ def get_provider_info() -> dict:
         ],
         "extra-links": [],
         # `airflow brev instances|sweep` (Airflow 3.2+; older versions ignore the key)
-        "cli": ["airflow_provider_brev.commands.definition.get_brev_cli_commands"],
+        "cli": ["airflow_provider_brev.cli.definition.get_brev_cli_commands"],
         "config": {
             "brev": {
                 "description": "Settings of the NVIDIA Brev provider.",

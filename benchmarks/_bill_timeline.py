@@ -38,7 +38,7 @@ LABELS = ("boot", "pull", "stage", "work", "upload", "setup", "launch", "detecti
 def record_meter_spans(spans: list[dict[str, Any]]) -> None:
     """Append every cost phase a task of this process closes (``CostMeter.stop``) to ``spans``:
     ``{"task_id", "phase", "start", "end"}`` (epoch seconds)."""
-    from airflow_provider_brev.steps.metering import CostMeter
+    from airflow_provider_brev.cost.meter import CostMeter
 
     original = CostMeter.stop
 

@@ -27,7 +27,7 @@ Three lifecycles in one session:
 Per label (boot, pull, stage, work, upload, setup, launch, detection, delete): the provider's from its timeline
 (``_bill_timeline.py``), the seed's from the simulator's records and the work command's timestamps. Non-work share =
 1 - work / billed. Dollars
-with the instance type's price (``brev search``), as the cost model computes them (``cli/instances/cost.py``).
+with the instance type's price (``brev search``), as the cost model computes them (``core/cost.py``).
 
     python benchmarks/bench_bill.py --out result.json [--scale 20 --objects 10000 --object-bytes 50000]
 """
@@ -198,7 +198,7 @@ def provider_run(sim: Any, watcher: InstanceWatcher, dag: Any, conf: dict[str, A
 
 def side(values: dict[str, float], price: float | None) -> dict[str, Any]:
     """Seconds per label, their total (the billed time), the non-work share and the dollars."""
-    from airflow_provider_brev.cli.instances.cost import dollars
+    from airflow_provider_brev.core.cost import dollars
 
     total = sum(values.values())
     return {

@@ -74,7 +74,7 @@ def main() -> int:
 
     import psutil
 
-    from airflow_provider_brev.cli.jobs.remote import DEFAULT_MAX_BYTES, LogLineAssembler, RemoteJob
+    from airflow_provider_brev.core.jobs.remote import DEFAULT_MAX_BYTES, LogLineAssembler, RemoteJob
     from airflow_provider_brev.hooks.brev import BrevHook
 
     name = "bench-logs"

@@ -3,7 +3,7 @@
 A moto S3 server runs in its own process on a free local port and holds ``--objects`` objects of 20-60 KB
 (random bytes) under one prefix. Then, in the same run and against the same server:
 
-- **provider**: ``sync_inputs`` (``airflow_provider_brev.utils.staging``) into a fresh directory of a ready
+- **provider**: ``sync_inputs`` (``airflow_provider_brev.staging.sync``) into a fresh directory of a ready
   simulated instance: one listing of the prefix, one listing of the directory, presigning on the worker, and on
   the instance one ``curl --parallel`` process (16 at a time) whose files are verified (size, md5) and moved
   into place in bulk;
@@ -134,7 +134,7 @@ def setup(objects: int, seed: int = 11) -> tuple[Moto, Any, Any, dict[str, int]]
 
 def provider_sync(hook: Any, directory: str) -> tuple[float, Any]:
     """One ``sync_inputs`` of the prefix into ``directory``; returns ``(seconds, SyncReport)``."""
-    from airflow_provider_brev.utils.staging import sync_inputs
+    from airflow_provider_brev.staging.sync import sync_inputs
 
     log = logging.getLogger("bench.staging")
     log.setLevel(logging.WARNING)

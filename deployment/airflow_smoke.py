@@ -282,7 +282,7 @@ class Smoke:
     def job_launches(self, run_id: str) -> dict[str, int]:
         """How often each flagship step's command really started: its job directories on the simulated instances
         (a job that succeeded keeps its directory) and the TAO runs of its action, whichever is more."""
-        from airflow_provider_brev.cli.jobs.handle import DEFAULT_BASE_DIR, job_id_prefix
+        from airflow_provider_brev.core.jobs.handle import DEFAULT_BASE_DIR, job_id_prefix
 
         sim = self.local.sim
         assert sim is not None

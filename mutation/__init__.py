@@ -1,1 +1,1 @@
-"""Mutation testing of the pure core (``airflow_provider_brev/cli/``): ``make mutation``, see ``mutation/README.md``."""
+"""Mutation testing of the pure core (``airflow_provider_brev/core/``): ``make mutation``, see ``mutation/README.md``."""

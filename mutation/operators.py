@@ -63,8 +63,8 @@ SHELL_FUNCTIONS: dict[str, frozenset[str]] = {
         {"_render", "_job_script", "build_launch_command", "build_poll_command", "build_kill_command"}
         | {"build_cleanup_command"}
     ),
-    "transfer.scripts": frozenset({"build_transfer_script", "build_cleanup_script"}),
-    "transfer.listing": frozenset({"build_list_script"}),
+    "staging.scripts": frozenset({"build_transfer_script", "build_cleanup_script"}),
+    "staging.listing": frozenset({"build_list_script"}),
     "jobs.shell": frozenset(
         {"REDACT_AWK", "stale_secret_cleanup", "redact_filter", "build_once_command", "build_foreground_kill_command"}
     ),
@@ -74,10 +74,10 @@ SHELL_FUNCTIONS: dict[str, frozenset[str]] = {
 
 
 def module_key(path: Path | str) -> str:
-    """The name of a module of the pure core relative to ``cli/``, dotted: ``jobs/scripts.py`` -> ``jobs.scripts``."""
+    """The name of a module of the pure core relative to ``core/``, dotted: ``jobs/scripts.py`` -> ``jobs.scripts``."""
     parts = list(PurePath(path).with_suffix("").parts)
-    if "cli" in parts:
-        parts = parts[len(parts) - parts[::-1].index("cli") :]
+    if "core" in parts:
+        parts = parts[len(parts) - parts[::-1].index("core") :]
     return ".".join(parts)
 
 

@@ -144,13 +144,13 @@ def _selection(args: argparse.Namespace) -> str:
         parts.append("chosen ids")
     if args.sample is not None:
         parts.append(f"a sample of {args.sample} (seed {args.seed})")
-    return ", ".join(parts) or "every mutant of every module of airflow_provider_brev/cli/"
+    return ", ".join(parts) or "every mutant of every module of airflow_provider_brev/core/"
 
 
 def _markdown(summary: Summary, args: argparse.Namespace, *, wall: float, jobs: int) -> str:
     o = summary.overall
     lines = [
-        "# Mutation report: the pure core (`airflow_provider_brev/cli/`)",
+        "# Mutation report: the pure core (`airflow_provider_brev/core/`)",
         "",
         "Written by `make mutation` (`python -m mutation`, see `mutation/README.md`); do not edit by hand.",
         "",

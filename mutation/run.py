@@ -34,8 +34,8 @@ if TYPE_CHECKING:
     from types import CodeType
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGE = "airflow_provider_brev.cli"
-PACKAGE_DIR = ROOT / "airflow_provider_brev" / "cli"
+PACKAGE = "airflow_provider_brev.core"
+PACKAGE_DIR = ROOT / "airflow_provider_brev" / "core"
 TEST_DIR = "tests/unit"
 #: Test files the mutants never run: they build wheels, run the Airflow CLI or the docs site (slow, no decision
 #: of the core in them), or test this tool itself.
@@ -54,7 +54,7 @@ MAX_BASELINE_FAILURES = 3
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m mutation", description=__doc__)
-    parser.add_argument("--modules", help="comma-separated module names of cli/ (default: all)")
+    parser.add_argument("--modules", help="comma-separated module names of core/ (default: all)")
     parser.add_argument("--ids", help="comma-separated mutant ids to run (default: all)")
     parser.add_argument("--sample", type=int, help="run a random sample of this many mutants")
     parser.add_argument("--seed", type=int, default=17, help="seed of --sample (default 17)")

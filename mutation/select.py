@@ -98,7 +98,7 @@ class Selector:
                 relative = f"{test_file.parent.parent.name}/{test_file.parent.name}/{test_file.name}"
                 for alias in node.names:
                     self.importers[(module_file, alias.name)].add(relative)
-                    # ``from ...cli.transfer import manifest``: the test file imports the module itself
+                    # ``from ...core.staging import manifest``: the test file imports the module itself
                     submodule = f"{module_file}.{alias.name}".removeprefix(".")
                     if package_dir.joinpath(*submodule.split(".")).with_suffix(".py").is_file():
                         self.importers[(submodule, "*")].add(relative)

@@ -168,7 +168,7 @@ def _cost_table(dag_run: Any, report: dict[str, Any] | None) -> str:
     every task's ``brev_cost``."""
     if report and report.get("table"):
         return str(report["table"])
-    from airflow_provider_brev.cli.instances.cost import cost_table, costs_in, run_cost
+    from airflow_provider_brev.core.cost import cost_table, costs_in, run_cost
 
     costs = [
         (ti.task_id, cost)

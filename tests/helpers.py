@@ -180,7 +180,7 @@ def assert_no_process_left(sim, timeout: float = 10.0) -> None:
     assert not left, f"{len(sim.agent_pids())} of {started} ssh-agents and these processes are still running: {left}"
 
 
-#: The warm-reuse Variables (airflow_provider_brev/cli/instances/reuse_records.py), spelled out: a test reads and
+#: The warm-reuse Variables (airflow_provider_brev/core/instances/warm_pool_records.py), spelled out: a test reads and
 #: writes them as an operator editing Variables would.
 WARM_RECORD_PREFIX = "brev_warm_instance."
 WARM_AWAKE_PREFIX = "brev_warm_awake."
@@ -211,7 +211,7 @@ def warm_records() -> dict[str, list[Any]]:
     """Every warm-reuse record in the metadata database (one Variable per instance), by reuse key."""
     from airflow.models.variable import Variable
 
-    from airflow_provider_brev.cli.instances.reuse import ReuseEntry
+    from airflow_provider_brev.core.instances.warm_pool import ReuseEntry
 
     records: dict[str, list[Any]] = {}
     for key in warm_variable_keys(WARM_RECORD_PREFIX):
@@ -331,7 +331,7 @@ class ChaosAgent(threading.Thread):
 
 def job_ids_on(sim, name: str) -> list[str]:
     """Ids of the detached jobs whose directories are on instance ``name`` (collected jobs' are removed)."""
-    from airflow_provider_brev.cli.jobs.remote import DEFAULT_BASE_DIR
+    from airflow_provider_brev.core.jobs.remote import DEFAULT_BASE_DIR
 
     jobs = sim.sandbox(name) / DEFAULT_BASE_DIR
     return sorted(path.name for path in jobs.iterdir()) if jobs.is_dir() else []

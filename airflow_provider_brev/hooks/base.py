@@ -3,14 +3,14 @@
 Split the way the Databricks provider splits ``databricks_base.py`` from ``databricks.py``: this module knows how
 to run the CLI; :mod:`airflow_provider_brev.hooks.brev` knows what to ask of it. Every decision about a call's
 outcome (breadcrumbs, logged-out, re-login, failure type, retry) is made in the pure core
-(:mod:`airflow_provider_brev.cli.protocol.invocation`, :mod:`airflow_provider_brev.cli.protocol.classify`);
+(:mod:`airflow_provider_brev.core.protocol.invocation`, :mod:`airflow_provider_brev.core.protocol.classify`);
 :meth:`BrevBaseHook.run_cli` and :meth:`BrevBaseHook.arun_cli` run that machine with the generic sync and async
 drivers (:mod:`airflow_provider_brev.hooks.driver`) and only perform the calls it asks for, so the worker and the
 triggerer cannot disagree.
 
 It absorbs the CLI's sharp edges: stdin is always ``/dev/null``; every call runs in its own process group with a
 timeout; output is streamed line by line into the task log; ``SSH_AUTH_SOCK`` is set so the CLI starts no
-``ssh-agent`` that would outlive the call (:mod:`airflow_provider_brev.cli.protocol.environment` says why
+``ssh-agent`` that would outlive the call (:mod:`airflow_provider_brev.core.protocol.environment` says why
 ``/dev/null``); the hook logs in headlessly before the first authenticated call (serialised by a file lock, because
 parallel tasks share ``~/.brev/credentials.json``; in a scratch HOME whose files replace the shared ones only when
 the login succeeded, :mod:`airflow_provider_brev.hooks.login`) and again once when the CLI takes its "logged out"
@@ -39,21 +39,21 @@ from typing import TYPE_CHECKING, Any
 import tenacity
 
 from airflow_provider_brev._compat import AIRFLOW_V_3_1_PLUS, AirflowNotFoundException, BaseHook, mask_secret
-from airflow_provider_brev.cli.protocol.classify import login_failure
-from airflow_provider_brev.cli.protocol.config import (
+from airflow_provider_brev.core.protocol.classify import login_failure
+from airflow_provider_brev.core.protocol.config import (
     DEFAULT_BREV_CONN_ID,
     BrevCapabilities,
     BrevConnectionConfig,
     login_args,
 )
-from airflow_provider_brev.cli.protocol.environment import (
+from airflow_provider_brev.core.protocol.environment import (
     AgentAnnouncement,
     announces_agent,
     brev_environment,
     login_environment,
 )
-from airflow_provider_brev.cli.protocol.invocation import EnsureLogin, Invocation, OutputView
-from airflow_provider_brev.cli.protocol.output import parse_help_flags, parse_version
+from airflow_provider_brev.core.protocol.invocation import EnsureLogin, Invocation, OutputView
+from airflow_provider_brev.core.protocol.output import parse_help_flags, parse_version
 from airflow_provider_brev.exceptions import (
     BREV_DOCS_URL,
     BrevCLINotFoundError,
@@ -69,7 +69,7 @@ from airflow_provider_brev.hooks.process import LineCallback, ProcessResult, aru
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence
 
-    from airflow_provider_brev.cli.protocol.machine import Call
+    from airflow_provider_brev.core.protocol.machine import Call
 
 __all__ = ["DEFAULT_CLI_TIMEOUT", "BrevBaseHook"]
 
@@ -257,7 +257,7 @@ class BrevBaseHook(BaseHook):
 
     def _env(self) -> dict[str, str]:
         """The environment of every process the hook starts (``brev``, ``ssh``): see
-        :func:`~airflow_provider_brev.cli.protocol.environment.brev_environment`."""
+        :func:`~airflow_provider_brev.core.protocol.environment.brev_environment`."""
         return brev_environment(os.environ, brev_home=self.config.brev_home)
 
     # ------------------------------------------------------------------ capabilities
@@ -491,7 +491,7 @@ class BrevBaseHook(BaseHook):
         on_stderr: LineCallback | None = None,
         output_view: OutputView | None = None,
     ) -> ProcessResult:
-        """Run a ``brev`` sub-command (the sync driver over :class:`~airflow_provider_brev.cli.protocol.invocation.Invocation`).
+        """Run a ``brev`` sub-command (the sync driver over :class:`~airflow_provider_brev.core.protocol.invocation.Invocation`).
 
         :param args: the arguments after ``brev`` (never ``login``; the hook logs in itself).
         :param timeout: the call's budget (default ``command_timeout``).
@@ -503,7 +503,7 @@ class BrevBaseHook(BaseHook):
         :param on_stdout: receive each stdout line (instead of the task log).
         :param on_stderr: receive each stderr line (instead of the task log).
         :param output_view: the part of the output the re-login decision and the classifier read (``exec``: not the
-            remote output, see :func:`~airflow_provider_brev.cli.protocol.invocation.exec_view`).
+            remote output, see :func:`~airflow_provider_brev.core.protocol.invocation.exec_view`).
         """
         budget = timeout or self.command_timeout
         kwargs = self._process_kwargs(args, budget, capture, log_output, on_stdout, on_stderr)

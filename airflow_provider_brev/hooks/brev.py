@@ -2,7 +2,7 @@
 
 The base hook (:mod:`airflow_provider_brev.hooks.base`) owns the connection, the CLI, login and the sync/async
 runners; this module decides *what* to ask of ``brev`` with the pure builders and parsers of
-:mod:`airflow_provider_brev.cli`. Every sync/async pair here drives the same pure protocol or builder, so the
+:mod:`airflow_provider_brev.core`. Every sync/async pair here drives the same pure protocol or builder, so the
 worker (operators, sensor) and the triggerer always ask and decide the same way. Together with the base hook it is
 the only code in this provider that runs the ``brev`` CLI.
 """
@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_brev._compat import mask_secret
-from airflow_provider_brev.cli.jobs.notices import StderrNoticeFilter
-from airflow_provider_brev.cli.jobs.remote import (
+from airflow_provider_brev.core.jobs.notices import StderrNoticeFilter
+from airflow_provider_brev.core.jobs.remote import (
     DEFAULT_MAX_BYTES,
     LaunchResult,
     PollResult,
@@ -37,8 +37,8 @@ from airflow_provider_brev.cli.jobs.remote import (
     parse_launch_output,
     parse_poll_output,
 )
-from airflow_provider_brev.cli.jobs.scripts import wait_tenths
-from airflow_provider_brev.cli.jobs.shell import (
+from airflow_provider_brev.core.jobs.scripts import wait_tenths
+from airflow_provider_brev.core.jobs.shell import (
     STARTED_ELSEWHERE,
     build_foreground_kill_command,
     build_once_command,
@@ -48,11 +48,11 @@ from airflow_provider_brev.cli.jobs.shell import (
     strip_once_stdout,
     validate_env,
 )
-from airflow_provider_brev.cli.protocol.classify import classify_failure, last_error_text, strip_breadcrumbs
-from airflow_provider_brev.cli.protocol.config import BrevCapabilities, BrevConnectionConfig
-from airflow_provider_brev.cli.protocol.invocation import exec_view
-from airflow_provider_brev.cli.protocol.names import validate_instance_name
-from airflow_provider_brev.cli.protocol.output import (
+from airflow_provider_brev.core.protocol.classify import classify_failure, last_error_text, strip_breadcrumbs
+from airflow_provider_brev.core.protocol.config import BrevCapabilities, BrevConnectionConfig
+from airflow_provider_brev.core.protocol.invocation import exec_view
+from airflow_provider_brev.core.protocol.names import validate_instance_name
+from airflow_provider_brev.core.protocol.output import (
     BrevInstance,
 )
 from airflow_provider_brev.exceptions import (
@@ -163,7 +163,7 @@ class BrevHook(BrevInstancesHook):
     ) -> CommandResult:
         """Run ``command`` on instance ``name`` exactly once and return its real exit code.
 
-        The command is wrapped (:func:`~airflow_provider_brev.cli.jobs.shell.build_once_command`) so the released
+        The command is wrapped (:func:`~airflow_provider_brev.core.jobs.shell.build_once_command`) so the released
         CLI's re-run-on-failure cannot run it twice, the real exit code comes back, and the CLI's trailing
         instance-name line is stripped. Output streams into the task log as it is produced.
 

@@ -1,18 +1,18 @@
 """The two drivers of every state machine of the pure core: :func:`drive` (sync) and :func:`adrive` (async).
 
-A machine (:mod:`airflow_provider_brev.cli.protocol.machine`) decides everything; a driver only asks it for the
-next action and carries it out: a :class:`~airflow_provider_brev.cli.protocol.machine.Call` through the caller's
+A machine (:mod:`airflow_provider_brev.core.protocol.machine`) decides everything; a driver only asks it for the
+next action and carries it out: a :class:`~airflow_provider_brev.core.protocol.machine.Call` through the caller's
 ``perform`` (the machine's I/O: a ``brev`` process, a listing, a job poll), a
-:class:`~airflow_provider_brev.cli.protocol.machine.Sleep` with ``time.sleep`` / ``asyncio.sleep``, an
-:class:`~airflow_provider_brev.cli.protocol.machine.Emit` into the given logger, and the end by returning the result
+:class:`~airflow_provider_brev.core.protocol.machine.Sleep` with ``time.sleep`` / ``asyncio.sleep``, an
+:class:`~airflow_provider_brev.core.protocol.machine.Emit` into the given logger, and the end by returning the result
 or raising the error. A :class:`~airflow_provider_brev.exceptions.BrevError` raised by ``perform`` is handed to the
-machine as :class:`~airflow_provider_brev.cli.protocol.machine.Failed` (the machine decides whether it ends the
+machine as :class:`~airflow_provider_brev.core.protocol.machine.Failed` (the machine decides whether it ends the
 activity); anything else propagates at once.
 
 The two drivers are the same loop, one awaiting; what they do with an action that is neither a call nor a sleep is
 :func:`_settle`, shared. Used by :mod:`airflow_provider_brev.hooks.base` (a ``brev`` call),
 :mod:`airflow_provider_brev.hooks.instances` (readiness checks and waits),
-:mod:`airflow_provider_brev.utils.job_runner` (following a job) and :mod:`airflow_provider_brev.triggers.brev`.
+:mod:`airflow_provider_brev.jobs.runner` (following a job) and :mod:`airflow_provider_brev.triggers.brev`.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import asyncio
 import time
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from airflow_provider_brev.cli.protocol.machine import Call, Done, Emit, Fail, Failed, Machine, Sleep
+from airflow_provider_brev.core.protocol.machine import Call, Done, Emit, Fail, Failed, Machine, Sleep
 from airflow_provider_brev.exceptions import BrevError
 
 if TYPE_CHECKING:

@@ -2,7 +2,7 @@
 
 The middle layer of the Brev hooks: :mod:`airflow_provider_brev.hooks.base` runs the CLI,
 this module manages instances with the pure builders, parsers and the readiness machines of
-:mod:`airflow_provider_brev.cli` (run by the generic drivers of :mod:`airflow_provider_brev.hooks.driver`), and :class:`~airflow_provider_brev.hooks.brev.BrevHook` adds commands, files and
+:mod:`airflow_provider_brev.core` (run by the generic drivers of :mod:`airflow_provider_brev.hooks.driver`), and :class:`~airflow_provider_brev.hooks.brev.BrevHook` adds commands, files and
 jobs. Every sync/async pair drives the same builder or protocol.
 """
 
@@ -13,8 +13,8 @@ import shutil
 import time
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_brev.cli.instances.cost import PriceCap, choice_note
-from airflow_provider_brev.cli.instances.readiness import (
+from airflow_provider_brev.core.cost import PriceCap, choice_note
+from airflow_provider_brev.core.instances.readiness import (
     CHECK_OUTLIVED,
     DEFAULT_PROBE_TIMEOUT,
     CheckReadiness,
@@ -25,13 +25,13 @@ from airflow_provider_brev.cli.instances.readiness import (
     RunProbe,
     WaitStep,
 )
-from airflow_provider_brev.cli.instances.ssh_probe import (
+from airflow_provider_brev.core.instances.ssh_probe import (
     ReadHostEntries,
     RefreshHostEntries,
     RunSshProbe,
     ssh_probe_argv,
 )
-from airflow_provider_brev.cli.protocol.argv import (
+from airflow_provider_brev.core.protocol.argv import (
     create_args,
     instance_type_list,
     ls_args,
@@ -39,9 +39,9 @@ from airflow_provider_brev.cli.protocol.argv import (
     start_args,
     stop_args,
 )
-from airflow_provider_brev.cli.protocol.invocation import exec_view
-from airflow_provider_brev.cli.protocol.names import validate_instance_name
-from airflow_provider_brev.cli.protocol.output import (
+from airflow_provider_brev.core.protocol.invocation import exec_view
+from airflow_provider_brev.core.protocol.names import validate_instance_name
+from airflow_provider_brev.core.protocol.output import (
     STATUS_DELETING,
     STATUS_FAILURE,
     BrevInstance,
@@ -71,7 +71,7 @@ from airflow_provider_brev.hooks.process import ProcessResult, arun_process, run
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
-    from airflow_provider_brev.cli.protocol.machine import Call
+    from airflow_provider_brev.core.protocol.machine import Call
 
 __all__ = ["DEFAULT_CREATE_TIMEOUT", "DEFAULT_PROBE_TIMEOUT", "BrevInstancesHook"]
 
@@ -190,7 +190,7 @@ class BrevInstancesHook(BrevBaseHook):
         :param cloud_cred_id: placement id, passed only where the CLI accepts it (default: connection extra).
         :param workspace_group_id: placement id, likewise.
         :param wait: let the CLI wait for RUNNING (``--timeout``) instead of ``--detached``.
-        :param price_cap: only types within it (:class:`~airflow_provider_brev.cli.instances.cost.PriceCap`); none
+        :param price_cap: only types within it (:class:`~airflow_provider_brev.core.cost.PriceCap`); none
             raises before ``brev create``, and ``--type`` then lists the admitted types even where ``--gpu`` exists.
         """
         validate_instance_name(name)
@@ -387,7 +387,7 @@ class BrevInstancesHook(BrevBaseHook):
         self, name: str, *, require_docker: bool = False, probe_timeout: float = DEFAULT_PROBE_TIMEOUT
     ) -> Readiness:
         """One layered readiness check (the sync driver over
-        :class:`~airflow_provider_brev.cli.instances.readiness.ReadinessCheck`)."""
+        :class:`~airflow_provider_brev.core.instances.readiness.ReadinessCheck`)."""
         check, ssh = self._readiness_check(name, require_docker, probe_timeout)
 
         def perform(call: Call) -> BrevInstance | ProcessResult | str | None:
@@ -462,7 +462,7 @@ class BrevInstancesHook(BrevBaseHook):
     ) -> BrevInstance:
         """Block until ``name`` is ready; fail fast on FAILURE, DELETING or a vanished instance.
 
-        The sync driver over :class:`~airflow_provider_brev.cli.instances.readiness.ReadinessWait` (the trigger
+        The sync driver over :class:`~airflow_provider_brev.core.instances.readiness.ReadinessWait` (the trigger
         runs the same machine through :meth:`await_readiness`): checks every ``poll_interval`` seconds while the
         instance changes stage and at most every 1.5 s during a long boot; a few transient check failures in a row
         do not end the wait.
@@ -495,7 +495,7 @@ class BrevInstancesHook(BrevBaseHook):
     async def await_readiness(
         self, name: str, *, deadline: float, poll_interval: float = 1.0, require_docker: bool = False, log: EmitLog
     ) -> WaitStep:
-        """The async driver over :class:`~airflow_provider_brev.cli.instances.readiness.ReadinessWait`, for the
+        """The async driver over :class:`~airflow_provider_brev.core.instances.readiness.ReadinessWait`, for the
         readiness trigger: the wait's last verdict (``ready``, ``failed`` or ``timeout``); raises the error of
         checks that kept failing. Checks share the triggerer's listing (:meth:`acheck_readiness`); one that runs
         past what is left of the wait is cancelled.

@@ -8,7 +8,7 @@ client is built on first use, never at DAG-parse time; the SDK (``pip install 'a
 imported then. The token travels only in the SDK's ``Authorization`` header: it is registered with Airflow's
 masker, the SDK's own logger is silenced, and no message, argv, XCom value or trigger payload carries it.
 
-Every call maps a failed answer to the typed error of :func:`~airflow_provider_brev.cli.lepton.errors.api_error`
+Every call maps a failed answer to the typed error of :func:`~airflow_provider_brev.core.lepton.errors.api_error`
 (auth, resources unavailable, not found, rejected, transient) and retries the transient ones (tenacity, by
 :func:`~airflow_provider_brev.exceptions.retry_policy`). The async methods (the triggerer's) run the same calls in a
 thread: the SDK is synchronous (``requests``).
@@ -25,9 +25,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import tenacity
 
 from airflow_provider_brev._compat import BaseHook, mask_secret
-from airflow_provider_brev.cli.lepton.errors import api_error
-from airflow_provider_brev.cli.lepton.follower import NS, LeptonJobPoll, PollLeptonJob
-from airflow_provider_brev.cli.lepton.pricing import shape_prices
+from airflow_provider_brev.core.lepton.errors import api_error
+from airflow_provider_brev.core.lepton.follower import NS, LeptonJobPoll, PollLeptonJob
+from airflow_provider_brev.core.lepton.pricing import shape_prices
 from airflow_provider_brev.exceptions import (
     BrevError,
     LeptonConfigurationError,
@@ -39,7 +39,7 @@ from airflow_provider_brev.exceptions import (
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from airflow_provider_brev.cli.protocol.machine import Call
+    from airflow_provider_brev.core.protocol.machine import Call
 
 T = TypeVar("T")
 
@@ -58,7 +58,7 @@ class LeptonConnectionConfig:
     :param token: the workspace token (a secret).
     :param url: the workspace API URL (``None``: the SDK derives it from the workspace id).
     :param shape_prices: US dollars per hour by resource shape (extra ``shape_prices``): what a step's cost estimate
-        uses when the step gives no price (:mod:`~airflow_provider_brev.cli.lepton.pricing`).
+        uses when the step gives no price (:mod:`~airflow_provider_brev.core.lepton.pricing`).
     """
 
     conn_id: str | None
@@ -244,7 +244,7 @@ class LeptonHook(BaseHook):
 
     # -- jobs --------------------------------------------------------------------------------------
     def create_job(self, body: dict[str, Any]) -> dict[str, Any]:
-        """Submit a job (``POST /jobs``; ``body`` as :meth:`~airflow_provider_brev.cli.lepton.spec.LeptonJobSpec.body`
+        """Submit a job (``POST /jobs``; ``body`` as :meth:`~airflow_provider_brev.core.lepton.spec.LeptonJobSpec.body`
         builds it); returns the job as created. Raises
         :class:`~airflow_provider_brev.exceptions.LeptonJobExistsError` when a job of that name exists."""
         name = str(body["metadata"]["id"])
@@ -335,7 +335,7 @@ class LeptonHook(BaseHook):
         return True, f"Lepton workspace {self.workspace!r} answers."
 
     def perform(self, name: str, action: Call) -> LeptonJobPoll | bool:
-        """Carry out one call of :class:`~airflow_provider_brev.cli.lepton.follower.LeptonJobFollower` for job
+        """Carry out one call of :class:`~airflow_provider_brev.core.lepton.follower.LeptonJobFollower` for job
         ``name``: a poll (:meth:`poll_job`) or a stop (:meth:`stop_job`). The worker's and the triggerer's driver
         both perform through it."""
         if isinstance(action, PollLeptonJob):

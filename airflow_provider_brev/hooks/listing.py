@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
-    from airflow_provider_brev.cli.protocol.output import BrevInstance
+    from airflow_provider_brev.core.protocol.output import BrevInstance
 
 __all__ = ["SharedListing", "shared_listing"]
 

@@ -9,9 +9,9 @@ on the triggerer). Both:
 * split output into lines as it arrives (carriage-return progress bars squashed to their final state),
   hand each line to a callback, and keep only a bounded tail unless the caller asks for the whole stdout
   (``ls --json`` / ``search --json``), which is capped;
-* given an :class:`~airflow_provider_brev.cli.protocol.environment.AgentAnnouncement` (``brev exec`` of v0.6.317 -
+* given an :class:`~airflow_provider_brev.core.protocol.environment.AgentAnnouncement` (``brev exec`` of v0.6.317 -
   v0.6.319), keep the CLI's ``Agent pid N`` line out of the output and stop that ``ssh-agent`` once the call ended
-  (:func:`stop_announced_agent`; why, in :mod:`airflow_provider_brev.cli.protocol.environment`).
+  (:func:`stop_announced_agent`; why, in :mod:`airflow_provider_brev.core.protocol.environment`).
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from airflow_provider_brev.cli.protocol.environment import AgentAnnouncement, is_announced_agent
-from airflow_provider_brev.cli.protocol.lines import READ_CHUNK, Collector, LineCallback, LineSplitter, ProcessResult
+from airflow_provider_brev.core.protocol.environment import AgentAnnouncement, is_announced_agent
+from airflow_provider_brev.core.protocol.lines import READ_CHUNK, Collector, LineCallback, LineSplitter, ProcessResult
 from airflow_provider_brev.exceptions import BrevCLINotFoundError
 
 if TYPE_CHECKING:
@@ -67,7 +67,7 @@ def _started_at(pid: int) -> float:
 
 def stop_announced_agent(announcement: AgentAnnouncement | None, call_started: float) -> bool:
     """Stop (SIGTERM) the ``ssh-agent`` a ``brev exec`` announced, if it is one of this user's started during the
-    call (:func:`~airflow_provider_brev.cli.protocol.environment.is_announced_agent`); returns whether it was.
+    call (:func:`~airflow_provider_brev.core.protocol.environment.is_announced_agent`); returns whether it was.
     Without ``/proc`` (not Linux) nothing is stopped: what the PID is cannot be told.
 
     :param announcement: the call's announcement watch (``None``: the call announces none).

@@ -3,8 +3,8 @@
 :class:`S3StagingHook` wraps an :class:`~airflow.providers.amazon.aws.hooks.s3.S3Hook` (connection, region,
 endpoint and credentials all come from it) and adds what the transfer operators of
 :mod:`airflow_provider_brev.transfers.s3` need: listing a prefix or explicit keys into
-:class:`~airflow_provider_brev.cli.transfer.rounds.StagedDownload` items, presigning ``GET``/``PUT``/
-``UploadPart`` URLs into :class:`~airflow_provider_brev.cli.transfer.scripts.TransferTask` lists, multipart
+:class:`~airflow_provider_brev.core.staging.rounds.StagedDownload` items, presigning ``GET``/``PUT``/
+``UploadPart`` URLs into :class:`~airflow_provider_brev.core.staging.scripts.TransferTask` lists, multipart
 create/complete/abort, and verifying what arrived (size, and the ETag against the md5 of the file or of each
 part; SSE-KMS/SSE-C ETags are not md5s, so those objects are verified by size).
 
@@ -20,24 +20,24 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_brev._compat import BaseHook
-from airflow_provider_brev.cli.transfer.checksums import (
+from airflow_provider_brev.core.staging.checksums import (
     MD5_METADATA_KEY,
     is_md5,
     md5_hex_to_base64,
     normalize_etag,
 )
-from airflow_provider_brev.cli.transfer.locations import classify_s3_error, location_error
-from airflow_provider_brev.cli.transfer.paths import printable
-from airflow_provider_brev.cli.transfer.rounds import (
+from airflow_provider_brev.core.staging.locations import classify_s3_error, location_error
+from airflow_provider_brev.core.staging.paths import printable
+from airflow_provider_brev.core.staging.rounds import (
     DEFAULT_URL_EXPIRES_IN,
     StagedDownload,
     name_some,
     select_downloads,
     task_order,
 )
-from airflow_provider_brev.cli.transfer.s3_pages import split_contents
-from airflow_provider_brev.cli.transfer.scripts import OP_GET, OP_PART, OP_PUT, TransferTask
-from airflow_provider_brev.cli.transfer.types import S3Object
+from airflow_provider_brev.core.staging.s3_pages import split_contents
+from airflow_provider_brev.core.staging.scripts import OP_GET, OP_PART, OP_PUT, TransferTask
+from airflow_provider_brev.core.staging.types import S3Object
 from airflow_provider_brev.exceptions import BrevTransferError
 
 if TYPE_CHECKING:
@@ -45,9 +45,9 @@ if TYPE_CHECKING:
 
     from airflow.providers.amazon.aws.hooks.s3 import S3Hook
 
-    from airflow_provider_brev.cli.transfer.locations import S3Problem
-    from airflow_provider_brev.cli.transfer.paths import PathFilter
-    from airflow_provider_brev.cli.transfer.rounds import StagedUpload
+    from airflow_provider_brev.core.staging.locations import S3Problem
+    from airflow_provider_brev.core.staging.paths import PathFilter
+    from airflow_provider_brev.core.staging.rounds import StagedUpload
 
 
 def _error_code(err: Any) -> str:
@@ -70,7 +70,7 @@ class S3StagingHook(BaseHook):
     :param url_expires_in: lifetime of every presigned URL, in seconds.
     :param shares: another staging hook (of another bucket) whose ``S3Hook`` and client this one uses: one
         connection lookup per step, whatever the number of buckets
-        (:class:`~airflow_provider_brev.utils.staging.StagingHooks`).
+        (:class:`~airflow_provider_brev.staging.runner.StagingHooks`).
     """
 
     conn_name_attr = "aws_conn_id"
@@ -169,7 +169,7 @@ class S3StagingHook(BaseHook):
         """Before anything is created: ``s3://bucket/prefix`` can be listed with this connection, else raise
         :class:`~airflow_provider_brev.exceptions.BrevS3LocationError` (no such bucket, access denied: no retry) or
         :class:`~airflow_provider_brev.exceptions.BrevTransientError`, naming the location, ``what`` declares it
-        and the connection (:mod:`airflow_provider_brev.cli.transfer.locations`)."""
+        and the connection (:mod:`airflow_provider_brev.core.staging.locations`)."""
         found = self._problem(prefix)
         if found is not None:
             problem, code = found
@@ -210,7 +210,7 @@ class S3StagingHook(BaseHook):
     def select(
         self, objects: Iterable[S3Object], prefix: str | None, path_filter: PathFilter, log: Any = None
     ) -> list[StagedDownload]:
-        """:func:`~airflow_provider_brev.cli.transfer.rounds.select_downloads`, with one warning (to ``log``, or
+        """:func:`~airflow_provider_brev.core.staging.rounds.select_downloads`, with one warning (to ``log``, or
         this hook's) naming the objects skipped because no safe path on the instance can hold them."""
         items, skipped = select_downloads(objects, prefix, path_filter)
         if skipped:
@@ -400,7 +400,7 @@ _FAST_LIST_ID = "airflow-provider-brev-fast-list"
 
 def _read_contents_fast(response_dict: dict[str, Any], customized_response_dict: dict[str, Any], **_: Any) -> None:
     """botocore's ``before-parse`` hook for ``ListObjectsV2``: read a page's objects with the C XML parser
-    (:func:`~airflow_provider_brev.cli.transfer.s3_pages.split_contents`) and leave botocore only the envelope to
+    (:func:`~airflow_provider_brev.core.staging.s3_pages.split_contents`) and leave botocore only the envelope to
     parse -- its generic parser spends about a second per 10,000 objects. Anything but a 200 page is left alone."""
     body = response_dict.get("body")
     if response_dict.get("status_code") != 200 or not isinstance(body, bytes) or b"<Contents>" not in body:

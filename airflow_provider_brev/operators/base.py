@@ -6,7 +6,7 @@ import threading
 from typing import Any
 
 from airflow_provider_brev._compat import BaseOperator
-from airflow_provider_brev.cli.protocol.config import DEFAULT_BREV_CONN_ID
+from airflow_provider_brev.core.protocol.config import DEFAULT_BREV_CONN_ID
 from airflow_provider_brev.utils.mixins import BrevBaseHookMixin, brev_template_fields
 
 #: How long Airflow's SIGTERM handler waits for the kill cleanup before the interrupted code resumes: long enough

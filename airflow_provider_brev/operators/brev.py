@@ -10,23 +10,19 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_brev._compat import conf, default_deferrable, deferral_settle_seconds
-from airflow_provider_brev.cli.instances.cost import lifetime_cost, money, unset_cap_warnings
-from airflow_provider_brev.cli.instances.reuse import DEFAULT_MAX_IDLE
-from airflow_provider_brev.cli.protocol.names import DEFAULT_MAX_LIFETIME
-from airflow_provider_brev.cli.validation import instance_name
-from airflow_provider_brev.cli.values import bool_value, conn_id, duration_seconds, optional
+from airflow_provider_brev.core.cost import lifetime_cost, money, unset_cap_warnings
+from airflow_provider_brev.core.instances.warm_pool import DEFAULT_MAX_IDLE
+from airflow_provider_brev.core.protocol.names import DEFAULT_MAX_LIFETIME
+from airflow_provider_brev.core.validation import instance_name
+from airflow_provider_brev.core.values import bool_value, conn_id, duration_seconds, optional
+from airflow_provider_brev.cost.meter import CostMeter
 from airflow_provider_brev.exceptions import BrevInstanceFailedError, BrevTimeoutError
-from airflow_provider_brev.operators.base import BrevBaseOperator
-from airflow_provider_brev.sensors.brev import DEFAULT_READY_TIMEOUT
-from airflow_provider_brev.steps.metering import CostMeter
-from airflow_provider_brev.utils.events import EVENT_SUCCESS, EVENT_TIMEOUT, raise_for_error_event, validate_event
-from airflow_provider_brev.utils.mixins import brev_template_fields
-from airflow_provider_brev.utils.provisioning import (
+from airflow_provider_brev.instances.provisioning import (
     InstanceProvisioner,
     InstanceRequest,
     ProvisionedInstance,
 )
-from airflow_provider_brev.utils.release import (
+from airflow_provider_brev.instances.release import (
     RELEASE_DELETE,
     RELEASE_STOP,
     Reuse,
@@ -35,6 +31,11 @@ from airflow_provider_brev.utils.release import (
     release_policy,
     release_recorded,
 )
+from airflow_provider_brev.instances.warm_pool import next_run_at
+from airflow_provider_brev.operators.base import BrevBaseOperator
+from airflow_provider_brev.sensors.brev import DEFAULT_READY_TIMEOUT
+from airflow_provider_brev.utils.events import EVENT_SUCCESS, EVENT_TIMEOUT, raise_for_error_event, validate_event
+from airflow_provider_brev.utils.mixins import brev_template_fields
 from airflow_provider_brev.utils.task_memory import (
     XCOM_INSTANCE,
     XCOM_INSTANCE_NAME,
@@ -42,7 +43,6 @@ from airflow_provider_brev.utils.task_memory import (
     XCOM_JOB,
     TaskMemory,
 )
-from airflow_provider_brev.utils.warm_reuse import next_run_at
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -79,9 +79,9 @@ class BrevCreateInstanceOperator(BrevBaseOperator):
     created; deferred on Airflow 3.3+, the trigger's ``on_kill`` does.
 
     The instance name goes to XCom (key ``instance_name``, and the return value) the moment the instance exists,
-    before any wait, with its :class:`~airflow_provider_brev.utils.provisioning.InstanceRecord` (key
+    before any wait, with its :class:`~airflow_provider_brev.instances.provisioning.InstanceRecord` (key
     ``brev_instance``: name, id, ``owned``, ``adopted`` and the ``spec`` to re-create it; read it with
-    :func:`~airflow_provider_brev.utils.provisioning.read_instance_record`), which also carries the type's
+    :func:`~airflow_provider_brev.instances.provisioning.read_instance_record`), which also carries the type's
     ``price_per_hour`` and when the instance was created and ready: later steps price their own time with it.
 
     **What it costs.** The create log names the chosen type and its price ("type g6e.xlarge at $2.24/h, cheapest
@@ -117,7 +117,7 @@ class BrevCreateInstanceOperator(BrevBaseOperator):
         instance under the key. A teardown with ``release="stop"`` then stops it instead of deleting it
         (:class:`BrevDeleteInstanceOperator`). Two runs never share an instance: only one ``brev start`` of it
         succeeds, the other run creates a fresh one. Each instance's record is the Airflow Variable
-        ``brev_warm_instance.<instance id>`` (:mod:`airflow_provider_brev.utils.warm_reuse`), and only a record
+        ``brev_warm_instance.<instance id>`` (:mod:`airflow_provider_brev.instances.warm_pool`), and only a record
         that proves the provider created the instance is ever acted on (docs/howto/warm-reuse.md).
     :param max_idle: how long the instance may stay stopped before the janitor
         (:class:`~airflow_provider_brev.operators.janitor.BrevSweepInstancesOperator`) deletes it (``timedelta`` or

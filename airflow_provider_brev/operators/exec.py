@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from airflow_provider_brev.instances.release import ON_KILL_TIMEOUT
 from airflow_provider_brev.operators.step import DEFAULT_OUTPUT_SYNC_INTERVAL, BrevStepOperator
-from airflow_provider_brev.utils.release import ON_KILL_TIMEOUT
 from airflow_provider_brev.utils.task_memory import XCOM_INSTANCE_NAME, XCOM_JOB
 
 if TYPE_CHECKING:

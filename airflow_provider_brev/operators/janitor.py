@@ -5,14 +5,21 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_brev.cli.validation import owner_prefix
-from airflow_provider_brev.cli.values import bool_value, conn_id, duration_seconds, non_negative, optional, positive_int
+from airflow_provider_brev.core.validation import owner_prefix
+from airflow_provider_brev.core.values import (
+    bool_value,
+    conn_id,
+    duration_seconds,
+    non_negative,
+    optional,
+    positive_int,
+)
 from airflow_provider_brev.exceptions import BrevSweepFailedError  # re-exported
+from airflow_provider_brev.instances.sweep import summary_line, sweep, wait_until_gone
+from airflow_provider_brev.instances.warm_pool import ReuseRegistry
 from airflow_provider_brev.operators.base import BrevBaseOperator
 from airflow_provider_brev.utils.mixins import brev_template_fields
-from airflow_provider_brev.utils.sweep import summary_line, sweep, wait_until_gone
 from airflow_provider_brev.utils.task_memory import TaskMemory
-from airflow_provider_brev.utils.warm_reuse import ReuseRegistry
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -32,11 +39,11 @@ class BrevSweepInstancesOperator(BrevBaseOperator):
     **and** whose expiry (plus ``grace_period``) has passed. It never touches any other instance: names
     without the prefix, names that merely start with it (``afbrev-hand-made``), other owners' prefixes and
     instances created outside this provider are ignored. Instances already ``DELETING`` are skipped. The decisions
-    are :func:`~airflow_provider_brev.cli.instances.sweep.plan_sweep`'s, the same as ``airflow brev sweep``'s
+    are :func:`~airflow_provider_brev.core.instances.sweep.plan_sweep`'s, the same as ``airflow brev sweep``'s
     (docs/howto/cli-commands.md).
 
     **Instances kept for warm reuse** (each recorded in the Airflow Variable ``brev_warm_instance.<instance id>``,
-    :mod:`airflow_provider_brev.utils.warm_reuse`) are judged by their record instead of their name's expiry (a
+    :mod:`airflow_provider_brev.instances.warm_pool`) are judged by their record instead of their name's expiry (a
     reused instance outlives the run that named it), when the record proves the provider created the instance (a
     managed name of the owner prefix whose creating task, or the run that last held it, recorded its id in XCom);
     any other record is ignored with a warning and the instance judged by its name. A STOPPED one is deleted once

@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_brev._compat import conf, default_deferrable
-from airflow_provider_brev.cli.lepton.spec import DEFAULT_QUEUE_TIMEOUT, DEFAULT_TTL_SECONDS
+from airflow_provider_brev.core.lepton.spec import DEFAULT_QUEUE_TIMEOUT, DEFAULT_TTL_SECONDS
 from airflow_provider_brev.hooks.lepton import LeptonHook
 from airflow_provider_brev.operators.step import DEFAULT_OUTPUT_SYNC_INTERVAL, StepOperatorBase
 
@@ -85,7 +85,7 @@ class LeptonStepOperator(StepOperatorBase):
     :param output_sync_interval: seconds between the job's output uploads while it runs.
     :param shape_prices: US dollars per hour by resource shape, for the step's cost estimate (templated; default:
         the ``lepton`` connection's extra ``shape_prices``, then the provider's default estimates -- Lepton reports
-        no price, so ``brev_cost`` is always an estimate; :mod:`~airflow_provider_brev.cli.lepton.pricing`).
+        no price, so ``brev_cost`` is always an estimate; :mod:`~airflow_provider_brev.core.lepton.pricing`).
     """
 
     template_fields: tuple[str, ...] = (
@@ -175,7 +175,7 @@ class LeptonJobOperator(LeptonStepOperator):
     :param env: plain environment variables (in the job spec: not for secrets).
     :param secret_env: secret environment variables (templated): in the job's plan (a workspace secret), never in
         the job spec; printed, they are redacted from the job's output as on Brev (the value, each line of a
-        multi-line value: :mod:`airflow_provider_brev.cli.secrets`).
+        multi-line value: :mod:`airflow_provider_brev.core.secrets`).
     :param cwd: working directory of the command (relative to ``/workspace``, or absolute).
     :param skip_on_exit_code: exit code(s) that mark the task skipped instead of failed.
     :param kwargs: the parameters of :class:`LeptonStepOperator` (``resource_shape``, ``inputs``, ``timeout`` ...).

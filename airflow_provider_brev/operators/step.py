@@ -14,17 +14,17 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from airflow_provider_brev._compat import conf, default_deferrable
-from airflow_provider_brev.cli.instances.cost import unset_cap_warnings
-from airflow_provider_brev.cli.instances.recovery import DEFAULT_MAX_INSTANCE_RECOVERIES
-from airflow_provider_brev.cli.instances.reuse import DEFAULT_MAX_IDLE
-from airflow_provider_brev.cli.jobs.remote import DEFAULT_MAX_BYTES
-from airflow_provider_brev.cli.protocol.names import DEFAULT_MAX_LIFETIME
-from airflow_provider_brev.cli.transfer.lineage import mapping_keys, mapping_values
+from airflow_provider_brev.core.cost import unset_cap_warnings
+from airflow_provider_brev.core.instances.recovery import DEFAULT_MAX_INSTANCE_RECOVERIES
+from airflow_provider_brev.core.instances.warm_pool import DEFAULT_MAX_IDLE
+from airflow_provider_brev.core.jobs.remote import DEFAULT_MAX_BYTES
+from airflow_provider_brev.core.protocol.names import DEFAULT_MAX_LIFETIME
+from airflow_provider_brev.core.staging.lineage import mapping_keys, mapping_values
+from airflow_provider_brev.instances.release import RELEASE_DELETE
 from airflow_provider_brev.operators.base import BrevBaseOperator, ProviderBaseOperator
 from airflow_provider_brev.sensors.brev import DEFAULT_READY_TIMEOUT
 from airflow_provider_brev.utils.lineage import BrevLineageMixin
 from airflow_provider_brev.utils.mixins import brev_template_fields
-from airflow_provider_brev.utils.release import RELEASE_DELETE
 
 if TYPE_CHECKING:
     from datetime import timedelta
@@ -88,7 +88,7 @@ class StepOperatorBase(ProviderBaseOperator):
 
     def render_template_fields(self, context: Context, jinja_env: Any = None) -> None:
         """Also render the keys of ``inputs`` (S3 URIs) and ``outputs`` (directories): Airflow renders values only."""
-        from airflow_provider_brev.utils.step_data import render_keys  # when a task runs, not when a DAG is parsed
+        from airflow_provider_brev.staging.step_data import render_keys  # when a task runs, not when a DAG is parsed
 
         super().render_template_fields(context, jinja_env)
         render_keys(self, context, jinja_env, "inputs", "outputs")

@@ -25,8 +25,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_brev.cli.tao.checkpoints import CHECKPOINT_LOG_REGEX
-from airflow_provider_brev.cli.transfer.lineage import listed
+from airflow_provider_brev.core.staging.lineage import listed
+from airflow_provider_brev.core.tao.checkpoints import CHECKPOINT_LOG_REGEX
 from airflow_provider_brev.exceptions import (  # re-exported
     BrevPreflightError,
     TaoProgramFaultError,
@@ -35,8 +35,7 @@ from airflow_provider_brev.exceptions import (  # re-exported
 )
 from airflow_provider_brev.operators.base import BrevBaseOperator
 from airflow_provider_brev.operators.step import BrevStepOperator
-from airflow_provider_brev.utils.mixins import brev_template_fields
-from airflow_provider_brev.utils.preflight import (
+from airflow_provider_brev.steps.preflight import (
     check_hf_token,
     check_input_paths,
     check_ngc_key,
@@ -44,6 +43,7 @@ from airflow_provider_brev.utils.preflight import (
     check_s3_outputs,
     connection_secret,
 )
+from airflow_provider_brev.utils.mixins import brev_template_fields
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -217,7 +217,7 @@ def _instance_key(value: Any) -> tuple[str, ...] | None:
 def later_images(task: Any) -> list[Any]:
     """The ``image`` (as written in the DAG) of every TAO step downstream of ``task`` that runs on the same instance
     (the same ``instance_name`` as written), nearest first; none outside a DAG. Which of them are pulled ahead is
-    :func:`~airflow_provider_brev.cli.tao.command.images_to_prefetch`'s rule."""
+    :func:`~airflow_provider_brev.core.tao.command.images_to_prefetch`'s rule."""
     try:
         written = task.dag.get_task(task.task_id)  # the DAG's own copy: its fields are not rendered
         relatives = task.get_flat_relatives(upstream=False)

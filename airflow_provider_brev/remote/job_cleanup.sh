@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # Remove a detached job's directory (only <base_dir>/<job_id>); a job still running is left alone
-# (cli/jobs/scripts.py build_cleanup_command). Prints JOB_CLEANED <job_id> <removed|missing|running|failed>.
+# (core/jobs/scripts.py build_cleanup_command). Prints JOB_CLEANED <job_id> <removed|missing|running|failed>.
 __bj_result=missing
 case "$__bj_dir" in */"$__BJ_ID") ;; *) __bj_dir="" ;; esac
 if [ -n "$__bj_dir" ] && [ -d "$__bj_dir" ]; then

@@ -1,8 +1,8 @@
 # shellcheck shell=bash
-# SIGTERM a detached job's process group, SIGKILL it after the grace period (cli/jobs/scripts.py
+# SIGTERM a detached job's process group, SIGKILL it after the grace period (core/jobs/scripts.py
 # build_kill_command). Header: __BJ_TICKS (grace in 0.1 s ticks), __BJ_GRACE (whole seconds), __BJ_KILLED_CODE and
 # __BJ_TERMINATED_CODE (the exit codes it records). Prints JOB_KILLED <job_id> <result>.
-# shellcheck disable=SC2154  # the header (cli/protocol/remote_scripts.py) sets the __BJ_* inputs
+# shellcheck disable=SC2154  # the header (core/protocol/remote_scripts.py) sets the __BJ_* inputs
 __bj_result=missing
 if [ -d "$__bj_dir" ]; then
   __bj_read_pid

@@ -1,11 +1,11 @@
 # shellcheck shell=bash
 # Start a detached job (own session and process group, survives ssh), at most once per job id: mkdir of the job
-# directory is the guard (cli/jobs/scripts.py build_launch_command; parsed by cli/jobs/remote.py).
+# directory is the guard (core/jobs/scripts.py build_launch_command; parsed by core/jobs/remote.py).
 # Header: __bj_base (the jobs' directory), __BJ_SCRIPT (the job's own script, job_run.sh rendered), __BJ_SECRET
 # (its secret env file, or empty), __BJ_STALE_SECRETS (secret files of earlier tries, space-separated),
 # __BJ_STALE_MINUTES, __BJ_STALE_DAYS. Prints JOB_LAUNCHED <id> <pid>, JOB_EXISTS <id> and a status block, or
 # JOB_LAUNCH_FAILED <id> <reason>. Always exits 0.
-# shellcheck disable=SC2154  # the header (cli/protocol/remote_scripts.py) sets the __BJ_* inputs
+# shellcheck disable=SC2154  # the header (core/protocol/remote_scripts.py) sets the __BJ_* inputs
 set +m
 __brev_sweep_secrets "$__BJ_STALE_SECRETS" "$__BJ_STALE_MINUTES"
 trap '' HUP  # an ssh drop half-way must not leave a guard without a job

@@ -1,7 +1,7 @@
 # shellcheck shell=bash
-# The functions the job scripts share (cli/jobs/scripts.py puts this before job_launch/poll/kill/cleanup.sh).
+# The functions the job scripts share (core/jobs/scripts.py puts this before job_launch/poll/kill/cleanup.sh).
 # Header: __bj_dir (the job's directory), __BJ_ID (the job id).
-# shellcheck disable=SC2154  # the header (cli/protocol/remote_scripts.py) sets __bj_dir and __BJ_ID
+# shellcheck disable=SC2154  # the header (core/protocol/remote_scripts.py) sets __bj_dir and __BJ_ID
 
 # The job's pid (== pgid == sid) may be reused after a reboot: ``launched`` records the boot id.
 __bj_same_boot() {

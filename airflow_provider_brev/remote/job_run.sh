@@ -1,10 +1,10 @@
 # shellcheck shell=bash
 # A detached job's own script (job.sh in its directory), written by airflow-provider-brev. Runs once; never
-# re-launched (cli/jobs/scripts.py). Header: __bj_dir, __BJ_COMMAND (the user's command, run with bash -c),
+# re-launched (core/jobs/scripts.py). Header: __bj_dir, __BJ_COMMAND (the user's command, run with bash -c),
 # __BJ_SECRET (the secret env file to source and delete, or empty), __BJ_CWD (or empty), __BJ_SETUP_FAILED (the exit
 # code of a failed set-up), __BJ_ENV_NAMES (plain variables, each in __BJ_ENV_<name>), __BJ_SECRET_NAMES (their
-# values are redacted from the log, by the awk program __BREV_REDACT_AWK of cli/jobs/shell.py).
-# shellcheck disable=SC2154  # the header (cli/protocol/remote_scripts.py) sets the __BJ_* inputs
+# values are redacted from the log, by the awk program __BREV_REDACT_AWK of core/jobs/shell.py).
+# shellcheck disable=SC2154  # the header (core/protocol/remote_scripts.py) sets the __BJ_* inputs
 __bj_finish() {
   printf '%s\n' "$1" > "$__bj_dir/exit_code.tmp" &&
     mv -f -- "$__bj_dir/exit_code.tmp" "$__bj_dir/exit_code"

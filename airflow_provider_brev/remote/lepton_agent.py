@@ -7,11 +7,11 @@ workspace secret: the presigned URLs and secret values in it never appear in the
 2. writes the workload's files (a TAO spec) and runs the command (``bash -c``) in its own session, its output on
    stdout -- the job's log -- and in a local file, each line with the plan's ``redact`` fragments replaced by ``***``
    (in bytes, in the plan's order: the fragments of the secret values that
-   ``airflow_provider_brev.cli.secrets.redaction_fragments`` computed on the worker, the rule of Brev steps);
+   ``airflow_provider_brev.core.secrets.redaction_fragments`` computed on the worker, the rule of Brev steps);
 3. uploads the files of every output directory that are new or changed (presigned POST policies limited to the
    output's key prefix) every ``sync_interval`` seconds while the command runs, and once more when it ended;
 4. runs the workload's report script (TAO: what the action left behind) and prints one result line,
-   ``AIRFLOW_LEPTON_RESULT <base64 JSON>`` (cli/lepton/report.py reads it), then exits with the command's code.
+   ``AIRFLOW_LEPTON_RESULT <base64 JSON>`` (core/lepton/report.py reads it), then exits with the command's code.
 
 A SIGTERM (the job was stopped) is passed on to the command; its outputs are still uploaded. No URL is ever printed.
 """

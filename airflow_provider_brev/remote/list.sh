@@ -1,9 +1,9 @@
 # shellcheck shell=bash
-# The listing of a remote directory (cli/transfer/listing.py builds its header; cli/transfer/reports.py parses it).
+# The listing of a remote directory (core/staging/listing.py builds its header; core/staging/reports.py parses it).
 # Header: __L_D (the directory), __L_INC/__L_EXC (bash regexes), __L_MD5 (1: checksums), __L_MAN (1: print the
 # manifest), __L_MN (its name), __L_C (md5 cache file or empty), __L_DROP (1: delete the cache), __L_SETTLE
 # (seconds), __L_SF (signature format).
-# shellcheck disable=SC2154,SC2153  # the header (cli/protocol/remote_scripts.py) sets the __L_* inputs
+# shellcheck disable=SC2154,SC2153  # the header (core/protocol/remote_scripts.py) sets the __L_* inputs
 exec 2>/dev/null
 export LC_ALL=C  # patterns match bytes: a name that is not UTF-8 can never break the listing
 if [ ! -d "$__L_D" ]; then [ -n "$__L_C" ] && rm -f -- "$__L_C" "$__L_C".*; __brev_mark BREV_XFER_NODIR; exit 0; fi

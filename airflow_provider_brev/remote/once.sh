@@ -1,12 +1,12 @@
 # shellcheck shell=bash
 # Run a command at most once per call (mkdir of __B_GUARD is the atomic guard; a re-run only reports) and report
 # its real exit code on stderr as <__B_MARKER>=<code> (or =started); always exits 0, so the released CLI never
-# re-runs it (cli/jobs/shell.py build_once_command; the hook reads the code with parse_once_marker).
+# re-runs it (core/jobs/shell.py build_once_command; the hook reads the code with parse_once_marker).
 # Header: __B_RUNS, __B_GUARD, __B_MARKER, __B_CMD (the user's command, run with bash -c), __B_CWD (or empty),
 # __B_SECRET (the secret env file to source and delete first, or empty), __B_ENV_NAMES (plain variables, each in
-# __B_ENV_<name>), __B_SECRET_NAMES and __BREV_REDACT_AWK (redaction, cli/jobs/shell.py), __B_STALE_MINUTES.
-# A re-run reports "started" when an earlier attempt started the command (STARTED_ELSEWHERE of cli/jobs/shell.py).
-# shellcheck disable=SC2154,SC2153  # the header (cli/protocol/remote_scripts.py) sets the __B_* inputs
+# __B_ENV_<name>), __B_SECRET_NAMES and __BREV_REDACT_AWK (redaction, core/jobs/shell.py), __B_STALE_MINUTES.
+# A re-run reports "started" when an earlier attempt started the command (STARTED_ELSEWHERE of core/jobs/shell.py).
+# shellcheck disable=SC2154,SC2153  # the header (core/protocol/remote_scripts.py) sets the __B_* inputs
 
 # Run the command with its output in private files that tail --pid streams until it exits: brev exec (ssh) ends
 # only when every holder of the session's stdout/stderr has closed them, so a background child of the command

@@ -1,9 +1,9 @@
 # shellcheck shell=bash
-# What one TAO action left on the instance (cli/tao/report.py builds the header and parses the markers).
+# What one TAO action left on the instance (core/tao/report.py builds the header and parses the markers).
 # Header: __T_DIR (the action's results directory), __T_STARTED (the start marker's file name), __T_FILES (result
 # file names, space-separated), __T_MAX (bytes read of each), __T_LOG (the job's log, or empty), __T_FAULTS (the
 # extended regex of known fault signatures).
-# shellcheck disable=SC2154,SC2153  # the header (cli/protocol/remote_scripts.py) sets the __T_* inputs
+# shellcheck disable=SC2154,SC2153  # the header (core/protocol/remote_scripts.py) sets the __T_* inputs
 __d=$__T_DIR
 if [ -f "$__d/status.json" ]; then
   __brev_mark BREV_TAO_STATUS "$(tail -n 1 "$__d/status.json" | base64 -w 0)"

@@ -1,10 +1,10 @@
 # shellcheck shell=bash
-# One S3 transfer round (cli/transfer/scripts.py builds its header and plan; cli/transfer/reports.py parses its
+# One S3 transfer round (core/staging/scripts.py builds its header and plan; core/staging/reports.py parses its
 # markers). Presigned URLs come from the plan file only, reach curl on a pipe and are on no command line.
 # Header: __X_D (the directory), __X_F (the plan), __X_BASE and __X_T (temp dirs), __X_PS (part suffix), __X_P
 # (concurrency), __X_SF (signature format), __X_BATCH (1: one curl --parallel), __X_RETRIES, __X_CONNECT_TIMEOUT,
 # __X_STALL (curl's --retry, --connect-timeout, --speed-time).
-# shellcheck disable=SC2154,SC2153  # the header (cli/protocol/remote_scripts.py) sets the __X_* inputs
+# shellcheck disable=SC2154,SC2153  # the header (core/protocol/remote_scripts.py) sets the __X_* inputs
 exec 2>/dev/null  # curl messages may quote URLs: nothing reaches the brev CLI's stderr
 set +m
 __X_CURL=(curl --globoff --fail --silent --retry "$__X_RETRIES" --connect-timeout "$__X_CONNECT_TIMEOUT"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from airflow_provider_brev._compat import BaseSensorOperator
-from airflow_provider_brev.cli.protocol.config import DEFAULT_BREV_CONN_ID
+from airflow_provider_brev.core.protocol.config import DEFAULT_BREV_CONN_ID
 from airflow_provider_brev.utils.mixins import BrevBaseHookMixin, brev_template_fields
 
 

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 from airflow.sdk import PokeReturnValue
 
 from airflow_provider_brev._compat import conf, default_deferrable, deferral_settle_seconds
-from airflow_provider_brev.cli.validation import instance_name
-from airflow_provider_brev.cli.values import bool_value, conn_id, duration_seconds, optional
+from airflow_provider_brev.core.validation import instance_name
+from airflow_provider_brev.core.values import bool_value, conn_id, duration_seconds, optional
 from airflow_provider_brev.exceptions import BrevInstanceFailedError, BrevTimeoutError
 from airflow_provider_brev.sensors.base import BrevBaseSensor
 from airflow_provider_brev.utils.events import EVENT_SUCCESS, EVENT_TIMEOUT, raise_for_error_event, validate_event

@@ -2,7 +2,7 @@
 
 :class:`BrevInstanceCompute` implements the step engine's port (:class:`~airflow_provider_brev.steps.compute.Compute`)
 over a Brev instance (:class:`~airflow_provider_brev.steps.brev_instance.StepInstance`), the step's S3 data
-(:class:`~airflow_provider_brev.utils.step_data.StepData`) and its workload (:mod:`.workload`, :mod:`.tao`):
+(:class:`~airflow_provider_brev.staging.step_data.StepData`) and its workload (:mod:`.workload`, :mod:`.tao`):
 
 ========== ================================================================ =====================================
 phase      what                                                             on a kill
@@ -15,7 +15,7 @@ prepare    the workload's preparation (TAO: spec, ``docker login``, the     the 
 launch     the inputs sync, the wait for what the sync did not hide of the  nothing is launched
            pull, the workload's command, then attach to an earlier try's
            job or launch this try's (deterministic job ids, launch guard;
-           :func:`~airflow_provider_brev.utils.job_runner.attach_or_launch`)
+           :func:`~airflow_provider_brev.jobs.runner.attach_or_launch`)
 follow     the job's log into the task log, periodic output syncs, the        the job is killed (or kept:
            deadline -- on the worker, or deferred to the triggerer           ``on_kill_action="keep"``)
            (:class:`~airflow_provider_brev.triggers.brev.BrevRemoteJobTrigger`)
@@ -35,23 +35,23 @@ import contextlib
 import time
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_brev.cli.instances.cost import check_run_cost
-from airflow_provider_brev.cli.instances.identity import InstanceRef
-from airflow_provider_brev.cli.instances.recovery import EVENT_INSTANCE_LOST
-from airflow_provider_brev.cli.jobs.attempts import EarlierJob, earlier_jobs
-from airflow_provider_brev.cli.jobs.follower import SYNC_DUE, TIMED_OUT, JobOutcome, outcome_error
-from airflow_provider_brev.cli.jobs.handle import generate_job_id
-from airflow_provider_brev.cli.jobs.remote import RemoteJob
+from airflow_provider_brev.core.cost import check_run_cost
+from airflow_provider_brev.core.instances.identity import InstanceRef
+from airflow_provider_brev.core.instances.recovery import EVENT_INSTANCE_LOST
+from airflow_provider_brev.core.jobs.attempts import EarlierJob, earlier_jobs
+from airflow_provider_brev.core.jobs.follower import SYNC_DUE, TIMED_OUT, JobOutcome, outcome_error
+from airflow_provider_brev.core.jobs.handle import generate_job_id
+from airflow_provider_brev.core.jobs.remote import RemoteJob
+from airflow_provider_brev.cost.meter import CostMeter
 from airflow_provider_brev.exceptions import BrevTaskKilledError, error_from_event
+from airflow_provider_brev.instances.recovery import upstream_task_ids
+from airflow_provider_brev.instances.release import ON_KILL_TIMEOUT
+from airflow_provider_brev.jobs.runner import JobRunner, attach_or_launch, cleanup_job
+from airflow_provider_brev.staging.step_data import StepData
 from airflow_provider_brev.steps.brev_instance import StepInstance
 from airflow_provider_brev.steps.compute import FollowAgain
-from airflow_provider_brev.steps.metering import CostMeter
 from airflow_provider_brev.steps.workload import StepRun
 from airflow_provider_brev.utils.events import raise_for_error_event
-from airflow_provider_brev.utils.job_runner import JobRunner, attach_or_launch, cleanup_job
-from airflow_provider_brev.utils.recovery import upstream_task_ids
-from airflow_provider_brev.utils.release import ON_KILL_TIMEOUT
-from airflow_provider_brev.utils.step_data import StepData
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -60,10 +60,10 @@ if TYPE_CHECKING:
 
     from airflow_provider_brev.exceptions import BrevError
     from airflow_provider_brev.hooks.brev import BrevHook
+    from airflow_provider_brev.jobs.runner import JobLaunch
     from airflow_provider_brev.steps.compute import Handle, StepTask, Tries
     from airflow_provider_brev.steps.spec import StepSpec
     from airflow_provider_brev.steps.workload import Workload
-    from airflow_provider_brev.utils.job_runner import JobLaunch
     from airflow_provider_brev.utils.task_memory import TaskMemory
 
 

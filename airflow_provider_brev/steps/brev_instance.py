@@ -1,19 +1,19 @@
 """The Brev instance of one step: acquired, resumed after a deferral, recovered when lost, released.
 
 :class:`StepInstance` is what the Brev compute (:class:`~airflow_provider_brev.steps.brev_compute.BrevInstanceCompute`)
-runs its step on; its identity is an :class:`~airflow_provider_brev.cli.instances.identity.InstanceRef` (name *and*
+runs its step on; its identity is an :class:`~airflow_provider_brev.core.instances.identity.InstanceRef` (name *and*
 id). A step runs either on an instance a create task made (``instance_name``) or on one it creates itself (ephemeral
 mode):
 
 * **acquire** -- an explicit instance must be ready, and its id one the DAG run recorded creating under that name
-  (:mod:`airflow_provider_brev.utils.instance_records`): an instance someone else created under the freed name after
+  (:mod:`airflow_provider_brev.core.instances.records`): an instance someone else created under the freed name after
   ours was lost is never used (:class:`~airflow_provider_brev.exceptions.BrevInstanceReplacedError`). An instance no
   record names (one the DAG did not create) is used by name, as asked. An ephemeral instance is created (the create
   operator's idempotent rules), recorded with its id and waited for;
-* **recover** -- a lost instance is re-created (:class:`~airflow_provider_brev.utils.recovery.InstanceRecovery`);
+* **recover** -- a lost instance is re-created (:class:`~airflow_provider_brev.instances.recovery.InstanceRecovery`);
   the step then runs on the new one, whose id is recorded;
 * **release** -- an ephemeral instance is deleted by its id when the step ends; on a kill, every ephemeral instance
-  this try created or is creating is (:func:`~airflow_provider_brev.utils.release.release_on_kill`), and a kill stops
+  this try created or is creating is (:func:`~airflow_provider_brev.instances.release.release_on_kill`), and a kill stops
   any creation, wait or recovery still under way.
 """
 
@@ -21,20 +21,20 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_brev.cli.instances.identity import REPLACED, InstanceRef, identity_verdict, replaced_message
-from airflow_provider_brev.cli.instances.readiness import STAGE_MISSING
-from airflow_provider_brev.cli.protocol.names import validate_instance_name
+from airflow_provider_brev.core.instances.identity import REPLACED, InstanceRef, identity_verdict, replaced_message
+from airflow_provider_brev.core.instances.readiness import STAGE_MISSING
+from airflow_provider_brev.core.instances.records import InstanceRecord, recorded_ids
+from airflow_provider_brev.core.protocol.names import validate_instance_name
+from airflow_provider_brev.cost.pricing import price_of
 from airflow_provider_brev.exceptions import (
     BrevError,
     BrevInstanceNotFoundError,
     BrevInstanceNotReadyError,
     BrevInstanceReplacedError,
 )
-from airflow_provider_brev.utils.instance_records import InstanceRecord, recorded_ids
-from airflow_provider_brev.utils.pricing import price_of
-from airflow_provider_brev.utils.provisioning import InstanceProvisioner, as_timedelta
-from airflow_provider_brev.utils.recovery import InstanceRecovery
-from airflow_provider_brev.utils.release import RELEASE_STOP, Reuse, release_created, release_on_kill
+from airflow_provider_brev.instances.provisioning import InstanceProvisioner, as_timedelta
+from airflow_provider_brev.instances.recovery import InstanceRecovery
+from airflow_provider_brev.instances.release import RELEASE_STOP, Reuse, release_created, release_on_kill
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -197,7 +197,7 @@ class StepInstance:
     def release(self) -> None:
         """The step ended (not deferred): delete its ephemeral instance, by id -- or, with a ``reuse_key`` and
         ``release="stop"``, stop it for the next run when the break-even favours it
-        (:func:`~airflow_provider_brev.utils.release.release_created`)."""
+        (:func:`~airflow_provider_brev.instances.release.release_created`)."""
         if self.ephemeral and self.current is not None:
             release_created(self.hook, self.log, self.current.name, self.current.id or None, self._reuse())
 

@@ -50,7 +50,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from airflow_provider_brev.cli.jobs.attempts import generation_start
+from airflow_provider_brev.core.jobs.attempts import generation_start
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -74,7 +74,7 @@ class Tries:
     :param map_index: the map index (``-1``: not mapped).
     :param try_number: this try (1-based).
     :param first_try: the first try of this generation (since the task instance was last cleared; see
-        :func:`~airflow_provider_brev.cli.jobs.attempts.generation_start`).
+        :func:`~airflow_provider_brev.core.jobs.attempts.generation_start`).
     """
 
     dag_id: str

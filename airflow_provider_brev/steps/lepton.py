@@ -12,7 +12,7 @@ acquire    nothing (the job is submitted at launch)                         --
 launch     attach to this try's job or an earlier try's (running: re-attach; nothing is submitted
            succeeded: collect), else plan the data (presigned requests),
            put the plan in a workspace secret and submit this try's job
-           (deterministic name per try: :mod:`~airflow_provider_brev.cli.lepton.names`)
+           (deterministic name per try: :mod:`~airflow_provider_brev.core.lepton.names`)
 follow     the job's state and log into the task log, the queue limit and  the job is stopped (or kept:
            the deadline -- on the worker, or deferred to the triggerer      ``on_kill_action="keep"``)
            (:class:`~airflow_provider_brev.triggers.lepton.LeptonJobTrigger`)
@@ -26,7 +26,7 @@ release    the plan's secret is deleted; an ended job that did not succeed  --
 A failure is not recovered (``recover`` re-raises: a retry submits a new job). The job handle the engine keeps in the
 task's memory holds its name and log cursor (``job``, ``since_ns``). When the job ended, the step logs one line on how
 it ended and reports ``brev_cost`` as a Brev step does -- an estimate: the time the follower saw the job starting
-(``boot``) and running (``work``), priced per resource shape (:mod:`~airflow_provider_brev.cli.lepton.pricing`:
+(``boot``) and running (``work``), priced per resource shape (:mod:`~airflow_provider_brev.core.lepton.pricing`:
 Lepton's API gives no price).
 """
 
@@ -36,19 +36,26 @@ import contextlib
 import time
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_brev.cli.instances.cost import cost_line, step_cost
-from airflow_provider_brev.cli.jobs.attempts import COLLECT, REATTACH, RELAUNCH, SUPERSEDED
-from airflow_provider_brev.cli.lepton.agent import AGENT_ENV, PLAN_ENV, agent_source, encode_plan, job_command, job_plan
-from airflow_provider_brev.cli.lepton.follower import NS, LeptonJobFollower, LeptonOutcome, outcome_error
-from airflow_provider_brev.cli.lepton.names import TryJob, earlier_jobs, job_name, secret_name
-from airflow_provider_brev.cli.lepton.pricing import shape_price
-from airflow_provider_brev.cli.lepton.states import SUCCEEDED, earlier_job_verdict, job_phase
-from airflow_provider_brev.cli.secrets import redaction_fragments
+from airflow_provider_brev.core.cost import cost_line, step_cost
+from airflow_provider_brev.core.jobs.attempts import COLLECT, REATTACH, RELAUNCH, SUPERSEDED
+from airflow_provider_brev.core.lepton.agent import (
+    AGENT_ENV,
+    PLAN_ENV,
+    agent_source,
+    encode_plan,
+    job_command,
+    job_plan,
+)
+from airflow_provider_brev.core.lepton.follower import NS, LeptonJobFollower, LeptonOutcome, outcome_error
+from airflow_provider_brev.core.lepton.names import TryJob, earlier_jobs, job_name, secret_name
+from airflow_provider_brev.core.lepton.pricing import shape_price
+from airflow_provider_brev.core.lepton.states import SUCCEEDED, earlier_job_verdict, job_phase
+from airflow_provider_brev.core.secrets import redaction_fragments
 from airflow_provider_brev.exceptions import BrevTaskKilledError, LeptonJobExistsError, LeptonResourcesUnavailableError
 from airflow_provider_brev.hooks.driver import drive
 from airflow_provider_brev.hooks.lepton import LeptonHook
+from airflow_provider_brev.staging.lepton_plan import LeptonData, url_lifetime
 from airflow_provider_brev.utils.events import raise_for_error_event
-from airflow_provider_brev.utils.lepton_data import LeptonData, url_lifetime
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -282,7 +289,7 @@ class LeptonJobCompute:
 
     def _report_cost(self, job: str, outcome: LeptonOutcome) -> None:
         """Tell ``brev_cost`` -- the job's billed time as the follower saw it, priced per resource shape
-        (:func:`~airflow_provider_brev.cli.lepton.pricing.shape_price`), always an estimate -- and log its line.
+        (:func:`~airflow_provider_brev.core.lepton.pricing.shape_price`), always an estimate -- and log its line.
         Never raises: a report is not worth failing a task for."""
         try:
             price = shape_price(

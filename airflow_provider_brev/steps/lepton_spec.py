@@ -2,7 +2,7 @@
 
 :func:`lepton_step_spec` turns a Lepton operator's rendered parameters into a :class:`LeptonStepSpec` or raises
 :class:`~airflow_provider_brev.exceptions.BrevInvalidInputError` naming the parameter, before any API call. Its parts:
-the job's platform settings (:class:`~airflow_provider_brev.cli.lepton.spec.LeptonJobSpec`), how it is followed
+the job's platform settings (:class:`~airflow_provider_brev.core.lepton.spec.LeptonJobSpec`), how it is followed
 (:class:`LeptonFollowSpec`: the settings every compute shares, :func:`~.spec.following`) and its data (a Brev step's
 :class:`~.spec.DataSpec`, with directories below the job's working directory).
 """
@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_brev._compat import deferral_settle_seconds
-from airflow_provider_brev.cli.lepton.agent import job_directory
-from airflow_provider_brev.cli.lepton.follower import LeptonFollowPolicy, check_ttl
-from airflow_provider_brev.cli.lepton.pricing import shape_prices
-from airflow_provider_brev.cli.lepton.spec import LeptonJobSpec, lepton_job_spec
-from airflow_provider_brev.cli.transfer.manifest import validate_inputs, validate_outputs
+from airflow_provider_brev.core.lepton.agent import job_directory
+from airflow_provider_brev.core.lepton.follower import LeptonFollowPolicy, check_ttl
+from airflow_provider_brev.core.lepton.pricing import shape_prices
+from airflow_provider_brev.core.lepton.spec import LeptonJobSpec, lepton_job_spec
+from airflow_provider_brev.core.staging.manifest import validate_inputs, validate_outputs
 from airflow_provider_brev.steps.spec import DataSpec, data_spec, following
 
 if TYPE_CHECKING:
@@ -69,7 +69,7 @@ class LeptonStepSpec:
 def lepton_step_spec(params: Mapping[str, Any], *, deferrable_default: bool) -> LeptonStepSpec:
     """A Lepton operator's rendered parameters, checked and frozen: the data as a Brev step's
     (:func:`~.spec.data_spec`), its directories below the job's working directory; a ``ttl_seconds_after_finished``
-    below what following the job needs (:func:`~airflow_provider_brev.cli.lepton.follower.ttl_floor`) is refused."""
+    below what following the job needs (:func:`~airflow_provider_brev.core.lepton.follower.ttl_floor`) is refused."""
     data = data_spec(params)
     for pair in validate_inputs(data.inputs):
         job_directory("inputs", pair.directory)

@@ -21,20 +21,20 @@ import shlex
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from airflow_provider_brev.cli.lepton.agent import STATE_DIR, container_path
-from airflow_provider_brev.cli.lepton.tao import tao_job_command
-from airflow_provider_brev.cli.tao.checkpoints import RESUME_KEY, newest_checkpoint
-from airflow_provider_brev.cli.tao.command import validate_image
-from airflow_provider_brev.cli.tao.report import build_report_command, parse_report
-from airflow_provider_brev.cli.values import named
+from airflow_provider_brev.core.lepton.agent import STATE_DIR, container_path
+from airflow_provider_brev.core.lepton.tao import tao_job_command
+from airflow_provider_brev.core.tao.checkpoints import RESUME_KEY, newest_checkpoint
+from airflow_provider_brev.core.tao.command import validate_image
+from airflow_provider_brev.core.tao.report import build_report_command, parse_report
+from airflow_provider_brev.core.values import named
+from airflow_provider_brev.staging.lepton_plan import newest_download
 from airflow_provider_brev.steps.tao import TaoWorkload, judge_tao_report
 from airflow_provider_brev.steps.workload import judge_exit_code
-from airflow_provider_brev.utils.lepton_data import newest_download
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from airflow_provider_brev.cli.lepton.follower import LeptonOutcome
+    from airflow_provider_brev.core.lepton.follower import LeptonOutcome
     from airflow_provider_brev.steps.tao import TaoSpec
     from airflow_provider_brev.steps.workload import CommandSpec
     from airflow_provider_brev.utils.task_memory import TaskMemory

@@ -11,7 +11,7 @@ check      first, before anything is created or paid for                the work
 acquire    --                                                           the instance (Brev); nothing (Lepton)
 prepare    before every launch, again after a recovery                  TAO's login and background pull (Brev)
 launch     hands it this try's :class:`~.compute.Tries` (deterministic   attach to an earlier try's job (the
-           names, the generation); keeps the job handle in the task's    verdicts of ``cli/jobs/attempts.py``)
+           names, the generation); keeps the job handle in the task's    verdicts of ``core/jobs/attempts.py``)
            memory before any wait                                        or launch this try's
 follow     on the worker, or deferred (deadline, settling time); an     the job's log, output syncs, deadline
            event an earlier try deferred on runs this try from the start

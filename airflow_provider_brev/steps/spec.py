@@ -6,7 +6,7 @@ templating) into a :class:`StepSpec` -- or raises
 (bad input costs nothing). It reads the parameters and changes nothing: a task resumed after a deferral is
 rendered anew and builds the same spec from the same values. Numbers and booleans may be rendered text
 (``"{{ params.timeout }}"``, ``"true"``); empty text means "not given". The checks are the pure ones of
-:mod:`airflow_provider_brev.cli.validation`.
+:mod:`airflow_provider_brev.core.validation`.
 
 A spec has three parts, one per collaborator of the step service (:mod:`airflow_provider_brev.steps.service`):
 :class:`ComputeSpec` (where the step runs), :class:`FollowSpec` (how its job is followed) and :class:`DataSpec`
@@ -18,12 +18,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_brev.cli.instances.cost import CostLimits, cost_limits
-from airflow_provider_brev.cli.instances.reuse import reuse_key_value
-from airflow_provider_brev.cli.jobs.follower import FollowPolicy
-from airflow_provider_brev.cli.transfer.manifest import validate_inputs, validate_outputs
-from airflow_provider_brev.cli.validation import instance_name
-from airflow_provider_brev.cli.values import (
+from airflow_provider_brev.core.cost import CostLimits, cost_limits
+from airflow_provider_brev.core.instances.warm_pool import reuse_key_value
+from airflow_provider_brev.core.jobs.follower import FollowPolicy
+from airflow_provider_brev.core.staging.manifest import validate_inputs, validate_outputs
+from airflow_provider_brev.core.validation import instance_name
+from airflow_provider_brev.core.values import (
     bool_value,
     choice,
     conn_id,
@@ -36,8 +36,8 @@ from airflow_provider_brev.cli.values import (
     safe_text,
 )
 from airflow_provider_brev.exceptions import BrevInvalidInputError
-from airflow_provider_brev.utils.provisioning import DEFAULT_MAX_IDLE, InstanceRequest, instance_types_list
-from airflow_provider_brev.utils.release import RELEASE_DELETE, release_policy
+from airflow_provider_brev.instances.provisioning import DEFAULT_MAX_IDLE, InstanceRequest, instance_types_list
+from airflow_provider_brev.instances.release import RELEASE_DELETE, release_policy
 
 if TYPE_CHECKING:
     from collections.abc import Mapping

@@ -9,7 +9,7 @@ service (:mod:`airflow_provider_brev.steps.service`):
   instance;
 * **prepare** (on the ready instance): the results directories, the spec file, the declared instance paths
   (``test -e``), ``docker login nvcr.io`` with the key on stdin (literal user ``$oauthtoken``), and the image's
-  pull started in the background (:mod:`airflow_provider_brev.steps.pulls`; at most one pull per image and
+  pull started in the background (:mod:`airflow_provider_brev.jobs.pulls`; at most one pull per image and
   instance), so that it runs while the inputs sync;
 * **ready** (after the inputs synced): wait for that pull (nothing to wait for when an earlier step pulled the
   image), then start the background pulls of the images later steps on this instance declare
@@ -17,7 +17,7 @@ service (:mod:`airflow_provider_brev.steps.service`):
 * **launch**: for ``train`` whose ``outputs`` cover its results, the run's newest checkpoint is restored from S3
   when the instance lacks it, and TAO resumes from it (``train.resume_training_checkpoint_path``);
 * **result**: exit code 0 **and** a final ``SUCCESS`` record in ``status.json`` (and for ``train`` a new
-  checkpoint), judged by :func:`~airflow_provider_brev.cli.tao.command.verify_tao_run`; KPIs go to the result.
+  checkpoint), judged by :func:`~airflow_provider_brev.core.tao.command.verify_tao_run`; KPIs go to the result.
 
 :func:`tao_spec` checks the TAO parameters (before any ``brev`` call).
 """
@@ -30,20 +30,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_brev._compat import mask_secret
-from airflow_provider_brev.cli.tao.checkpoints import (
+from airflow_provider_brev.core.staging.manifest import validate_outputs
+from airflow_provider_brev.core.tao.checkpoints import (
     checkpoint_order,
     checkpoints_uri,
     newest_checkpoint,
     resume_overrides,
 )
-from airflow_provider_brev.cli.tao.command import (
+from airflow_provider_brev.core.tao.command import (
     build_tao_command,
     image_registry,
     images_to_prefetch,
     remote_path,
     validate_image,
 )
-from airflow_provider_brev.cli.tao.report import (
+from airflow_provider_brev.core.tao.report import (
     NOT_VERIFIED,
     PROGRAM_FAULT,
     UNREACHABLE_KPI,
@@ -51,9 +52,8 @@ from airflow_provider_brev.cli.tao.report import (
     parse_report,
     verify_tao_run,
 )
-from airflow_provider_brev.cli.transfer.manifest import validate_outputs
-from airflow_provider_brev.cli.validation import directory, s3_uri
-from airflow_provider_brev.cli.values import (
+from airflow_provider_brev.core.validation import directory, s3_uri
+from airflow_provider_brev.core.values import (
     bool_value,
     conn_id,
     duration_seconds,
@@ -72,24 +72,24 @@ from airflow_provider_brev.exceptions import (
     TaoUnreachableKpiError,
     TaoVerificationError,
 )
-from airflow_provider_brev.steps.pulls import await_pull, start_pull
-from airflow_provider_brev.steps.workload import check_command, command_result, judge_exit_code
-from airflow_provider_brev.utils.job_runner import JobLaunch
-from airflow_provider_brev.utils.preflight import (
+from airflow_provider_brev.jobs.pulls import await_pull, start_pull
+from airflow_provider_brev.jobs.runner import JobLaunch
+from airflow_provider_brev.staging.step_data import restore_newest
+from airflow_provider_brev.steps.preflight import (
     check_hf_token,
     check_input_paths,
     check_ngc_key,
     check_s3_inputs,
     split_s3_uri,
 )
-from airflow_provider_brev.utils.step_data import restore_newest
+from airflow_provider_brev.steps.workload import check_command, command_result, judge_exit_code
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from airflow_provider_brev.cli.instances.identity import InstanceRef
-    from airflow_provider_brev.cli.jobs.remote import RemoteJob
-    from airflow_provider_brev.cli.tao.report import TaoReport
+    from airflow_provider_brev.core.instances.identity import InstanceRef
+    from airflow_provider_brev.core.jobs.remote import RemoteJob
+    from airflow_provider_brev.core.tao.report import TaoReport
     from airflow_provider_brev.steps.workload import StepRun
     from airflow_provider_brev.utils.task_memory import TaskMemory
 

@@ -23,19 +23,19 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from airflow_provider_brev._compat import AirflowSkipException, mask_secret
-from airflow_provider_brev.cli.jobs.handle import MAX_JOB_ID_LENGTH
-from airflow_provider_brev.cli.jobs.remote import RemoteJob, build_launch_command
-from airflow_provider_brev.cli.jobs.shell import secret_file_name
-from airflow_provider_brev.cli.values import env_mapping, exit_codes, optional, safe_text
+from airflow_provider_brev.core.jobs.handle import MAX_JOB_ID_LENGTH
+from airflow_provider_brev.core.jobs.remote import RemoteJob, build_launch_command
+from airflow_provider_brev.core.jobs.shell import secret_file_name
+from airflow_provider_brev.core.values import env_mapping, exit_codes, optional, safe_text
 from airflow_provider_brev.exceptions import BrevCommandError, BrevInvalidInputError
-from airflow_provider_brev.utils.job_runner import JobLaunch
+from airflow_provider_brev.jobs.runner import JobLaunch
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
-    from airflow_provider_brev.cli.instances.identity import InstanceRef
+    from airflow_provider_brev.core.instances.identity import InstanceRef
     from airflow_provider_brev.hooks.brev import BrevHook
-    from airflow_provider_brev.utils.step_data import StepData
+    from airflow_provider_brev.staging.step_data import StepData
     from airflow_provider_brev.utils.task_memory import TaskMemory
 
 

@@ -1,9 +1,9 @@
 """The base of the S3 <-> Brev transfer operators (:mod:`airflow_provider_brev.transfers.s3`): parameters and
 their validation.
 
-Transfers run in *rounds* (:class:`~airflow_provider_brev.utils.staging.TransferRunner`, the same machinery
+Transfers run in *rounds* (:class:`~airflow_provider_brev.staging.runner.TransferRunner`, the same machinery
 step staging uses): each round ships one plan file of presigned URLs to the instance (``brev copy`` of a private
-0600 temp file), runs one transfer script there (:mod:`airflow_provider_brev.cli.transfer.scripts`) and parses
+0600 temp file), runs one transfer script there (:mod:`airflow_provider_brev.core.staging.scripts`) and parses
 its report; the files a round leaves failed or unreported go into the next round with fresh URLs, up to
 ``max_attempts`` rounds. The S3 side is :class:`~airflow_provider_brev.hooks.s3_staging.S3StagingHook`,
 imported when a task runs only.
@@ -13,15 +13,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_brev.cli.transfer.paths import normalize_patterns
-from airflow_provider_brev.cli.transfer.rounds import DEFAULT_URL_EXPIRES_IN, TransferSettings, transfer_settings
-from airflow_provider_brev.cli.validation import instance_name, s3_bucket
-from airflow_provider_brev.cli.values import conn_id, duration_seconds, named, optional, safe_text
+from airflow_provider_brev.core.staging.paths import normalize_patterns
+from airflow_provider_brev.core.staging.rounds import DEFAULT_URL_EXPIRES_IN, TransferSettings, transfer_settings
+from airflow_provider_brev.core.validation import instance_name, s3_bucket
+from airflow_provider_brev.core.values import conn_id, duration_seconds, named, optional, safe_text
 from airflow_provider_brev.exceptions import BrevTransferError
 from airflow_provider_brev.operators.base import BrevBaseOperator
+from airflow_provider_brev.staging.runner import DEFAULT_TRANSFER_TIMEOUT, ROUND_ERRORS, TransferRunner
 from airflow_provider_brev.utils.lineage import BrevLineageMixin
 from airflow_provider_brev.utils.mixins import brev_template_fields
-from airflow_provider_brev.utils.staging import DEFAULT_TRANSFER_TIMEOUT, ROUND_ERRORS, TransferRunner
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -108,7 +108,7 @@ class BrevS3TransferBaseOperator(BrevLineageMixin, BrevBaseOperator):
 
     def _settings(self) -> TransferSettings:
         """Check every rendered parameter before any ``brev`` or S3 call (bad input costs nothing) and normalise
-        them. Parameters whose shared checks in :func:`~airflow_provider_brev.cli.transfer.rounds.transfer_settings`
+        them. Parameters whose shared checks in :func:`~airflow_provider_brev.core.staging.rounds.transfer_settings`
         do not name them are checked here first, so every message names its parameter."""
         optional(conn_id, "brev_conn_id", self.brev_conn_id)
         optional(conn_id, "aws_conn_id", self.aws_conn_id)
@@ -150,6 +150,6 @@ class BrevS3TransferBaseOperator(BrevLineageMixin, BrevBaseOperator):
         self.log.warning(message)
 
     def _runner(self, settings: TransferSettings, staging: S3StagingHook) -> TransferRunner:
-        """The round machinery (:class:`~airflow_provider_brev.utils.staging.TransferRunner`), shared with step
+        """The round machinery (:class:`~airflow_provider_brev.staging.runner.TransferRunner`), shared with step
         staging."""
         return TransferRunner(self.hook, settings, staging, self.log)

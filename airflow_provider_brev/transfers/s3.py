@@ -5,7 +5,7 @@ provider's ``S3Hook``); the instance only runs ``curl`` with the presigned URLs.
 themselves: they travel to the instance in one 0600 *plan file* per round (``brev copy`` of a private temp
 file), which the transfer script reads into memory and deletes before the first download or upload starts;
 they are on no command line, in no log and in no file left behind
-(:mod:`airflow_provider_brev.cli.transfer.scripts`).
+(:mod:`airflow_provider_brev.core.staging.scripts`).
 
 Every file is verified: downloads by size and md5 on the instance (the md5 comes from the ETag when it is a
 plain md5, or from the ``airflow-brev-md5`` metadata this operator writes on multipart uploads), uploads by
@@ -20,11 +20,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_brev.cli.transfer.checksums import MIB, S3_MAX_PART_SIZE, S3_MIN_PART_SIZE
-from airflow_provider_brev.cli.transfer.lineage import bucket_uris
-from airflow_provider_brev.cli.transfer.paths import printable
-from airflow_provider_brev.cli.transfer.rounds import describe_failures, name_some, parse_keys
-from airflow_provider_brev.cli.values import bool_value, integer
+from airflow_provider_brev.core.staging.checksums import MIB, S3_MAX_PART_SIZE, S3_MIN_PART_SIZE
+from airflow_provider_brev.core.staging.lineage import bucket_uris
+from airflow_provider_brev.core.staging.paths import printable
+from airflow_provider_brev.core.staging.rounds import describe_failures, name_some, parse_keys
+from airflow_provider_brev.core.values import bool_value, integer
 from airflow_provider_brev.exceptions import (  # re-exported
     BrevInvalidInputError,
     BrevTransferConflictError,
@@ -158,7 +158,7 @@ class BrevToS3Operator(BrevS3TransferBaseOperator):
     :param instance_name: the instance (templated).
     :param remote_dir: directory to upload (templated; ``~/x`` or relative = under the remote ``$HOME``).
         Regular files only; symlinks are not followed; a step-staging input manifest (``.brev-manifest.jsonl``
-        at the top, see :mod:`airflow_provider_brev.utils.staging`) is never uploaded.
+        at the top, see :mod:`airflow_provider_brev.staging.runner`) is never uploaded.
     :param s3_bucket: bucket (templated).
     :param s3_prefix: destination "directory" prefix (templated; a trailing ``/`` is implied).
     :param include: glob(s) a path relative to ``remote_dir`` must match (templated); ``*`` also matches ``/``.

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_brev.cli.instances.recovery import EVENT_INSTANCE_LOST, may_be_lost
-from airflow_provider_brev.cli.jobs.follower import SYNC_DUE, FollowPolicy
-from airflow_provider_brev.cli.jobs.remote import RemoteJob
-from airflow_provider_brev.cli.protocol.config import DEFAULT_BREV_CONN_ID
+from airflow_provider_brev.core.instances.recovery import EVENT_INSTANCE_LOST, may_be_lost
+from airflow_provider_brev.core.jobs.follower import SYNC_DUE, FollowPolicy
+from airflow_provider_brev.core.jobs.remote import RemoteJob
+from airflow_provider_brev.core.protocol.config import DEFAULT_BREV_CONN_ID
 from airflow_provider_brev.exceptions import BrevError
 from airflow_provider_brev.triggers.base import ProviderBaseTrigger
 
@@ -109,7 +109,7 @@ class BrevInstanceReadyTrigger(BrevBaseTrigger):
         self.created = created
 
     async def events(self) -> AsyncIterator[TriggerEvent]:
-        """Run :class:`~airflow_provider_brev.cli.instances.readiness.ReadinessWait` with the async driver
+        """Run :class:`~airflow_provider_brev.core.instances.readiness.ReadinessWait` with the async driver
         (:meth:`~airflow_provider_brev.hooks.instances.BrevInstancesHook.await_readiness`; the hook's
         ``wait_until_ready`` runs the same machine with the sync one); checks share the triggerer's listing."""
         hook = self._hook()
@@ -139,7 +139,7 @@ class BrevInstanceReadyTrigger(BrevBaseTrigger):
         """Airflow 3.3+: a user marked the deferred task failed/success or cleared it."""
         if not self.delete_on_kill:
             return
-        from airflow_provider_brev.utils.release import arelease_on_kill
+        from airflow_provider_brev.instances.release import arelease_on_kill
 
         await arelease_on_kill(self._hook(), self.log, self.instance_name, self.instance_id, why="the instance it owns")
 
@@ -255,11 +255,11 @@ class BrevRemoteJobTrigger(BrevBaseTrigger):
 
     @property
     def policy(self) -> FollowPolicy:
-        """How this trigger follows its job (:class:`~airflow_provider_brev.cli.jobs.follower.FollowPolicy`)."""
+        """How this trigger follows its job (:class:`~airflow_provider_brev.core.jobs.follower.FollowPolicy`)."""
         return FollowPolicy(**{field: getattr(self, name) for name, field in _POLICY_FIELDS.items()})
 
     async def events(self) -> AsyncIterator[TriggerEvent]:
-        from airflow_provider_brev.utils.job_runner import JobRunner
+        from airflow_provider_brev.jobs.runner import JobRunner
 
         job = RemoteJob.from_dict(self.job)
         runner = JobRunner(
@@ -290,7 +290,7 @@ class BrevRemoteJobTrigger(BrevBaseTrigger):
 
     async def on_kill(self) -> None:
         """Airflow 3.3+: a user marked the deferred task failed/success or cleared it."""
-        from airflow_provider_brev.utils.release import arelease_on_kill
+        from airflow_provider_brev.instances.release import arelease_on_kill
 
         hook = self._hook()
         job = RemoteJob.from_dict(self.job)

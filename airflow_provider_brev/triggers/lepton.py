@@ -1,6 +1,6 @@
 """The trigger of a deferred Lepton step: follow its job from the triggerer, holding no worker slot.
 
-:class:`LeptonJobTrigger` runs :class:`~airflow_provider_brev.cli.lepton.follower.LeptonJobFollower` -- the machine
+:class:`LeptonJobTrigger` runs :class:`~airflow_provider_brev.core.lepton.follower.LeptonJobFollower` -- the machine
 the worker runs -- with the async driver (:func:`~airflow_provider_brev.hooks.driver.adrive`), so the worker and
 the triggerer decide alike: the log into the task log, the queue limit, the absolute deadline (it survives a
 triggerer restart: the trigger's kwargs hold it, and the log cursor). Its kwargs are serialised declaratively
@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_brev.cli.lepton.follower import LeptonFollowPolicy, LeptonJobFollower
+from airflow_provider_brev.core.lepton.follower import LeptonFollowPolicy, LeptonJobFollower
 from airflow_provider_brev.exceptions import BrevError
 from airflow_provider_brev.hooks.driver import adrive
 from airflow_provider_brev.hooks.lepton import LeptonHook
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
     from airflow.triggers.base import TriggerEvent
 
-    from airflow_provider_brev.cli.protocol.machine import Call
+    from airflow_provider_brev.core.protocol.machine import Call
 
 
 #: The trigger's kwargs that are its :class:`LeptonFollowPolicy` (same names).
@@ -98,7 +98,7 @@ class LeptonJobTrigger(ProviderBaseTrigger):
 
     @property
     def policy(self) -> LeptonFollowPolicy:
-        """How this trigger follows its job (:class:`~airflow_provider_brev.cli.lepton.follower.LeptonFollowPolicy`)."""
+        """How this trigger follows its job (:class:`~airflow_provider_brev.core.lepton.follower.LeptonFollowPolicy`)."""
         return LeptonFollowPolicy(**{field: getattr(self, field) for field in _POLICY_FIELDS})
 
     def _lepton(self) -> LeptonHook:

@@ -1,46 +1,8 @@
-"""What a DAG run cost: every task's ``brev_cost`` in one table, for a final task of the DAG.
-
-Each step and create task pushes XCom ``brev_cost`` (:func:`~airflow_provider_brev.cli.instances.cost.step_cost`:
-instance type, ``price_per_hour``, seconds and dollars per phase, the total); a delete task pushes
-``brev_lifetime_cost`` (the instance's whole life). :func:`run_cost` reads them all for the calling task's DAG run
-(through :class:`~airflow_provider_brev.utils.task_memory.TaskMemory`) and logs the table::
-
-    @task(trigger_rule="all_done")
-    def report_cost(ti=None) -> dict:
-        return run_cost(ti)
-"""
+"""``run_cost``'s public home for DAG files (``from airflow_provider_brev.utils.cost import run_cost``); it lives in
+:mod:`airflow_provider_brev.cost.report`."""
 
 from __future__ import annotations
 
-import logging
-from typing import Any
-
-from airflow_provider_brev.cli.instances.cost import cost_table
-from airflow_provider_brev.cli.instances.cost import run_cost as price_run
-from airflow_provider_brev.utils.task_memory import TaskMemory
+from airflow_provider_brev.cost.report import run_cost
 
 __all__ = ["run_cost"]
-
-
-def run_cost(ti_or_context: Any, *, task_ids: list[str] | None = None, log: Any = None) -> dict[str, Any]:
-    """The DAG run's cost so far: every task's ``brev_cost``, in the DAG's task order, as a report and a table.
-
-    :param ti_or_context: the calling task's ``ti`` (or its context).
-    :param task_ids: the tasks to include (default: every task of the DAG).
-    :param log: where the table is logged (default: the calling task's logger, i.e. its task log).
-    :return: the report of :func:`~airflow_provider_brev.cli.instances.cost.run_cost` (``tasks``, ``seconds`` per
-        phase, ``total_seconds``, ``total_dollars``, ``unpriced``, ``lifetimes``) plus ``table``, the text table.
-        JSON-serialisable: return it from the task to keep it in XCom.
-    """
-    context = ti_or_context if isinstance(ti_or_context, dict) or hasattr(ti_or_context, "keys") else None
-    ti = context["ti"] if context is not None else ti_or_context
-    task = getattr(ti, "task", None)
-    log = log or getattr(task, "log", None) or logging.getLogger(__name__)
-    memory = TaskMemory({"ti": ti}, log)
-    if task_ids is None:
-        dag = getattr(task, "dag", None)
-        task_ids = [t for t in (dag.task_ids if dag is not None else []) if t != ti.task_id]
-    report = price_run(memory.costs_of(task_ids), memory.lifetime_costs_of(task_ids))
-    report["table"] = cost_table(report)
-    log.info("What this DAG run cost (brev_cost of every task):\n%s", report["table"])
-    return report

@@ -6,7 +6,7 @@ The OpenLineage provider (``apache-airflow-providers-openlineage``) calls an ope
 the Amazon, Google and Databricks operators. This provider does not need OpenLineage: both methods import it inside
 the call and return ``None`` when it is not installed (the OpenLineage provider is then not there to call them either).
 
-The datasets are S3 only, named by :mod:`airflow_provider_brev.cli.transfer.lineage`. Directories on an instance are
+The datasets are S3 only, named by :mod:`airflow_provider_brev.core.staging.lineage`. Directories on an instance are
 not datasets: an instance lives for a run (its name is new every run), so each run would add datasets that nothing
 else reads.
 """
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_brev.cli.transfer.lineage import s3_datasets
+from airflow_provider_brev.core.staging.lineage import s3_datasets
 
 if TYPE_CHECKING:
     from collections.abc import Iterable

@@ -19,9 +19,9 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_brev.cli.instances.cost import costs_in
-from airflow_provider_brev.cli.instances.recovery import recoveries_used
-from airflow_provider_brev.utils.instance_records import InstanceRecord, records_in
+from airflow_provider_brev.core.cost import costs_in
+from airflow_provider_brev.core.instances.records import InstanceRecord, records_in
+from airflow_provider_brev.core.instances.recovery import recoveries_used
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -31,7 +31,7 @@ XCOM_INSTANCE_NAME = "instance_name"
 #: XCom key of the instance the create task made, as ``brev ls`` listed it.
 XCOM_INSTANCE = "instance"
 #: XCom key (and state store key) of the records of the instances a task created
-#: (:class:`~airflow_provider_brev.utils.instance_records.InstanceRecord`: a create task one, a step a list).
+#: (:class:`~airflow_provider_brev.core.instances.records.InstanceRecord`: a create task one, a step a list).
 XCOM_INSTANCE_RECORD = "brev_instance"
 #: XCom key (and state store key) of a detached job's handle.
 XCOM_JOB = "brev_job"
@@ -45,7 +45,7 @@ XCOM_RESUMED_FROM = "tao_resumed_from"
 XCOM_PULL_SECONDS = "tao_pull_seconds"
 #: XCom key of the janitor's report.
 XCOM_REPORT = "report"
-#: XCom key of what a step or create task cost (:func:`~airflow_provider_brev.cli.instances.cost.step_cost`).
+#: XCom key of what a step or create task cost (:func:`~airflow_provider_brev.core.cost.step_cost`).
 XCOM_COST = "brev_cost"
 #: XCom key of a step's cost clock while it runs (its phases so far, wall-clock starts: it survives deferrals).
 XCOM_COST_CLOCK = "brev_cost_clock"

@@ -25,9 +25,9 @@ from chaos_helpers import (
 )
 from helpers import DEPLOY_HELD_SECONDS, ChaosAgent, DagWorker, cli_calls, deleted_names, job_ids_on, task_states
 
-from airflow_provider_brev.cli.jobs.remote import DEFAULT_BASE_DIR
-from airflow_provider_brev.cli.protocol.names import parse_managed_name
-from airflow_provider_brev.utils import sweep as sweep_module
+from airflow_provider_brev.core.jobs.remote import DEFAULT_BASE_DIR
+from airflow_provider_brev.core.protocol.names import parse_managed_name
+from airflow_provider_brev.instances import sweep as sweep_module
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -245,7 +245,7 @@ def test_worker_sigkill_mid_job_then_rerun_attaches_to_the_finished_job(run_dag,
 
 @contextlib.contextmanager
 def janitor_clock_at(moment: datetime) -> Iterator[None]:
-    """The janitor (airflow_provider_brev/utils/sweep.py) reads the time as ``moment`` (instead of waiting up to a
+    """The janitor (airflow_provider_brev/instances/sweep.py) reads the time as ``moment`` (instead of waiting up to a
     minute of wall-clock time for a managed name's expiry to pass); everything else keeps the real clock."""
 
     class _Shifted(datetime):

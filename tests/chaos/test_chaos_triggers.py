@@ -32,7 +32,7 @@ from chaos_helpers import (
 )
 from helpers import cli_calls
 
-from airflow_provider_brev.cli.jobs.remote import FINISHED, KILLED_EXIT_CODE, RUNNING, TERMINATED_EXIT_CODE, RemoteJob
+from airflow_provider_brev.core.jobs.remote import FINISHED, KILLED_EXIT_CODE, RUNNING, TERMINATED_EXIT_CODE, RemoteJob
 from airflow_provider_brev.triggers.brev import BrevInstanceReadyTrigger, BrevRemoteJobTrigger
 
 #: The job: counts its start, checks that its secret arrived (never on a command line), then runs the body.

@@ -29,7 +29,7 @@ def recorded() -> dict | None:
     """What a later task reads back from the create task (the public helper)."""
     from airflow.sdk import get_current_context
 
-    from airflow_provider_brev.utils.provisioning import read_instance_record
+    from airflow_provider_brev.instances.provisioning import read_instance_record
 
     record = read_instance_record(get_current_context(), "create")
     return record.to_dict() if record else None

@@ -145,7 +145,7 @@ with DAG(dag_id="proof_exec_store_handle", schedule=None, start_date=START):
         from airflow._shared.state import TaskScope
         from airflow.state.metastore import MetastoreBackend
 
-        from airflow_provider_brev.cli.jobs.remote import RemoteJob
+        from airflow_provider_brev.core.jobs.remote import RemoteJob
         from airflow_provider_brev.hooks.brev import BrevHook
 
         job = RemoteJob(SEEDED_JOB_ID)

@@ -1,5 +1,5 @@
 """``airflow brev instances`` and ``airflow brev sweep``: the real ``airflow`` CLI in a subprocess, against the
-simulator and the suite's metadata database (airflow_provider_brev/commands/)."""
+simulator and the suite's metadata database (airflow_provider_brev/cli/)."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from helpers import (
     write_warm_record,
 )
 
-from airflow_provider_brev.cli.protocol.names import managed_instance_name
+from airflow_provider_brev.core.protocol.names import managed_instance_name
 
 
 def _has_provider_cli() -> bool:
@@ -198,8 +198,8 @@ def test_help_needs_no_connection_and_start_up_imports_nothing_heavy(airflow_db)
         "import contextlib, io, sys\n"
         "from airflow.cli import cli_parser\n"
         "assert 'brev' in {c.name for c in cli_parser.airflow_commands}\n"
-        "assert 'airflow_provider_brev.commands.definition' in sys.modules\n"
-        "heavy = ['airflow_provider_brev.commands.brev_command', 'airflow_provider_brev.hooks.brev', 'boto3']\n"
+        "assert 'airflow_provider_brev.cli.definition' in sys.modules\n"
+        "heavy = ['airflow_provider_brev.cli.brev_command', 'airflow_provider_brev.hooks.brev', 'boto3']\n"
         "loaded = [m for m in heavy if m in sys.modules]\n"
         "out = io.StringIO()\n"
         "with contextlib.redirect_stdout(out):\n"

@@ -25,7 +25,7 @@ from helpers import (
     task_states,
 )
 
-from airflow_provider_brev.cli.jobs.handle import DEFAULT_MAX_BYTES, LAUNCHED_MARKER
+from airflow_provider_brev.core.jobs.handle import DEFAULT_MAX_BYTES, LAUNCHED_MARKER
 from airflow_provider_brev.triggers.brev import BrevRemoteJobTrigger
 
 

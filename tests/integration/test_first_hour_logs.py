@@ -1,5 +1,5 @@
 """What a user reads in the task log of a real ``dag.test()`` run is true: no deletion is announced for an
-instance that was never created (airflow_provider_brev/utils/release.py). The TAO steps' log (no docker notice,
+instance that was never created (airflow_provider_brev/instances/release.py). The TAO steps' log (no docker notice,
 one Amazon connection lookup per execution) is checked in test_tao_dags.py."""
 
 from __future__ import annotations

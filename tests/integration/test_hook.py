@@ -376,7 +376,7 @@ def test_run_command_with_a_background_child_returns_when_the_command_exits(brev
 
 def test_a_launch_removes_secret_files_that_earlier_tries_left_behind(brev_sim, hook):
     """A worker that died between `brev copy` of the secret file and the launch left it on the instance."""
-    from airflow_provider_brev.cli.jobs.remote import RemoteJob
+    from airflow_provider_brev.core.jobs.remote import RemoteJob
 
     hook.create_instance("secret-left-1", gpu="L40S:1")
     hook.wait_until_ready("secret-left-1", 60, poll_interval=0.1)

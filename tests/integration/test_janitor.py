@@ -8,7 +8,7 @@ import pytest
 from helpers import cli_calls, run_state, task_states
 from helpers import deleted_names as deleted_by_name
 
-from airflow_provider_brev.cli.protocol.names import managed_instance_name
+from airflow_provider_brev.core.protocol.names import managed_instance_name
 
 NOW = datetime.now(UTC)
 

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from airflow_provider_brev.cli.lepton.names import job_name
-from airflow_provider_brev.cli.lepton.report import JobReport, render_result
+from airflow_provider_brev.core.lepton.names import job_name
+from airflow_provider_brev.core.lepton.report import JobReport, render_result
 
 pytest.importorskip("leptonai.api.v2.client", reason="the lepton extra (leptonai) is not installed")
 

@@ -1,6 +1,6 @@
 """A Lepton step's printed secrets: every line of a multi-line ``secret_env`` value is redacted wherever the job's
 output goes -- the task log, XCom, the trigger's events and the job's own log file in its workspace -- by the rule
-Brev steps use (cli/secrets.py). Real ``dag.test()`` runs against the fake Lepton workspace."""
+Brev steps use (core/secrets.py). Real ``dag.test()`` runs against the fake Lepton workspace."""
 
 from __future__ import annotations
 

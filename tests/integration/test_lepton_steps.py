@@ -77,7 +77,7 @@ def test_a_ttl_shorter_than_following_needs_is_refused_before_any_request(run_da
 
 
 def test_the_connection_of_a_lepton_step_is_templated_and_mappable(run_dag, lepton_fake, tmp_path, monkeypatch):
-    from airflow_provider_brev.cli.lepton.names import job_name
+    from airflow_provider_brev.core.lepton.names import job_name
     from airflow_provider_brev.testing.fake_lepton import FakeLepton
 
     other = FakeLepton(tmp_path / "other", workspace_id="ws-other").start()

@@ -14,7 +14,7 @@ import threading
 import pytest
 from helpers import cli_calls
 
-from airflow_provider_brev.cli.protocol.output import BrevInstance
+from airflow_provider_brev.core.protocol.output import BrevInstance
 from airflow_provider_brev.operators.base import ON_KILL_HANDLER_WAIT
 from airflow_provider_brev.operators.brev import BrevCreateInstanceOperator
 

@@ -16,7 +16,7 @@ from airflow_provider_brev._compat import AIRFLOW_V_3_3_PLUS
 from airflow_provider_brev.exceptions import BrevInstanceNotOwnedError
 from airflow_provider_brev.hooks.base import _reset_process_caches
 from airflow_provider_brev.hooks.brev import BrevHook
-from airflow_provider_brev.utils.provisioning import (
+from airflow_provider_brev.instances.provisioning import (
     XCOM_INSTANCE_RECORD,
     InstanceProvisioner,
     InstanceRecord,

@@ -19,13 +19,13 @@ from chaos.chaos_helpers import wait_until
 from helpers import ChaosAgent, cli_calls, run_state, task_states, wait_for_no_instances
 
 from airflow_provider_brev._compat import AIRFLOW_V_3_3_PLUS
-from airflow_provider_brev.cli.jobs.remote import RemoteJob
-from airflow_provider_brev.cli.protocol.names import managed_instance_name
+from airflow_provider_brev.core.jobs.remote import RemoteJob
+from airflow_provider_brev.core.protocol.names import managed_instance_name
 from airflow_provider_brev.exceptions import BrevTimeoutError, BrevTransferError
 from airflow_provider_brev.hooks.base import _reset_process_caches
 from airflow_provider_brev.hooks.brev import BrevHook
+from airflow_provider_brev.instances.provisioning import XCOM_INSTANCE_RECORD, InstanceRecord
 from airflow_provider_brev.testing.datasets import write_synthetic_vcn_dataset
-from airflow_provider_brev.utils.provisioning import XCOM_INSTANCE_RECORD, InstanceRecord
 
 if TYPE_CHECKING:
     from collections.abc import Callable

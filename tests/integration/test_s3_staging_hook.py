@@ -16,12 +16,12 @@ import urllib.request
 
 import pytest
 
-from airflow_provider_brev.cli.transfer.checksums import MD5_METADATA_KEY, MIB
-from airflow_provider_brev.cli.transfer.paths import PathFilter
-from airflow_provider_brev.cli.transfer.reports import parse_transfer_output
-from airflow_provider_brev.cli.transfer.rounds import StagedUpload
-from airflow_provider_brev.cli.transfer.scripts import OP_GET, OP_PART, OP_PUT
-from airflow_provider_brev.cli.transfer.types import S3Object
+from airflow_provider_brev.core.staging.checksums import MD5_METADATA_KEY, MIB
+from airflow_provider_brev.core.staging.paths import PathFilter
+from airflow_provider_brev.core.staging.reports import parse_transfer_output
+from airflow_provider_brev.core.staging.rounds import StagedUpload
+from airflow_provider_brev.core.staging.scripts import OP_GET, OP_PART, OP_PUT
+from airflow_provider_brev.core.staging.types import S3Object
 from airflow_provider_brev.exceptions import BrevInvalidInputError, BrevTransferError
 from airflow_provider_brev.hooks import s3_staging
 from airflow_provider_brev.hooks.s3_staging import S3StagingHook

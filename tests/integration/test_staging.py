@@ -1,4 +1,4 @@
-"""Step staging (``airflow_provider_brev.utils.staging``): incremental ``sync_inputs`` / ``sync_outputs`` against
+"""Step staging (``airflow_provider_brev.staging.sync``): incremental ``sync_inputs`` / ``sync_outputs`` against
 the simulator (transfer scripts run for real in the instance's sandbox) and a real moto S3 server.
 """
 
@@ -11,10 +11,10 @@ import logging
 import pytest
 from test_transfers import URL_MARKERS, install_flaky_curl
 
-from airflow_provider_brev.cli.transfer.listing import md5_cache_path
-from airflow_provider_brev.cli.transfer.types import MANIFEST_NAME
+from airflow_provider_brev.core.staging.listing import md5_cache_path
+from airflow_provider_brev.core.staging.types import MANIFEST_NAME
 from airflow_provider_brev.exceptions import BrevInvalidInputError, BrevTransferError
-from airflow_provider_brev.utils.staging import sync_inputs, sync_outputs, validate_inputs, validate_outputs
+from airflow_provider_brev.staging.sync import sync_inputs, sync_outputs, validate_inputs, validate_outputs
 
 INSTANCE = "staging-box"
 

@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING
 import pytest
 from helpers import run_state, task_states
 
-from airflow_provider_brev.cli.transfer.checksums import MD5_METADATA_KEY
-from airflow_provider_brev.cli.transfer.scripts import PART_SUFFIX
+from airflow_provider_brev.core.staging.checksums import MD5_METADATA_KEY
+from airflow_provider_brev.core.staging.scripts import PART_SUFFIX
 from airflow_provider_brev.exceptions import BrevInvalidInputError, BrevS3LocationError
 from airflow_provider_brev.transfers import (
     BrevToS3Operator,

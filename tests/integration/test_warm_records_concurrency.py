@@ -1,5 +1,5 @@
 """Warm-reuse records under concurrent writers: real processes writing records at the same moment to the suite's
-metadata database, through the provider's own store (airflow_provider_brev/utils/warm_reuse.py). None is lost."""
+metadata database, through the provider's own store (airflow_provider_brev/instances/warm_pool.py). None is lost."""
 
 from __future__ import annotations
 
@@ -11,12 +11,12 @@ import sys
 import pytest
 from helpers import clear_warm_records
 
-from airflow_provider_brev.utils.warm_reuse import MetadataVariables, ReuseRegistry
+from airflow_provider_brev.instances.warm_pool import MetadataVariables, ReuseRegistry
 
 WRITER = """
 import logging, sys, time
-from airflow_provider_brev.cli.instances.reuse import ReuseEntry
-from airflow_provider_brev.utils.warm_reuse import MetadataVariables, ReuseRegistry
+from airflow_provider_brev.core.instances.warm_pool import ReuseEntry
+from airflow_provider_brev.instances.warm_pool import MetadataVariables, ReuseRegistry
 
 key, first, count, tag = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 registry = ReuseRegistry(logging.getLogger("writer"), store=MetadataVariables())

@@ -23,11 +23,11 @@ from helpers import (
     write_warm_record,
 )
 
-from airflow_provider_brev.cli.instances.reuse import STATE_IN_USE, STATE_STOPPED, ReuseEntry
-from airflow_provider_brev.cli.protocol.names import managed_instance_name
+from airflow_provider_brev.core.instances.warm_pool import STATE_IN_USE, STATE_STOPPED, ReuseEntry
+from airflow_provider_brev.core.protocol.names import managed_instance_name
 from airflow_provider_brev.exceptions import BrevError
+from airflow_provider_brev.instances.warm_pool import MetadataVariables, MetadataXComs, ReuseRegistry, claim_warm
 from airflow_provider_brev.testing.datasets import upload_synthetic_vcn_dataset
-from airflow_provider_brev.utils.warm_reuse import MetadataVariables, MetadataXComs, ReuseRegistry, claim_warm
 
 NGC_KEY = "ngc-key-" + "7a3c" * 8
 IMAGE = "nvcr.io/nvidia/tao/tao-toolkit:6.26.3-pyt"

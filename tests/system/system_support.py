@@ -7,7 +7,7 @@ real Brev, with the ``brev_default`` connection from ``AIRFLOW_CONN_BREV_DEFAULT
 
 Every instance goes through :func:`provision`: it picks the cheapest instance type matching a small GPU filter
 from ``brev search`` (through the hook), prints the estimated cost before anything is created, names the instance
-with the owner prefix and an expiry (:func:`airflow_provider_brev.cli.protocol.names.managed_instance_name`, so the janitor
+with the owner prefix and an expiry (:func:`airflow_provider_brev.core.protocol.names.managed_instance_name`, so the janitor
 sweeps it if everything else fails), and deletes it in a ``finally`` (after a failure or Ctrl-C too, with Ctrl-C
 ignored until it is gone).
 """
@@ -24,13 +24,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_brev.cli.protocol.names import managed_instance_name
-from airflow_provider_brev.cli.protocol.output import STATUS_DELETING
+from airflow_provider_brev.core.protocol.names import managed_instance_name
+from airflow_provider_brev.core.protocol.output import STATUS_DELETING
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Mapping
 
-    from airflow_provider_brev.cli.protocol.output import InstanceTypeOffer
+    from airflow_provider_brev.core.protocol.output import InstanceTypeOffer
     from airflow_provider_brev.hooks.instances import BrevInstancesHook
 
 MODE_VARIABLE = "BREV_SYSTEM_TEST"

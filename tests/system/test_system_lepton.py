@@ -31,7 +31,7 @@ def lepton_target(request, monkeypatch):
 
 def stop_and_delete(dag_id: str, task_id: str, run_id: str) -> list[str]:
     """Stop and delete the jobs of the task's first tries (whatever the run did); returns those that existed."""
-    from airflow_provider_brev.cli.lepton.names import job_name
+    from airflow_provider_brev.core.lepton.names import job_name
     from airflow_provider_brev.hooks.lepton import LeptonHook
 
     hook, found = LeptonHook(os.environ.get("LEPTON_SYSTEM_CONN_ID", "lepton_default")), []

@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from airflow_provider_brev.cli.transfer.scripts import PART_SUFFIX, TransferTask, build_plan, plan_path
+from airflow_provider_brev.core.staging.scripts import PART_SUFFIX, TransferTask, build_plan, plan_path
 
 RECORDING_CURL = """#!/bin/bash
 printf '%s\\n' "$*" >> {log}

@@ -1,9 +1,9 @@
-"""Stepping a state machine of the pure core by hand (``cli/protocol/machine.py``), for the unit tests."""
+"""Stepping a state machine of the pure core by hand (``core/protocol/machine.py``), for the unit tests."""
 
 from __future__ import annotations
 
-from airflow_provider_brev.cli.protocol.lines import ProcessResult
-from airflow_provider_brev.cli.protocol.machine import Action, Emit, Failed, StepMachine
+from airflow_provider_brev.core.protocol.lines import ProcessResult
+from airflow_provider_brev.core.protocol.machine import Action, Emit, Failed, StepMachine
 from airflow_provider_brev.exceptions import BrevTimeoutError
 
 

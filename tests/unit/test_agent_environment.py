@@ -1,5 +1,5 @@
 """``brev``'s environment and the ``ssh-agent`` the CLI starts around its ``ssh``: the pure rules
-(``cli/protocol/environment.py``) and the process driver that keeps an announced agent out of the output and stops it
+(``core/protocol/environment.py``) and the process driver that keeps an announced agent out of the output and stops it
 (``hooks/process.py``), with real processes."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from airflow_provider_brev.cli.protocol.environment import (
+from airflow_provider_brev.core.protocol.environment import (
     NO_SSH_AGENT,
     AgentAnnouncement,
     announces_agent,

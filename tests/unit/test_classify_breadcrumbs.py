@@ -1,7 +1,7 @@
 """Every error text the CLI reports is classified the same with or without the CLI's breadcrumbs in front.
 
 The error texts are those the released CLI prints (the simulator's profile ``released`` reproduces them); the
-breadcrumbs are the lines it prints on stdout that are not errors (``cli/protocol/classify.py``). A breadcrumb must never
+breadcrumbs are the lines it prints on stdout that are not errors (``core/protocol/classify.py``). A breadcrumb must never
 change the verdict: in a session whose stored token is not a JWT, ``no oauth found for token`` precedes *every*
 call's output, and "instance not found" must stay "not found" (a delete of a gone instance is success).
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from airflow_provider_brev.cli.protocol.classify import (
+from airflow_provider_brev.core.protocol.classify import (
     classify_failure,
     is_logged_out,
     should_relogin,

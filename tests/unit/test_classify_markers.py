@@ -1,4 +1,4 @@
-"""Every phrase the failure classifier reads (``cli/protocol/classify.py``) has a case that must match it and a near-miss
+"""Every phrase the failure classifier reads (``core/protocol/classify.py``) has a case that must match it and a near-miss
 that must not: the same words in another tool's message, another form of the phrase, or a neighbouring CLI text.
 
 Each positive row is the CLI's own wording (``shared/reference/brev-cli.md`` §2, §5, and the simulator in
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from airflow_provider_brev.cli.protocol.classify import (
+from airflow_provider_brev.core.protocol.classify import (
     BREADCRUMB_PATTERNS,
     LOGGED_OUT_MARKERS,
     RULES,

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from airflow_provider_brev.cli.protocol.classify import classify_failure, is_logged_out
-from airflow_provider_brev.cli.protocol.output import (
+from airflow_provider_brev.core.protocol.classify import classify_failure, is_logged_out
+from airflow_provider_brev.core.protocol.output import (
     GpuSpec,
     InstanceTypeOffer,
     parse_create_wait_failure,

@@ -9,7 +9,7 @@ import logging
 import pytest
 from machine_steps import probe, step
 
-from airflow_provider_brev.cli.instances.readiness import (
+from airflow_provider_brev.core.instances.readiness import (
     MAX_POLL_INTERVAL,
     STAGE_BUILDING,
     STAGE_DELETING,
@@ -29,10 +29,10 @@ from airflow_provider_brev.cli.instances.readiness import (
     probe_passed,
     readiness_from_status,
 )
-from airflow_provider_brev.cli.protocol.argv import create_args, instance_type_list, ls_args, search_args
-from airflow_provider_brev.cli.protocol.config import BrevCapabilities, BrevConnectionConfig, login_args
-from airflow_provider_brev.cli.protocol.machine import Done, Fail, Failed, Sleep
-from airflow_provider_brev.cli.protocol.output import BrevInstance
+from airflow_provider_brev.core.protocol.argv import create_args, instance_type_list, ls_args, search_args
+from airflow_provider_brev.core.protocol.config import BrevCapabilities, BrevConnectionConfig, login_args
+from airflow_provider_brev.core.protocol.machine import Done, Fail, Failed, Sleep
+from airflow_provider_brev.core.protocol.output import BrevInstance
 from airflow_provider_brev.exceptions import (
     BrevCLIError,
     BrevCommandError,

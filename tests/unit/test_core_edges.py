@@ -1,7 +1,7 @@
-"""Edges of the remaining decisions: boolean words and ints posing as numbers (``cli/validation.py``), managed
-names (``cli/protocol/names.py``), recovery's budget and verdict texts (``cli/instances/recovery.py``; ``max_instance_recoveries=0``
-turns recovery off), the call protocol's view and timeout (``cli/protocol/invocation.py``), the exactly-once wrapper's
-checks (``cli/jobs/shell.py``), ``brev create``'s arguments (``cli/protocol/argv.py``) and the classifier's messages."""
+"""Edges of the remaining decisions: boolean words and ints posing as numbers (``core/validation.py``), managed
+names (``core/protocol/names.py``), recovery's budget and verdict texts (``core/instances/recovery.py``; ``max_instance_recoveries=0``
+turns recovery off), the call protocol's view and timeout (``core/protocol/invocation.py``), the exactly-once wrapper's
+checks (``core/jobs/shell.py``), ``brev create``'s arguments (``core/protocol/argv.py``) and the classifier's messages."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from airflow_provider_brev.cli import validation, values
-from airflow_provider_brev.cli.instances.recovery import (
+from airflow_provider_brev.core import validation, values
+from airflow_provider_brev.core.instances.recovery import (
     DEFAULT_MAX_INSTANCE_RECOVERIES,
     EVENT_INSTANCE_LOST,
     GIVE_UP,
@@ -25,7 +25,7 @@ from airflow_provider_brev.cli.instances.recovery import (
     recoveries_used,
     validate_budget,
 )
-from airflow_provider_brev.cli.jobs.shell import (
+from airflow_provider_brev.core.jobs.shell import (
     FOREGROUND_KILLED,
     FOREGROUND_NONE,
     STALE_SECRET_MINUTES,
@@ -36,12 +36,12 @@ from airflow_provider_brev.cli.jobs.shell import (
     strip_once_stdout,
     validate_env,
 )
-from airflow_provider_brev.cli.protocol.argv import create_args, search_args, start_args, stop_args
-from airflow_provider_brev.cli.protocol.classify import classify_failure
-from airflow_provider_brev.cli.protocol.config import BrevCapabilities, BrevConnectionConfig
-from airflow_provider_brev.cli.protocol.invocation import EnsureLogin, Invocation, RunCli, exec_view
-from airflow_provider_brev.cli.protocol.lines import ProcessResult
-from airflow_provider_brev.cli.protocol.names import (
+from airflow_provider_brev.core.protocol.argv import create_args, search_args, start_args, stop_args
+from airflow_provider_brev.core.protocol.classify import classify_failure
+from airflow_provider_brev.core.protocol.config import BrevCapabilities, BrevConnectionConfig
+from airflow_provider_brev.core.protocol.invocation import EnsureLogin, Invocation, RunCli, exec_view
+from airflow_provider_brev.core.protocol.lines import ProcessResult
+from airflow_provider_brev.core.protocol.names import (
     DEFAULT_OWNER_PREFIX,
     ManagedName,
     managed_instance_name,
@@ -49,7 +49,7 @@ from airflow_provider_brev.cli.protocol.names import (
     validate_instance_name,
     validate_owner_prefix,
 )
-from airflow_provider_brev.cli.protocol.output import BrevInstance
+from airflow_provider_brev.core.protocol.output import BrevInstance
 from airflow_provider_brev.exceptions import (
     BrevInstanceFailedError,
     BrevInvalidInputError,

@@ -1,6 +1,6 @@
-"""Small rules of the pure core, pinned one by one: connection config and capabilities (``cli/protocol/config.py``), the
-line splitter and collector (``cli/protocol/lines.py``), step staging shapes and the input manifest (``cli/transfer/manifest.py``),
-and S3 checksum and part arithmetic (``cli/transfer/checksums.py``)."""
+"""Small rules of the pure core, pinned one by one: connection config and capabilities (``core/protocol/config.py``), the
+line splitter and collector (``core/protocol/lines.py``), step staging shapes and the input manifest (``core/staging/manifest.py``),
+and S3 checksum and part arithmetic (``core/staging/checksums.py``)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import re
 
 import pytest
 
-from airflow_provider_brev.cli.protocol import lines as lines_module
-from airflow_provider_brev.cli.protocol.config import BrevCapabilities, BrevConnectionConfig, login_args
-from airflow_provider_brev.cli.protocol.lines import (
+from airflow_provider_brev.core.protocol import lines as lines_module
+from airflow_provider_brev.core.protocol.config import BrevCapabilities, BrevConnectionConfig, login_args
+from airflow_provider_brev.core.protocol.lines import (
     MAX_CAPTURE,
     MAX_LINE,
     READ_CHUNK,
@@ -23,7 +23,7 @@ from airflow_provider_brev.cli.protocol.lines import (
     squash_carriage_returns,
     utf8_boundary,
 )
-from airflow_provider_brev.cli.transfer.checksums import (
+from airflow_provider_brev.core.staging.checksums import (
     MD5_METADATA_KEY,
     MIB,
     S3_MAX_PART_SIZE,
@@ -37,7 +37,7 @@ from airflow_provider_brev.cli.transfer.checksums import (
     normalize_etag,
     split_parts,
 )
-from airflow_provider_brev.cli.transfer.manifest import (
+from airflow_provider_brev.core.staging.manifest import (
     MANIFEST_NAME,
     ManifestEntry,
     manifest_remote_path,
@@ -49,7 +49,7 @@ from airflow_provider_brev.cli.transfer.manifest import (
     validate_inputs,
     validate_outputs,
 )
-from airflow_provider_brev.cli.transfer.rounds import StagedDownload
+from airflow_provider_brev.core.staging.rounds import StagedDownload
 from airflow_provider_brev.exceptions import BrevConfigurationError, BrevInvalidInputError
 
 # ------------------------------------------------------------------------------------------------- config

@@ -1,5 +1,5 @@
-"""The pure cost model (airflow_provider_brev/cli/instances/cost.py): caps, per-phase dollars, the run's table; and
-the cost clock that measures the phases across deferrals (airflow_provider_brev/steps/metering.py)."""
+"""The pure cost model (airflow_provider_brev/core/cost.py): caps, per-phase dollars, the run's table; and
+the cost clock that measures the phases across deferrals (airflow_provider_brev/cost/meter.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from airflow_provider_brev.cli.instances.cost import (
+from airflow_provider_brev.core.cost import (
     CURRENCY,
     PHASES,
     CostLimits,
@@ -29,6 +29,7 @@ from airflow_provider_brev.cli.instances.cost import (
     step_cost,
     unset_cap_warnings,
 )
+from airflow_provider_brev.cost.meter import CostMeter
 from airflow_provider_brev.exceptions import (
     BrevCostCapError,
     BrevInvalidInputError,
@@ -36,7 +37,6 @@ from airflow_provider_brev.exceptions import (
     BrevPriceCapError,
     retry_policy,
 )
-from airflow_provider_brev.steps.metering import CostMeter
 
 PRICES = {"g5.xlarge": 1.21, "g6e.xlarge": 2.24, "p5.48xlarge": 98.32}
 

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from airflow_provider_brev.cli.instances.recovery import (
+from airflow_provider_brev.core.instances.recovery import (
     GIVE_UP,
     LOST_FAILURE,
     LOST_MISSING,
@@ -20,7 +20,7 @@ from airflow_provider_brev.cli.instances.recovery import (
     recoveries_used,
     validate_budget,
 )
-from airflow_provider_brev.cli.protocol.output import BrevInstance
+from airflow_provider_brev.core.protocol.output import BrevInstance
 from airflow_provider_brev.exceptions import (
     BrevAuthError,
     BrevCLIError,
@@ -36,7 +36,7 @@ from airflow_provider_brev.exceptions import (
     TaoProgramFaultError,
     TaoVerificationError,
 )
-from airflow_provider_brev.utils.step_data import sync_seconds
+from airflow_provider_brev.staging.step_data import sync_seconds
 
 NAME = "afbrev-x"
 LOST_AT = datetime(2026, 3, 1, 12, 30, 5, tzinfo=UTC)

@@ -1,8 +1,8 @@
 """An instance is known by its id, and an expired one is not brought back: the pure rules.
 
-Subjects: :mod:`airflow_provider_brev.cli.instances.identity`, the identity and expiry rules of
-:mod:`airflow_provider_brev.cli.instances.recovery`, and the rounding of the expiry a managed name carries
-(:mod:`airflow_provider_brev.cli.protocol.names`). End to end: tests/integration/test_instance_identity.py.
+Subjects: :mod:`airflow_provider_brev.core.instances.identity`, the identity and expiry rules of
+:mod:`airflow_provider_brev.core.instances.recovery`, and the rounding of the expiry a managed name carries
+(:mod:`airflow_provider_brev.core.protocol.names`). End to end: tests/integration/test_instance_identity.py.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from airflow_provider_brev.cli.instances.identity import (
+from airflow_provider_brev.core.instances.identity import (
     GONE,
     REPLACED,
     SAME,
@@ -21,7 +21,7 @@ from airflow_provider_brev.cli.instances.identity import (
     identity_verdict,
     replaced_message,
 )
-from airflow_provider_brev.cli.instances.recovery import (
+from airflow_provider_brev.core.instances.recovery import (
     GIVE_UP,
     LOST_MISSING,
     LOST_REPLACED,
@@ -30,8 +30,8 @@ from airflow_provider_brev.cli.instances.recovery import (
     diagnose_loss,
     needs_probe,
 )
-from airflow_provider_brev.cli.protocol.names import expiry_minute, managed_instance_name, parse_managed_name
-from airflow_provider_brev.cli.protocol.output import BrevInstance
+from airflow_provider_brev.core.protocol.names import expiry_minute, managed_instance_name, parse_managed_name
+from airflow_provider_brev.core.protocol.output import BrevInstance
 from airflow_provider_brev.exceptions import BrevConnectionLostError, BrevInstanceNotFoundError, BrevJobLostError
 
 NAME = "shared-gpu"

@@ -1,4 +1,4 @@
-"""Which job a try follows: the pure rules of :mod:`airflow_provider_brev.cli.jobs.attempts`.
+"""Which job a try follows: the pure rules of :mod:`airflow_provider_brev.core.jobs.attempts`.
 
 A retry never runs again what an earlier try of the same generation finished successfully or still runs; a task a
 user cleared runs its command again. End to end (the simulator, real retries): tests/integration/test_retry_safety.py.
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from airflow_provider_brev.cli.jobs.attempts import (
+from airflow_provider_brev.core.jobs.attempts import (
     COLLECT,
     IGNORE,
     REATTACH,
@@ -20,7 +20,7 @@ from airflow_provider_brev.cli.jobs.attempts import (
     generation_start,
     try_job_ids,
 )
-from airflow_provider_brev.cli.jobs.remote import FINISHED, LOST, MISSING, RUNNING, PollResult
+from airflow_provider_brev.core.jobs.remote import FINISHED, LOST, MISSING, RUNNING, PollResult
 
 IDS = {"dag_id": "d", "task_id": "t", "run_id": "r"}
 

@@ -1,7 +1,7 @@
 """The one job runner: its sync (worker) and async (triggerer) drivers make the same decisions.
 
-The subject is :class:`~airflow_provider_brev.utils.job_runner.JobRunner` and the pure
-:class:`~airflow_provider_brev.cli.jobs.follower.JobFollower` behind it. The hook is replaced by a small model of
+The subject is :class:`~airflow_provider_brev.jobs.runner.JobRunner` and the pure
+:class:`~airflow_provider_brev.core.jobs.follower.JobFollower` behind it. The hook is replaced by a small model of
 one remote job (its log grows per poll, it finishes, is lost or is killed, some polls drop the connection), and
 the clock by a fake one that ``sleep`` advances, so deadlines are exact and nothing really sleeps. Each scenario
 runs through both drivers against the same model; calls, sleeps, log records and outcome must be identical. The
@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import pytest
 from machine_steps import step
 
-from airflow_provider_brev.cli.jobs.follower import (
+from airflow_provider_brev.core.jobs.follower import (
     MAX_BACKOFF,
     SYNC_DUE,
     TIMED_OUT,
@@ -30,7 +30,7 @@ from airflow_provider_brev.cli.jobs.follower import (
     SyncOutputs,
     outcome_error,
 )
-from airflow_provider_brev.cli.jobs.remote import (
+from airflow_provider_brev.core.jobs.remote import (
     FINISHED,
     KILLED_EXIT_CODE,
     LOST,
@@ -39,14 +39,14 @@ from airflow_provider_brev.cli.jobs.remote import (
     PollResult,
     RemoteJob,
 )
-from airflow_provider_brev.cli.protocol.machine import Failed, Sleep
+from airflow_provider_brev.core.protocol.machine import Failed, Sleep
 from airflow_provider_brev.exceptions import (
     BrevAuthError,
     BrevConnectionLostError,
     BrevJobLostError,
     BrevTimeoutError,
 )
-from airflow_provider_brev.utils.job_runner import JobRunner
+from airflow_provider_brev.jobs.runner import JobRunner
 
 START = 1_000_000.0
 NAME = "inst-1"

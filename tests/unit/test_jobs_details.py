@@ -1,6 +1,6 @@
-"""Detached jobs in detail: the handle's paths and limits (``cli/jobs/handle.py``), the follower's outcomes,
-progress and sync decisions (``cli/jobs/follower.py``), the scripts' argument checks (``cli/jobs/scripts.py``), the
-poll and launch parsers (``cli/jobs/remote.py``), and which values of the pure core are immutable."""
+"""Detached jobs in detail: the handle's paths and limits (``core/jobs/handle.py``), the follower's outcomes,
+progress and sync decisions (``core/jobs/follower.py``), the scripts' argument checks (``core/jobs/scripts.py``), the
+poll and launch parsers (``core/jobs/remote.py``), and which values of the pure core are immutable."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ import re
 import pytest
 from machine_steps import step
 
-from airflow_provider_brev.cli.instances import readiness, recovery
-from airflow_provider_brev.cli.jobs.attempts import COLLECT, IGNORE, REATTACH, RELAUNCH, earlier_job_verdict
-from airflow_provider_brev.cli.jobs.follower import (
+from airflow_provider_brev.core.instances import readiness, recovery
+from airflow_provider_brev.core.jobs.attempts import COLLECT, IGNORE, REATTACH, RELAUNCH, earlier_job_verdict
+from airflow_provider_brev.core.jobs.follower import (
     MAX_BACKOFF,
     SYNC_DUE,
     TIMED_OUT,
@@ -27,7 +27,7 @@ from airflow_provider_brev.cli.jobs.follower import (
     SyncOutputs,
     outcome_error,
 )
-from airflow_provider_brev.cli.jobs.handle import (
+from airflow_provider_brev.core.jobs.handle import (
     DEFAULT_BASE_DIR,
     DEFAULT_MAX_BYTES,
     KILLED_EXIT_CODE,
@@ -42,21 +42,21 @@ from airflow_provider_brev.cli.jobs.handle import (
     job_id_prefix,
     shell_path,
 )
-from airflow_provider_brev.cli.jobs.remote import PollResult, parse_launch_output, parse_poll_output
-from airflow_provider_brev.cli.jobs.scripts import (
+from airflow_provider_brev.core.jobs.remote import PollResult, parse_launch_output, parse_poll_output
+from airflow_provider_brev.core.jobs.scripts import (
     build_kill_command,
     build_launch_command,
     build_poll_command,
     build_secret_env_file,
 )
-from airflow_provider_brev.cli.protocol import argv, classify, config, invocation, machine, names, output
-from airflow_provider_brev.cli.protocol.machine import Done, Fail, Failed, Sleep
-from airflow_provider_brev.cli.tao import report as tao
-from airflow_provider_brev.cli.transfer import manifest
-from airflow_provider_brev.cli.transfer import paths as transfer_paths
-from airflow_provider_brev.cli.transfer import reports as transfer_reports
-from airflow_provider_brev.cli.transfer import scripts as transfer_scripts
-from airflow_provider_brev.cli.transfer import types as transfer_types
+from airflow_provider_brev.core.protocol import argv, classify, config, invocation, machine, names, output
+from airflow_provider_brev.core.protocol.machine import Done, Fail, Failed, Sleep
+from airflow_provider_brev.core.staging import manifest
+from airflow_provider_brev.core.staging import paths as transfer_paths
+from airflow_provider_brev.core.staging import reports as transfer_reports
+from airflow_provider_brev.core.staging import scripts as transfer_scripts
+from airflow_provider_brev.core.staging import types as transfer_types
+from airflow_provider_brev.core.tao import report as tao
 from airflow_provider_brev.exceptions import (
     BrevAuthError,
     BrevConnectionLostError,

@@ -1,4 +1,4 @@
-"""The pure rules of Lepton steps (airflow_provider_brev/cli/lepton/): names, phases, the job body, what an API
+"""The pure rules of Lepton steps (airflow_provider_brev/core/lepton/): names, phases, the job body, what an API
 answer means, and the follower machine run through the sync driver with scripted answers."""
 
 from __future__ import annotations
@@ -7,10 +7,10 @@ import logging
 
 import pytest
 
-from airflow_provider_brev.cli.jobs.attempts import COLLECT, IGNORE, REATTACH, RELAUNCH, SUPERSEDED
-from airflow_provider_brev.cli.lepton import agent, names, report, spec, states
-from airflow_provider_brev.cli.lepton.errors import api_error
-from airflow_provider_brev.cli.lepton.follower import (
+from airflow_provider_brev.core.jobs.attempts import COLLECT, IGNORE, REATTACH, RELAUNCH, SUPERSEDED
+from airflow_provider_brev.core.lepton import agent, names, report, spec, states
+from airflow_provider_brev.core.lepton.errors import api_error
+from airflow_provider_brev.core.lepton.follower import (
     TIMED_OUT,
     LeptonFollowPolicy,
     LeptonJobFollower,

@@ -1,5 +1,5 @@
-"""What a Lepton step's cost estimate is made of (airflow_provider_brev/cli/lepton/pricing.py and the follower's
-billed time, cli/lepton/follower.py): the price of a resource shape -- the step's, the connection's, the provider's
+"""What a Lepton step's cost estimate is made of (airflow_provider_brev/core/lepton/pricing.py and the follower's
+billed time, core/lepton/follower.py): the price of a resource shape -- the step's, the connection's, the provider's
 default estimate, or none -- and the time the follower saw the job starting and running."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 from test_lepton_follower_rules import DONE, poll, run
 
-from airflow_provider_brev.cli.lepton import pricing
-from airflow_provider_brev.cli.lepton.follower import LeptonFollowPolicy, LeptonOutcome
-from airflow_provider_brev.cli.lepton.report import JobReport
+from airflow_provider_brev.core.lepton import pricing
+from airflow_provider_brev.core.lepton.follower import LeptonFollowPolicy, LeptonOutcome
+from airflow_provider_brev.core.lepton.report import JobReport
 from airflow_provider_brev.exceptions import BrevInvalidInputError
 
 

@@ -1,4 +1,4 @@
-"""Following a Lepton job (airflow_provider_brev/cli/lepton/follower.py), one scenario per row: the machine is run
+"""Following a Lepton job (airflow_provider_brev/core/lepton/follower.py), one scenario per row: the machine is run
 by a driver that records every call, sleep and log record against a fake clock, so each row pins what the worker
 and the triggerer do -- when they poll, how long they wait, when they stop the job and how the follow ends."""
 
@@ -9,8 +9,8 @@ import logging
 
 import pytest
 
-from airflow_provider_brev.cli.lepton import follower, report, states
-from airflow_provider_brev.cli.lepton.follower import (
+from airflow_provider_brev.core.lepton import follower, report, states
+from airflow_provider_brev.core.lepton.follower import (
     TIMED_OUT,
     LeptonFollowPolicy,
     LeptonJobFollower,
@@ -20,7 +20,7 @@ from airflow_provider_brev.cli.lepton.follower import (
     StopLeptonJob,
     outcome_error,
 )
-from airflow_provider_brev.cli.protocol.machine import Done, Emit, Fail, Failed, Sleep
+from airflow_provider_brev.core.protocol.machine import Done, Emit, Fail, Failed, Sleep
 from airflow_provider_brev.exceptions import (
     BrevTimeoutError,
     LeptonAuthError,

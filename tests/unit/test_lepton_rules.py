@@ -1,4 +1,4 @@
-"""The pure rules of Lepton steps, one row per case (airflow_provider_brev/cli/lepton/): what every job state of
+"""The pure rules of Lepton steps, one row per case (airflow_provider_brev/core/lepton/): what every job state of
 the leptonai API means, what every API answer means, the names of a task's jobs and secrets, the container's command
 and plan, a TAO action's command and the agent's result line. Each rule has a row that meets it and a near miss."""
 
@@ -12,10 +12,10 @@ from datetime import timedelta
 
 import pytest
 
-from airflow_provider_brev.cli.jobs.attempts import COLLECT, IGNORE, REATTACH, RELAUNCH, SUPERSEDED
-from airflow_provider_brev.cli.lepton import agent, names, report, spec, states, tao
-from airflow_provider_brev.cli.lepton.errors import MAX_QUOTED, api_error, quote
-from airflow_provider_brev.cli.lepton.states import QUEUED
+from airflow_provider_brev.core.jobs.attempts import COLLECT, IGNORE, REATTACH, RELAUNCH, SUPERSEDED
+from airflow_provider_brev.core.lepton import agent, names, report, spec, states, tao
+from airflow_provider_brev.core.lepton.errors import MAX_QUOTED, api_error, quote
+from airflow_provider_brev.core.lepton.states import QUEUED
 from airflow_provider_brev.exceptions import (
     BrevInvalidInputError,
     LeptonAuthError,
@@ -230,7 +230,7 @@ def test_a_quote_is_one_line_of_at_most_max_quoted(body, quoted):
 
 
 def test_max_quoted_is_300():
-    assert MAX_QUOTED == 300  # the messages' documented limit (cli/lepton/errors.py)
+    assert MAX_QUOTED == 300  # the messages' documented limit (core/lepton/errors.py)
 
 
 # -- names: one job and one secret per try -----------------------------------------------------------------------

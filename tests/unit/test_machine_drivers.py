@@ -1,4 +1,4 @@
-"""The generic drivers (``hooks/driver.py``) over every machine of the pure core (``cli/protocol/machine.py``).
+"""The generic drivers (``hooks/driver.py``) over every machine of the pure core (``core/protocol/machine.py``).
 
 Table-driven: each row is a machine and a script of answers to its calls (a value, or an exception the call
 raises). The same script runs through the sync driver and the async driver, on a fake clock that only sleeping
@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from airflow_provider_brev.cli.instances import readiness
-from airflow_provider_brev.cli.instances.readiness import (
+from airflow_provider_brev.core.instances import readiness
+from airflow_provider_brev.core.instances.readiness import (
     CHECK_OUTLIVED,
     STAGE_MISSING,
     STAGE_PROVISIONING,
@@ -31,7 +31,7 @@ from airflow_provider_brev.cli.instances.readiness import (
     probe_readiness,
     readiness_from_status,
 )
-from airflow_provider_brev.cli.jobs.follower import (
+from airflow_provider_brev.core.jobs.follower import (
     SYNC_DUE,
     FollowPolicy,
     JobFollower,
@@ -41,11 +41,11 @@ from airflow_provider_brev.cli.jobs.follower import (
     Synced,
     SyncOutputs,
 )
-from airflow_provider_brev.cli.jobs.remote import FINISHED, RUNNING, PollResult
-from airflow_provider_brev.cli.protocol.invocation import EnsureLogin, Invocation, RunCli
-from airflow_provider_brev.cli.protocol.lines import ProcessResult
-from airflow_provider_brev.cli.protocol.machine import Call, Done, Emit, Fail, StepMachine
-from airflow_provider_brev.cli.protocol.output import BrevInstance
+from airflow_provider_brev.core.jobs.remote import FINISHED, RUNNING, PollResult
+from airflow_provider_brev.core.protocol.invocation import EnsureLogin, Invocation, RunCli
+from airflow_provider_brev.core.protocol.lines import ProcessResult
+from airflow_provider_brev.core.protocol.machine import Call, Done, Emit, Fail, StepMachine
+from airflow_provider_brev.core.protocol.output import BrevInstance
 from airflow_provider_brev.exceptions import (
     BrevAuthError,
     BrevCLINotFoundError,

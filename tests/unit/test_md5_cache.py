@@ -10,8 +10,8 @@ import hashlib
 
 import pytest
 
-from airflow_provider_brev.cli.transfer.listing import build_list_script, md5_cache_path
-from airflow_provider_brev.cli.transfer.reports import parse_list_output
+from airflow_provider_brev.core.staging.listing import build_list_script, md5_cache_path
+from airflow_provider_brev.core.staging.reports import parse_list_output
 
 COUNTING_MD5SUM = """#!/bin/bash
 printf 'read %s\\n' "$(readlink /proc/$$/fd/0)" >> {log}

@@ -49,17 +49,17 @@ KILLED = [
         "the back-off cap is 2.5 s",
     ),
     (
-        "transfer.paths:normalize_prefix:element-drop:92e72f8b",
+        "staging.paths:normalize_prefix:element-drop:92e72f8b",
         f"{PATHS}::test_s3_prefixes_with_control_characters_are_refused",
         "a NUL in an S3 prefix is accepted",
     ),
     (
-        "transfer.paths:glob_to_regex:string:fcc85e2a",
+        "staging.paths:glob_to_regex:string:fcc85e2a",
         f"{PATHS}::test_globs_translate_to_one_regex",
         "a leading '**/' no longer matches zero directories",
     ),
     (
-        "transfer.rounds:StagedDownload.settle:boolop-drop:ed107d01",
+        "staging.rounds:StagedDownload.settle:boolop-drop:ed107d01",
         "tests/unit/test_transfer_decisions.py::test_a_download_settles_only_with_the_right_size_and_md5",
         "the size is unchecked when the md5 is unknown",
     ),

@@ -88,7 +88,7 @@ def test_shell_script_builders_keep_their_string_literals(tmp_path):
     source = (
         'MARKER = "BREV_JOB_STATUS"\n\ndef build_poll_command(job):\n    return "\\n".join(["fi", MARKER, "exit 0"])\n'
     )
-    _, mutants = _mutants(tmp_path, "cli/jobs/scripts", source)  # a module of the core that builds scripts
+    _, mutants = _mutants(tmp_path, "core/jobs/scripts", source)  # a module of the core that builds scripts
     assert [m.description for m in mutants if m.operator == "string"] == ["'BREV_JOB_STATUS' -> 'XXBREV_JOB_STATUSXX'"]
     assert not [m for m in mutants if m.operator == "element-drop"]
 
@@ -166,7 +166,7 @@ def test_a_module_of_plain_dataclasses_runs_the_tests_that_import_it(tmp_path):
     files that import its names are the ones that can tell ``frozen=True`` from ``frozen=False``."""
     from mutation.select import CoverageMap, Selector
 
-    package = tmp_path / "airflow_provider_brev" / "cli"
+    package = tmp_path / "airflow_provider_brev" / "core"
     _path, mutants = _mutants(
         package,
         "shapes",
@@ -174,8 +174,8 @@ def test_a_module_of_plain_dataclasses_runs_the_tests_that_import_it(tmp_path):
     )
     tests = tmp_path / "tests" / "unit"
     tests.mkdir(parents=True)
-    (tests / "test_shapes.py").write_text("from airflow_provider_brev.cli.shapes import Shape\n")
-    (tests / "test_other.py").write_text("from airflow_provider_brev.cli.other import Other\n")
+    (tests / "test_shapes.py").write_text("from airflow_provider_brev.core.shapes import Shape\n")
+    (tests / "test_other.py").write_text("from airflow_provider_brev.core.other import Other\n")
     coverage = CoverageMap(
         tests=["tests/unit/test_other.py::test_other", "tests/unit/test_shapes.py::test_frozen"],
         durations={},
@@ -186,11 +186,11 @@ def test_a_module_of_plain_dataclasses_runs_the_tests_that_import_it(tmp_path):
 
 
 def test_a_test_file_that_imports_the_module_itself_counts_as_an_importer(tmp_path):
-    """``from airflow_provider_brev.cli.geometry import shapes`` then ``shapes.Shape(...)``: the file imports no
+    """``from airflow_provider_brev.core.geometry import shapes`` then ``shapes.Shape(...)``: the file imports no
     name of the module, yet it is the one whose immutability test tells ``frozen=True`` from ``frozen=False``."""
     from mutation.select import CoverageMap, Selector
 
-    package = tmp_path / "airflow_provider_brev" / "cli"
+    package = tmp_path / "airflow_provider_brev" / "core"
     source = 'from dataclasses import dataclass\n\n\n@dataclass(frozen=True)\nclass Shape:\n    """A shape."""\n'
     path = package / "geometry" / "shapes.py"
     path.parent.mkdir(parents=True)
@@ -199,8 +199,8 @@ def test_a_test_file_that_imports_the_module_itself_counts_as_an_importer(tmp_pa
     mutants = list_mutants(path, package)
     tests = tmp_path / "tests" / "unit"
     tests.mkdir(parents=True)
-    (tests / "test_modules.py").write_text("from airflow_provider_brev.cli.geometry import shapes\n")
-    (tests / "test_package.py").write_text("from airflow_provider_brev.cli import geometry\n")  # a package: no
+    (tests / "test_modules.py").write_text("from airflow_provider_brev.core.geometry import shapes\n")
+    (tests / "test_package.py").write_text("from airflow_provider_brev.core import geometry\n")  # a package: no
     coverage = CoverageMap(
         tests=["tests/unit/test_modules.py::test_frozen", "tests/unit/test_package.py::test_other"],
         durations={},

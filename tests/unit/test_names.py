@@ -4,7 +4,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from airflow_provider_brev.cli.protocol.names import (
+from airflow_provider_brev.core.protocol.names import (
     managed_instance_name,
     parse_managed_name,
     validate_instance_name,

@@ -1,5 +1,5 @@
 """Every field the CLI's JSON carries reaches the parsed value, and every absent field has its stated default
-(``cli/protocol/output.py``): a listing and a search row are compared whole, not by one or two attributes."""
+(``core/protocol/output.py``): a listing and a search row are compared whole, not by one or two attributes."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from airflow_provider_brev.cli.protocol.output import (
+from airflow_provider_brev.core.protocol.output import (
     STATUS_DELETING,
     STATUS_DEPLOYING,
     STATUS_FAILURE,

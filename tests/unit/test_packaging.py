@@ -103,8 +103,8 @@ def test_the_code_finds_the_remote_scripts_in_the_wheel(built):
     probe = (
         "import sys; sys.path.insert(0, sys.argv[1]);"
         "import airflow_provider_brev.remote as remote;"
-        "from airflow_provider_brev.cli.protocol.remote_scripts import load_script;"
-        "from airflow_provider_brev.cli.lepton.agent import agent_source;"
+        "from airflow_provider_brev.core.protocol.remote_scripts import load_script;"
+        "from airflow_provider_brev.core.lepton.agent import agent_source;"
         "assert remote.__file__.startswith(sys.argv[1]), remote.__file__;"
         "print(len(load_script('lib')), len(load_script('transfer')), 'RESULT_MARKER' in agent_source())"
     )

@@ -1,7 +1,7 @@
 """The pure rules of preparing an instance in parallel: one background pull per image and what its state means
-(``cli/jobs/pulls.py``), which images a step pulls ahead (``cli/tao/command.py``), and the fast read of an S3
-listing page (``cli/transfer/s3_pages.py``); and the two ways a step stops waiting for a pull that does not end
-(``steps/pulls.py``, against a hook answering its two calls)."""
+(``core/jobs/pulls.py``), which images a step pulls ahead (``core/tao/command.py``), and the fast read of an S3
+listing page (``core/staging/s3_pages.py``); and the two ways a step stops waiting for a pull that does not end
+(``jobs/pulls.py``, against a hook answering its two calls)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import logging
 
 import pytest
 
-from airflow_provider_brev.cli.jobs.handle import DEFAULT_BASE_DIR, FINISHED, LOST, MISSING, RUNNING
-from airflow_provider_brev.cli.jobs.pulls import (
+from airflow_provider_brev.core.jobs.handle import DEFAULT_BASE_DIR, FINISHED, LOST, MISSING, RUNNING
+from airflow_provider_brev.core.jobs.pulls import (
     PULL_BASE_DIR,
     next_poll_delay,
     pull_command,
@@ -18,11 +18,11 @@ from airflow_provider_brev.cli.jobs.pulls import (
     pull_outcome,
     pull_start,
 )
-from airflow_provider_brev.cli.jobs.remote import LaunchResult, PollResult
-from airflow_provider_brev.cli.tao.command import images_to_prefetch
-from airflow_provider_brev.cli.transfer.s3_pages import split_contents
+from airflow_provider_brev.core.jobs.remote import LaunchResult, PollResult
+from airflow_provider_brev.core.staging.s3_pages import split_contents
+from airflow_provider_brev.core.tao.command import images_to_prefetch
 from airflow_provider_brev.exceptions import BrevImagePullError, BrevTaskKilledError
-from airflow_provider_brev.steps.pulls import await_pull
+from airflow_provider_brev.jobs.pulls import await_pull
 
 PYT = "nvcr.io/nvidia/tao/tao-toolkit:6.26.3-pyt"
 DS = "nvcr.io/nvidia/tao/tao-toolkit:6.26.3-data-services"

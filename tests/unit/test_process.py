@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from airflow_provider_brev.cli.protocol.lines import squash_carriage_returns
+from airflow_provider_brev.core.protocol.lines import squash_carriage_returns
 from airflow_provider_brev.hooks.process import arun_process, run_process
 
 
@@ -145,7 +145,7 @@ def test_a_cancelled_async_call_ends_even_when_a_descendant_outside_the_group_ho
 
 @pytest.mark.parametrize("char", ["é", "€", "😀"])
 def test_over_long_lines_split_on_character_boundaries(char):
-    from airflow_provider_brev.cli.protocol.lines import MAX_LINE, LineSplitter
+    from airflow_provider_brev.core.protocol.lines import MAX_LINE, LineSplitter
 
     lines: list[str] = []
     splitter = LineSplitter(lines.append)

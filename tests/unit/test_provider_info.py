@@ -290,7 +290,7 @@ def test_every_airflow_draws_the_connection_forms_of_the_metadata(monkeypatch):
 def test_conn_fields_are_extras_the_hook_reads():
     """Every extra field of the form sets the connection setting of its name (a field the hook ignored would be a
     form that does nothing)."""
-    from airflow_provider_brev.cli.protocol.config import BrevConnectionConfig
+    from airflow_provider_brev.core.protocol.config import BrevConnectionConfig
 
     default = BrevConnectionConfig.from_extras("c", None, {})
     for name in _connection("brev")["conn-fields"]:

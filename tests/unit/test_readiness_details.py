@@ -1,4 +1,4 @@
-"""Readiness in detail (``cli/instances/readiness.py``): the messages users read, the docker stage, the probe command, the
+"""Readiness in detail (``core/instances/readiness.py``): the messages users read, the docker stage, the probe command, the
 back-off boundary and the wait's remaining-time arithmetic."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import re
 import pytest
 from machine_steps import probe, step
 
-from airflow_provider_brev.cli.instances.readiness import (
+from airflow_provider_brev.core.instances.readiness import (
     CHECK_OUTLIVED,
     FAST_POLL_SECONDS,
     MAX_CHECK_FAILURES,
@@ -37,8 +37,8 @@ from airflow_provider_brev.cli.instances.readiness import (
     probe_readiness,
     readiness_from_status,
 )
-from airflow_provider_brev.cli.protocol.machine import Done, Fail, Failed, Sleep
-from airflow_provider_brev.cli.protocol.output import BrevInstance
+from airflow_provider_brev.core.protocol.machine import Done, Fail, Failed, Sleep
+from airflow_provider_brev.core.protocol.output import BrevInstance
 from airflow_provider_brev.exceptions import BrevTransientError
 
 

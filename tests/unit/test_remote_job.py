@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from airflow_provider_brev.cli.jobs.remote import (
+from airflow_provider_brev.core.jobs.remote import (
     DEFAULT_BASE_DIR,
     KILLED_EXIT_CODE,
     SETUP_FAILED_EXIT_CODE,

@@ -1,5 +1,5 @@
-"""The remote scripts as package data (cli/protocol/remote_scripts.py) and their one marker grammar
-(cli/protocol/markers.py): one row per marker kind, near misses, the renderer's quoting, shellcheck."""
+"""The remote scripts as package data (core/protocol/remote_scripts.py) and their one marker grammar
+(core/protocol/markers.py): one row per marker kind, near misses, the renderer's quoting, shellcheck."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from airflow_provider_brev.cli.jobs.shell import STARTED_ELSEWHERE
-from airflow_provider_brev.cli.protocol import markers as m
-from airflow_provider_brev.cli.protocol.markers import KINDS, Marker, format_marker, iter_markers, parse_marker
-from airflow_provider_brev.cli.protocol.remote_scripts import (
+from airflow_provider_brev.core.jobs.shell import STARTED_ELSEWHERE
+from airflow_provider_brev.core.protocol import markers as m
+from airflow_provider_brev.core.protocol.markers import KINDS, Marker, format_marker, iter_markers, parse_marker
+from airflow_provider_brev.core.protocol.remote_scripts import (
     HomePath,
     load_script,
     render_header,
@@ -238,7 +238,7 @@ def test_markers_are_values():
 @pytest.mark.parametrize(("line", "kind", "fields", "text"), ROWS, ids=[r[1] for r in ROWS])
 def test_readers_name_what_they_read(line, kind, fields, text):
     """``marker[name]`` is the field or the text the grammar table calls ``name``; the name is the contract
-    between a script and its reader (cli/jobs/remote.py, cli/transfer/reports.py, cli/tao/report.py read by
+    between a script and its reader (core/jobs/remote.py, core/staging/reports.py, core/tao/report.py read by
     name), so a field moved or renamed in the table breaks its reader, not the data silently."""
     marker = parse_marker(line)
     spec = KINDS[kind]

@@ -1,4 +1,4 @@
-"""The pure decisions of warm reuse (airflow_provider_brev/cli/instances/reuse.py), table-driven."""
+"""The pure decisions of warm reuse (airflow_provider_brev/core/instances/warm_pool.py), table-driven."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import dataclasses
 
 import pytest
 
-from airflow_provider_brev.cli.instances.cost import CostLimits, PriceCap
-from airflow_provider_brev.cli.instances.reuse import (
+from airflow_provider_brev.core.cost import CostLimits, PriceCap
+from airflow_provider_brev.core.instances.warm_pool import (
     EXPIRED,
     FOREIGN,
     GONE,
@@ -29,7 +29,7 @@ from airflow_provider_brev.cli.instances.reuse import (
     reuse_key_value,
     saved_seconds,
 )
-from airflow_provider_brev.cli.protocol.output import BrevInstance, InstanceTypeOffer
+from airflow_provider_brev.core.protocol.output import BrevInstance, InstanceTypeOffer
 from airflow_provider_brev.exceptions import BrevInvalidInputError
 
 NOW = 1_000_000.0
@@ -200,7 +200,7 @@ def test_next_run_at_reads_the_timetable():
 
     from airflow.sdk import DAG
 
-    from airflow_provider_brev.utils.warm_reuse import next_run_at
+    from airflow_provider_brev.instances.warm_pool import next_run_at
 
     daily = DAG(dag_id="reuse_daily", schedule="@daily", start_date=datetime(2026, 1, 1, tzinfo=UTC))
     now = datetime(2026, 3, 2, 6, tzinfo=UTC).timestamp()

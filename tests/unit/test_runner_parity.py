@@ -2,7 +2,7 @@
 the readiness check (``check_readiness`` / ``acheck_readiness``) and the readiness wait (``wait_until_ready`` /
 ``await_readiness``, the trigger's).
 
-Each pair runs one machine of the pure core (``cli/protocol/invocation.py``, ``cli/instances/readiness.py``) with the
+Each pair runs one machine of the pure core (``core/protocol/invocation.py``, ``core/instances/readiness.py``) with the
 generic sync and async drivers (``hooks/driver.py``); this test proves the drivers add no decision of their own.
 Each scenario is a script of answers for a scripted ``brev`` executable (a real subprocess, see ``_FAKE``): the
 same script runs once through each driver, and the outcome (result or error type and message) and the sequence

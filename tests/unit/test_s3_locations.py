@@ -1,4 +1,4 @@
-"""The S3 reachability check before anything is created (``airflow_provider_brev.cli.transfer.locations``): what an
+"""The S3 reachability check before anything is created (``airflow_provider_brev.core.staging.locations``): what an
 error listing a declared location means, and the error the task fails with."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from typing import get_args
 
 import pytest
 
-from airflow_provider_brev.cli.transfer.locations import (
+from airflow_provider_brev.core.staging.locations import (
     S3_PROBLEMS,
     S3Problem,
     classify_s3_error,

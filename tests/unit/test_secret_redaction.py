@@ -1,4 +1,4 @@
-"""One redaction rule for every compute (airflow_provider_brev/cli/secrets.py): the awk filter on a Brev instance, the
+"""One redaction rule for every compute (airflow_provider_brev/core/secrets.py): the awk filter on a Brev instance, the
 agent in a Lepton job (its plan carries the fragments the worker computed) and the worker's own redaction of a
 Lepton job's log turn the same output into the same text, for a table of secret values."""
 
@@ -10,10 +10,10 @@ import sys
 import pytest
 from test_shell import CREDENTIAL, PEM, awks, with_awk
 
-from airflow_provider_brev.cli.jobs.shell import redact_filter
-from airflow_provider_brev.cli.lepton.agent import PLAN_ENV, agent_source, encode_plan, job_plan
-from airflow_provider_brev.cli.lepton.report import parse_result
-from airflow_provider_brev.cli.secrets import redact, redaction_fragments, secret_fragments
+from airflow_provider_brev.core.jobs.shell import redact_filter
+from airflow_provider_brev.core.lepton.agent import PLAN_ENV, agent_source, encode_plan, job_plan
+from airflow_provider_brev.core.lepton.report import parse_result
+from airflow_provider_brev.core.secrets import redact, redaction_fragments, secret_fragments
 
 #: Sets of secret values (name -> value), each a case of the rule.
 SECRET_SETS = {

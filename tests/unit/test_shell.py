@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from airflow_provider_brev.cli.jobs.scripts import build_secret_env_file
-from airflow_provider_brev.cli.jobs.shell import (
+from airflow_provider_brev.core.jobs.scripts import build_secret_env_file
+from airflow_provider_brev.core.jobs.shell import (
     FOREGROUND_KILLED,
     FOREGROUND_NONE,
     build_foreground_kill_command,
@@ -23,7 +23,7 @@ from airflow_provider_brev.cli.jobs.shell import (
     strip_once_stdout,
     validate_env,
 )
-from airflow_provider_brev.cli.secrets import redact, redaction_fragments, secret_fragments
+from airflow_provider_brev.core.secrets import redact, redaction_fragments, secret_fragments
 
 MARKER = "BREV_AIRFLOW_RC_test0001"
 

@@ -1,4 +1,4 @@
-"""The direct ``ssh`` readiness probe (``cli/instances/ssh_probe.py`` and ``ReadinessCheck(direct_ssh=True)``):
+"""The direct ``ssh`` readiness probe (``core/instances/ssh_probe.py`` and ``ReadinessCheck(direct_ssh=True)``):
 when it probes directly, how often, and every way it hands over to the ``brev exec`` probe."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from machine_steps import step
 
-from airflow_provider_brev.cli.instances.readiness import (
+from airflow_provider_brev.core.instances.readiness import (
     STAGE_DOCKER,
     STAGE_PROVISIONING,
     STAGE_READY,
@@ -14,7 +14,7 @@ from airflow_provider_brev.cli.instances.readiness import (
     ReadinessCheck,
     RunProbe,
 )
-from airflow_provider_brev.cli.instances.ssh_probe import (
+from airflow_provider_brev.core.instances.ssh_probe import (
     SSH_FAST_SECONDS,
     SSH_PROBE_INTERVAL,
     SSH_SLOW_INTERVAL,
@@ -27,9 +27,9 @@ from airflow_provider_brev.cli.instances.ssh_probe import (
     ssh_retry_interval,
     ssh_still_booting,
 )
-from airflow_provider_brev.cli.protocol.lines import ProcessResult
-from airflow_provider_brev.cli.protocol.machine import Done, Failed, Sleep
-from airflow_provider_brev.cli.protocol.output import BrevInstance
+from airflow_provider_brev.core.protocol.lines import ProcessResult
+from airflow_provider_brev.core.protocol.machine import Done, Failed, Sleep
+from airflow_provider_brev.core.protocol.output import BrevInstance
 from airflow_provider_brev.exceptions import BrevCLINotFoundError, BrevTransientError
 
 ENTRY = "# included in ~/.ssh/config\nHost w-1\n  Hostname 10.0.0.1\nHost w-1-host\n  Hostname 10.0.0.1\n"

@@ -1,11 +1,11 @@
 """Only docker's unencrypted-credentials notice is kept out of the remote stderr a task logs
-(airflow_provider_brev/cli/jobs/notices.py)."""
+(airflow_provider_brev/core/jobs/notices.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from airflow_provider_brev.cli.jobs.notices import StderrNoticeFilter
+from airflow_provider_brev.core.jobs.notices import StderrNoticeFilter
 
 DOCKER_24 = [
     "WARNING! Your password will be stored unencrypted in /home/ubuntu/.docker/config.json.",

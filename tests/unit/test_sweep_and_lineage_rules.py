@@ -1,5 +1,5 @@
-"""The janitor's sweep plan (airflow_provider_brev/cli/instances/sweep.py) and the lineage dataset names
-(airflow_provider_brev/cli/transfer/lineage.py, utils/lineage.py): pure rules, table-driven."""
+"""The janitor's sweep plan (airflow_provider_brev/core/instances/sweep.py) and the lineage dataset names
+(airflow_provider_brev/core/staging/lineage.py, utils/lineage.py): pure rules, table-driven."""
 
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from airflow_provider_brev.cli.instances.reuse import STATE_IN_USE, STATE_STOPPED, ReuseEntry
-from airflow_provider_brev.cli.instances.sweep import ALREADY_DELETING, DELETE, IGNORE, KEEP, plan_sweep
-from airflow_provider_brev.cli.protocol.names import managed_instance_name
-from airflow_provider_brev.cli.protocol.output import BrevInstance
-from airflow_provider_brev.cli.transfer import lineage as lineage_rules
-from airflow_provider_brev.cli.transfer.lineage import (
+from airflow_provider_brev.core.instances.sweep import ALREADY_DELETING, DELETE, IGNORE, KEEP, plan_sweep
+from airflow_provider_brev.core.instances.warm_pool import STATE_IN_USE, STATE_STOPPED, ReuseEntry
+from airflow_provider_brev.core.protocol.names import managed_instance_name
+from airflow_provider_brev.core.protocol.output import BrevInstance
+from airflow_provider_brev.core.staging import lineage as lineage_rules
+from airflow_provider_brev.core.staging.lineage import (
     bucket_uris,
     mapping_keys,
     mapping_values,
@@ -220,7 +220,7 @@ def test_a_kept_recorded_instance_is_no_deletion():
 
 
 def test_deletions_without_a_known_expiry_come_first_among_the_named():
-    from airflow_provider_brev.cli.instances.sweep import SweepPlan, SweepVerdict
+    from airflow_provider_brev.core.instances.sweep import SweepPlan, SweepVerdict
 
     dated = SweepVerdict(listed("a"), DELETE, "expired", NOW - timedelta(hours=1))
     undated = SweepVerdict(listed("b"), DELETE, "by hand")

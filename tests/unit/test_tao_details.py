@@ -8,8 +8,9 @@ import json
 
 import pytest
 
-from airflow_provider_brev.cli.protocol.remote_scripts import load_script, script_body
-from airflow_provider_brev.cli.tao.checkpoints import (
+from airflow_provider_brev.core.protocol.remote_scripts import load_script, script_body
+from airflow_provider_brev.core.staging.manifest import validate_outputs
+from airflow_provider_brev.core.tao.checkpoints import (
     CHECKPOINT_LOG_REGEX,
     checkpoint_order,
     checkpoints_after,
@@ -17,7 +18,7 @@ from airflow_provider_brev.cli.tao.checkpoints import (
     newest_checkpoint,
     resume_overrides,
 )
-from airflow_provider_brev.cli.tao.command import (
+from airflow_provider_brev.core.tao.command import (
     STARTED_MARKER,
     build_tao_command,
     format_override,
@@ -26,7 +27,7 @@ from airflow_provider_brev.cli.tao.command import (
     spec_references_hugging_face,
     validate_image,
 )
-from airflow_provider_brev.cli.tao.report import (
+from airflow_provider_brev.core.tao.report import (
     MAX_REPORT_FILE_BYTES,
     PROGRAM_FAULTS,
     TaoReport,
@@ -35,7 +36,6 @@ from airflow_provider_brev.cli.tao.report import (
     parse_report,
     verify_tao_run,
 )
-from airflow_provider_brev.cli.transfer.manifest import validate_outputs
 
 IMAGE = "nvcr.io/nvidia/tao/tao-toolkit:6.26.3-pyt"
 

@@ -8,19 +8,20 @@ import subprocess
 
 import pytest
 
-from airflow_provider_brev.cli.tao.checkpoints import (
+from airflow_provider_brev.core.staging.manifest import validate_outputs
+from airflow_provider_brev.core.tao.checkpoints import (
     checkpoints_after,
     checkpoints_uri,
     newest_checkpoint,
     resume_overrides,
 )
-from airflow_provider_brev.cli.tao.command import (
+from airflow_provider_brev.core.tao.command import (
     build_tao_command,
     format_override,
     spec_references_hugging_face,
     validate_image,
 )
-from airflow_provider_brev.cli.tao.report import (
+from airflow_provider_brev.core.tao.report import (
     COMMAND_FAILED,
     NOT_VERIFIED,
     PROGRAM_FAULT,
@@ -32,7 +33,6 @@ from airflow_provider_brev.cli.tao.report import (
     parse_report,
     verify_tao_run,
 )
-from airflow_provider_brev.cli.transfer.manifest import validate_outputs
 
 IMAGE = "nvcr.io/nvidia/tao/tao-toolkit:6.26.3-pyt"
 

@@ -1,6 +1,6 @@
-"""Transfer decisions in detail: what a round's report lines mean (``cli/transfer/reports.py``), when a file is
-settled (``cli/transfer/rounds.py``: a size check even when the md5 is unknown), the parameter limits, and the
-plan and task rules of ``cli/transfer/scripts.py``."""
+"""Transfer decisions in detail: what a round's report lines mean (``core/staging/reports.py``), when a file is
+settled (``core/staging/rounds.py``: a size check even when the md5 is unknown), the parameter limits, and the
+plan and task rules of ``core/staging/scripts.py``."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ import re
 
 import pytest
 
-from airflow_provider_brev.cli.protocol.remote_scripts import load_script
-from airflow_provider_brev.cli.transfer.listing import build_list_script, md5_cache_path
-from airflow_provider_brev.cli.transfer.paths import PathFilter
-from airflow_provider_brev.cli.transfer.reports import (
+from airflow_provider_brev.core.protocol.remote_scripts import load_script
+from airflow_provider_brev.core.staging.listing import build_list_script, md5_cache_path
+from airflow_provider_brev.core.staging.paths import PathFilter
+from airflow_provider_brev.core.staging.reports import (
     RemoteFile,
     TaskResult,
     TransferReport,
@@ -20,7 +20,7 @@ from airflow_provider_brev.cli.transfer.reports import (
     parse_transfer_output,
     redact,
 )
-from airflow_provider_brev.cli.transfer.rounds import (
+from airflow_provider_brev.core.staging.rounds import (
     DEFAULT_URL_EXPIRES_IN,
     MAX_NAMED_FAILURES,
     MAX_URL_EXPIRES_IN,
@@ -33,7 +33,7 @@ from airflow_provider_brev.cli.transfer.rounds import (
     select_downloads,
     transfer_settings,
 )
-from airflow_provider_brev.cli.transfer.scripts import (
+from airflow_provider_brev.core.staging.scripts import (
     CHANGED,
     FAIL_CODES,
     MAX_SCRIPT_LENGTH,
@@ -47,7 +47,7 @@ from airflow_provider_brev.cli.transfer.scripts import (
     build_transfer_script,
     plan_path,
 )
-from airflow_provider_brev.cli.transfer.types import S3Object, StagingPair
+from airflow_provider_brev.core.staging.types import S3Object, StagingPair
 from airflow_provider_brev.exceptions import BrevInvalidInputError
 
 MD5 = "0" * 31 + "1"

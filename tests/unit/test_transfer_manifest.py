@@ -1,4 +1,4 @@
-"""The pure decisions of step staging (``airflow_provider_brev.cli.transfer.manifest``): what an incremental input sync
+"""The pure decisions of step staging (``airflow_provider_brev.core.staging.manifest``): what an incremental input sync
 downloads, and how the manifest on the instance is written and read back."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from airflow_provider_brev.cli.transfer.manifest import (
+from airflow_provider_brev.core.staging.manifest import (
     ManifestEntry,
     entry_of,
     handoff_manifest,
@@ -20,8 +20,8 @@ from airflow_provider_brev.cli.transfer.manifest import (
     validate_inputs,
     validate_outputs,
 )
-from airflow_provider_brev.cli.transfer.rounds import StagedDownload
-from airflow_provider_brev.cli.transfer.types import S3Object
+from airflow_provider_brev.core.staging.rounds import StagedDownload
+from airflow_provider_brev.core.staging.types import S3Object
 from airflow_provider_brev.exceptions import BrevInvalidInputError
 
 SOURCE = "s3://bucket/ds/"

@@ -1,4 +1,4 @@
-"""Path and key safety of transfers (``cli/transfer/paths.py``), each refusal by its own reason: control characters
+"""Path and key safety of transfers (``core/staging/paths.py``), each refusal by its own reason: control characters
 in patterns, relative paths, S3 prefixes and remote directories; ``**/`` inside a pattern; bracket rules."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from airflow_provider_brev.cli.transfer.paths import (
+from airflow_provider_brev.core.staging.paths import (
     PathFilter,
     glob_to_regex,
     normalize_patterns,

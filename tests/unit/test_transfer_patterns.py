@@ -1,4 +1,4 @@
-"""Transfer path patterns (cli/transfer/paths.py): a glob means the same to the remote bash script, to Python's
+"""Transfer path patterns (core/staging/paths.py): a glob means the same to the remote bash script, to Python's
 regex and to fnmatch; unsafe or ambiguous patterns are refused before anything runs."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from airflow_provider_brev.cli.transfer.paths import (
+from airflow_provider_brev.core.staging.paths import (
     PathFilter,
     glob_to_regex,
     normalize_patterns,

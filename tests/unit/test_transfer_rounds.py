@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from airflow_provider_brev.cli.transfer.checksums import MIB, S3_MAX_PARTS, multipart_etag
-from airflow_provider_brev.cli.transfer.paths import PathFilter, printable
-from airflow_provider_brev.cli.transfer.reports import RemoteFile, parse_transfer_output
-from airflow_provider_brev.cli.transfer.rounds import (
+from airflow_provider_brev.core.staging.checksums import MIB, S3_MAX_PARTS, multipart_etag
+from airflow_provider_brev.core.staging.paths import PathFilter, printable
+from airflow_provider_brev.core.staging.reports import RemoteFile, parse_transfer_output
+from airflow_provider_brev.core.staging.rounds import (
     StagedDownload,
     StagedUpload,
     describe_failures,
@@ -18,7 +18,7 @@ from airflow_provider_brev.cli.transfer.rounds import (
     task_order,
     transfer_settings,
 )
-from airflow_provider_brev.cli.transfer.types import S3Object
+from airflow_provider_brev.core.staging.types import S3Object
 from airflow_provider_brev.exceptions import BrevInvalidInputError
 
 MD5_A = "0cc175b9c0f1b6a831c399e269772661"

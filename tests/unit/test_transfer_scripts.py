@@ -15,23 +15,23 @@ import time
 
 import pytest
 
-from airflow_provider_brev.cli.transfer.checksums import (
+from airflow_provider_brev.core.staging.checksums import (
     MIB,
     choose_part_size,
     md5_hex_to_base64,
     multipart_etag,
     split_parts,
 )
-from airflow_provider_brev.cli.transfer.listing import build_list_script
-from airflow_provider_brev.cli.transfer.paths import (
+from airflow_provider_brev.core.staging.listing import build_list_script
+from airflow_provider_brev.core.staging.paths import (
     PathFilter,
     find_path_conflicts,
     normalize_prefix,
     remote_path_word,
     validate_relpath,
 )
-from airflow_provider_brev.cli.transfer.reports import parse_list_output, parse_transfer_output, redact
-from airflow_provider_brev.cli.transfer.scripts import (
+from airflow_provider_brev.core.staging.reports import parse_list_output, parse_transfer_output, redact
+from airflow_provider_brev.core.staging.scripts import (
     OP_GET,
     OP_PART,
     OP_PUT,

@@ -1,4 +1,4 @@
-"""The shared parameter checks (airflow_provider_brev/cli/validation.py): parsed values, and errors that name the
+"""The shared parameter checks (airflow_provider_brev/core/validation.py): parsed values, and errors that name the
 parameter and are never retried."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ from datetime import timedelta
 
 import pytest
 
-from airflow_provider_brev.cli import validation as v
-from airflow_provider_brev.cli import values
+from airflow_provider_brev.core import validation as v
+from airflow_provider_brev.core import values
 from airflow_provider_brev.exceptions import BrevInvalidInputError, retry_policy
 
 GOOD = [

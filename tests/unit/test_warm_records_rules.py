@@ -1,5 +1,5 @@
 """The janitor's treatment of instances kept for warm reuse, over every record state x live state x age, and who may
-act on a record (airflow_provider_brev/cli/instances/reuse.py, reuse_records.py, sweep.py): pure rules,
+act on a record (airflow_provider_brev/core/instances/warm_pool.py, warm_pool_records.py, sweep.py): pure rules,
 table-driven."""
 
 from __future__ import annotations
@@ -9,7 +9,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from airflow_provider_brev.cli.instances.reuse import (
+from airflow_provider_brev.core.instances.sweep import ALREADY_DELETING, DELETE, IGNORE, KEEP, STOP, plan_sweep
+from airflow_provider_brev.core.instances.warm_pool import (
     CLAIM_GRACE_SECONDS,
     STATE_IN_USE,
     STATE_STOPPED,
@@ -17,16 +18,15 @@ from airflow_provider_brev.cli.instances.reuse import (
     Sighting,
     janitor_verdict,
 )
-from airflow_provider_brev.cli.instances.reuse_records import (
+from airflow_provider_brev.core.instances.warm_pool_records import (
     TaskRef,
     awake_variable,
     ownership_problem,
     record_variable,
     tasks_named,
 )
-from airflow_provider_brev.cli.instances.sweep import ALREADY_DELETING, DELETE, IGNORE, KEEP, STOP, plan_sweep
-from airflow_provider_brev.cli.protocol.names import managed_instance_name
-from airflow_provider_brev.cli.protocol.output import BrevInstance
+from airflow_provider_brev.core.protocol.names import managed_instance_name
+from airflow_provider_brev.core.protocol.output import BrevInstance
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 MAX_IDLE, MAX_LIFETIME, GRACE = 3600.0, 7200.0, CLAIM_GRACE_SECONDS

@@ -1,0 +1,342 @@
+"""Releasing an instance: every way one ends, identity and ownership checked before anything is deleted.
+
+This module is the only caller of the hook's ``delete_instance``/``adelete_instance``. What ends an instance:
+
+============================== ======================================================= ===============================
+who                            function                                                rule
+============================== ======================================================= ===============================
+teardown (delete operator)     :func:`release_recorded` / :func:`delete_named`         the DAG run's records decide;
+                                                                                       by the recorded id
+create task / ephemeral step   :func:`delete_after_failure`, :func:`replace_failed`    only what the task owns, by id
+ephemeral step, at its end     :func:`delete_created` / :func:`release_created`        by id (stop: as below)
+``on_kill`` (worker, trigger)  :func:`release_on_kill` / :func:`arelease_on_kill`       one fast call, never raises
+recovery clearing a lost name  :func:`clear_for_recreation`                            only an id the DAG run recorded
+janitor                        :func:`delete_expired`, :func:`stop_awake`              the id it listed
+teardown, ``release="stop"``   :func:`release_recorded` with a :class:`Reuse`           stoppable type and the
+                                                                                       break-even favours it; else
+                                                                                       delete, logged
+============================== ======================================================= ===============================
+
+The rules: an instance is known by its **id** -- what ``brev ls`` lists under a name is deleted only if its id is
+one the DAG run recorded creating there (:func:`~airflow_provider_brev.core.instances.identity.identity_verdict`), and then by
+that id, so an instance someone else created under the freed name is never hit; only what the DAG run owns is
+deleted (an adopted instance never is); ``on_kill`` makes one fast call (Airflow SIGKILLs about 5 s after SIGTERM).
+Stopping instead of deleting is decided here too: only an instance that passed the same identity and ownership
+checks, only when its type can stop and the break-even
+(:func:`~airflow_provider_brev.core.instances.warm_pool.break_even`: the disk over the expected idle hours against the
+GPU price of the cold start a warm start saves) favours it -- logged with both numbers either way; the stopped
+instance is then recorded under its reuse key (:mod:`airflow_provider_brev.instances.warm_pool`) for the next run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from airflow_provider_brev.core.instances.identity import (
+    GONE,
+    REPLACED,
+    SAME,
+    UNRECORDED,
+    identity_verdict,
+    replaced_message,
+)
+from airflow_provider_brev.core.instances.records import recorded_ids
+from airflow_provider_brev.core.instances.warm_pool import (
+    STATE_STOPPED,
+    break_even,
+    expected_idle_seconds,
+    saved_seconds,
+)
+from airflow_provider_brev.core.protocol.names import parse_managed_name
+from airflow_provider_brev.exceptions import BrevError, BrevInstanceReplacedError, BrevInvalidInputError
+from airflow_provider_brev.instances.warm_pool import ReuseRegistry
+
+if TYPE_CHECKING:
+    from collections.abc import Collection, Iterable
+
+    from airflow_provider_brev.core.instances.records import InstanceRecord
+    from airflow_provider_brev.core.protocol.output import BrevInstance
+    from airflow_provider_brev.hooks.brev import BrevHook
+
+#: The release policies of a teardown (``BrevDeleteInstanceOperator(release=...)``).
+RELEASE_DELETE = "delete"
+RELEASE_STOP = "stop"
+
+
+def release_policy(value: Any) -> str:
+    """A rendered ``release``: ``"delete"`` (also when empty) or ``"stop"``."""
+    text = str(value).strip().lower() if value is not None else ""
+    if text in ("", RELEASE_DELETE):
+        return RELEASE_DELETE
+    if text == RELEASE_STOP:
+        return RELEASE_STOP
+    raise BrevInvalidInputError(f"Invalid release {value!r}: use 'delete' or 'stop'.")
+
+
+#: Budget of the one ``brev delete`` of ``on_kill``: Airflow 3 gives ``on_kill`` about 5 s before SIGKILL.
+ON_KILL_TIMEOUT = 4.0
+
+
+@dataclass(frozen=True)
+class Released:
+    """What :func:`release_recorded` did.
+
+    :param deleted: a deletion was requested.
+    :param left: why the instance was left alone (``None`` when it was deleted or already gone).
+    :param instance_id: the id the deletion was requested for.
+    """
+
+    deleted: bool
+    left: str | None = None
+    instance_id: str | None = None
+    stopped: bool = False
+
+
+@dataclass(frozen=True)
+class Reuse:
+    """How the teardown of an instance created with a ``reuse_key`` releases it.
+
+    :param key: the reuse key.
+    :param stop: ``release="stop"`` was asked (else the instance is deleted and its record forgotten).
+    :param max_idle: seconds it may stay stopped.
+    :param boot_seconds: its measured boot (``brev create`` or ``brev start`` until ready) in this run.
+    :param pull_seconds: its measured image pulls in this run.
+    :param stage_seconds: its measured input staging in this run.
+    :param next_run_at: the DAG's next scheduled run (epoch seconds), when the timetable gives one.
+    :param price_per_hour: its price, when known.
+    """
+
+    key: str
+    stop: bool
+    max_idle: float
+    boot_seconds: float = 0.0
+    pull_seconds: float = 0.0
+    stage_seconds: float = 0.0
+    next_run_at: float | None = None
+    price_per_hour: float | None = None
+
+
+def release_on_kill(hook: BrevHook, name: str, instance_id: str | None) -> None:
+    """Delete ``name`` from ``on_kill``: one call without retries, by id when known; never raises.
+
+    :param hook: the task's hook.
+    :param name: the instance name.
+    :param instance_id: its id (``None`` only while ``brev create`` of a provider-managed name still runs).
+    """
+    with contextlib.suppress(Exception):
+        hook.delete_instance(name, instance_id=instance_id or None, call_timeout=ON_KILL_TIMEOUT, retry=False)
+
+
+async def arelease_on_kill(hook: BrevHook, log: Any, name: str, instance_id: str | None, *, why: str) -> None:
+    """The triggerer's :func:`release_on_kill` (Airflow 3.3+ trigger ``on_kill``); logs, never raises.
+
+    :param why: what the log line says (``"its ephemeral instance"`` ...).
+    """
+    log.info("Task killed: deleting %s %s.", why, name)
+    try:
+        await hook.adelete_instance(name, instance_id=instance_id or None)
+    except Exception:
+        log.exception("Could not delete %s on kill; the teardown/janitor will.", name)
+
+
+def delete_created(hook: BrevHook, log: Any, name: str, instance_id: str | None, *, why: str) -> None:
+    """Delete an instance this task created itself (ephemeral mode), by id; best effort, never raises.
+
+    :param why: what the log line says (``"ephemeral instance"`` ...).
+    """
+    log.info("Deleting %s %s%s.", why, name, f" (id {instance_id})" if instance_id else "")
+    try:
+        hook.delete_instance(name, instance_id=instance_id or None)
+    except Exception:
+        log.exception("Could not delete %s %s; the janitor will once it expires.", why, name)
+
+
+def release_created(hook: BrevHook, log: Any, name: str, instance_id: str | None, reuse: Reuse | None) -> None:
+    """The end of an ephemeral step's instance: stopped for warm reuse when ``reuse`` asks for it and
+    :func:`_stopped` agrees (the instance listed under ``name`` must still be ``instance_id``), else deleted by id
+    (:func:`delete_created`) and its reuse record forgotten; best effort, never raises."""
+    try:
+        if reuse is not None and reuse.stop and instance_id:
+            live = hook.get_instance(name)
+            if live is not None and live.id == instance_id and _stopped(hook, log, live, reuse):
+                return
+    except Exception:
+        log.exception("Could not stop ephemeral instance %s; deleting it.", name)
+    delete_created(hook, log, name, instance_id, why="ephemeral instance")
+    if reuse is not None and instance_id:
+        with contextlib.suppress(Exception):
+            ReuseRegistry(log).drop(instance_id)
+
+
+def delete_after_failure(
+    hook: BrevHook, log: Any, name: str, *, owned: bool, reason: str, instance_id: str | None = None
+) -> None:
+    """Best-effort delete after a failure past creation; never masks the original error.
+
+    :param owned: the task owns the instance (else it is left, with a warning).
+    :param reason: the failure (logged).
+    :param instance_id: the id of the instance the task created (deleted by id); ``None``: the task could not
+        learn it (the create call itself failed), so the instance ``brev ls`` lists under ``name`` right now is
+        taken for it, if there is one.
+    """
+    if not owned:
+        log.warning("Not deleting instance %s after the failure: this task does not own it.", name)
+        return
+    try:
+        if not instance_id:
+            listed = hook.get_instance(name)
+            if listed is None:
+                log.info("No instance %s was created before the failure: nothing to delete.", name)
+                return
+            instance_id = listed.id
+        log.warning(
+            "Deleting instance %s (id %s) because the task failed after it existed: %s", name, instance_id, reason
+        )
+        hook.delete_instance(name, instance_id=instance_id or None)
+    except Exception:
+        log.exception("Could not delete instance %s; the janitor will remove it once it expires.", name)
+
+
+def replace_failed(hook: BrevHook, log: Any, instance: BrevInstance, *, timeout: float, poll_interval: float) -> None:
+    """Delete this task's instance that ended in FAILURE (by its id) and wait until its name is free."""
+    log.warning("Instance %s from an earlier try is in %s: replacing it.", instance.name, instance.status)
+    hook.delete_instance(
+        instance.name, instance_id=instance.id or None, wait=True, timeout=timeout, poll_interval=poll_interval
+    )
+
+
+def clear_for_recreation(hook: BrevHook, log: Any, name: str, known_ids: Collection[str], *, timeout: float) -> None:
+    """Before a lost instance is re-created: make sure no instance of ours holds the name (delete a FAILURE or
+    unreachable one by its id, wait out DELETING); an instance of another id is someone else's: never deleted
+    (:class:`~airflow_provider_brev.exceptions.BrevInstanceReplacedError`)."""
+    live = hook.get_instance(name)
+    if live is None:
+        return
+    if known_ids and identity_verdict(live, known_ids) != SAME:
+        raise BrevInstanceReplacedError(replaced_message(name, live, known_ids, refused="deleted"))
+    log.info("Deleting what is left of instance %s (id %s) before re-creating it.", name, live.id)
+    hook.delete_instance(name, instance_id=live.id or None, wait=True, timeout=timeout)
+
+
+def release_recorded(
+    hook: BrevHook,
+    log: Any,
+    name: str,
+    records: Iterable[InstanceRecord],
+    *,
+    wait: bool = False,
+    timeout: float = 600.0,
+    reuse: Reuse | None = None,
+) -> Released:
+    """The teardown of an instance the DAG run recorded: delete what ``brev ls`` lists under ``name`` if its id
+    is one the DAG run created (by that id); leave an adopted one, and anyone else's. With ``reuse`` asking to stop,
+    stop it instead when :func:`stop_verdict` says so.
+
+    :param hook: the task's hook.
+    :param log: the task's logger.
+    :param name: the instance name.
+    :param records: every record of ``name`` the DAG run holds (not empty: the caller decided the name is the DAG
+        run's to release).
+    :param wait: wait until the deletion finished.
+    :param timeout: seconds to wait for it.
+    """
+    records = list(records)
+    owned = recorded_ids(records, owned_only=True)
+    if not owned:
+        return Released(False, "it was adopted, not created by this DAG run")
+    live = hook.get_instance(name)
+    verdict = identity_verdict(live, recorded_ids(records))
+    if verdict == GONE:
+        log.info("Brev instance %s does not exist (already deleted): nothing to do.", name)
+        return Released(False)
+    assert live is not None
+    if verdict in (REPLACED, UNRECORDED) or live.id not in owned:
+        log.warning("%s", replaced_message(name, live, owned, refused="deleted"))
+        return Released(False, f"it is id {live.id}, not an instance this DAG run created")
+    if reuse is not None and reuse.stop and _stopped(hook, log, live, reuse):
+        return Released(False, None, live.id, stopped=True)
+    deleted = hook.delete_instance(name, instance_id=live.id, wait=wait, timeout=timeout)
+    if reuse is not None:
+        ReuseRegistry(log).drop(live.id)
+    return Released(deleted, None, live.id)
+
+
+def _stopped(hook: BrevHook, log: Any, live: BrevInstance, reuse: Reuse) -> bool:
+    """Stop ``live`` (already checked: ours, by id) when its reuse record proves ownership, its type can stop and the
+    break-even favours it, and record it stopped; ``False`` (logged with both numbers, or the refusal) when it is to
+    be deleted."""
+    registry = ReuseRegistry(log)
+    managed = parse_managed_name(live.name)
+    earlier = registry.proven(live, managed.prefix if managed is not None else "")
+    if earlier is None:
+        log.warning(
+            "Release of %s (id %s, reuse key %r): no warm-reuse record of it may act (see above, or none was "
+            "written), so no run could start it again: deleting it.",
+            *(live.name, live.id, reuse.key),
+        )
+        return False
+    offer = None
+    try:
+        offer = hook.type_offer(live.instance_type)
+    except BrevError as err:
+        log.warning("Could not read the type of %s from `brev search` (%s): deleting it.", live.name, err)
+    saved = saved_seconds(
+        boot_seconds=reuse.boot_seconds,
+        pull_seconds=reuse.pull_seconds,
+        stage_seconds=reuse.stage_seconds,
+        catalog_boot_seconds=offer.boot_time_seconds if offer is not None else None,
+    )
+    saved = max(saved, earlier.saved_seconds)  # a warm run saves what a cold one took
+    now = time.time()
+    idle = expected_idle_seconds(now=now, next_run_at=reuse.next_run_at, max_idle=reuse.max_idle)
+    price = reuse.price_per_hour if reuse.price_per_hour is not None else earlier.price_per_hour
+    verdict = break_even(offer, price_per_hour=price, saved_seconds=saved, idle_seconds=idle)
+    log.info("Release of %s (id %s, reuse key %r): %s.", live.name, live.id, reuse.key, verdict.message)
+    if not verdict.stop:
+        return False
+    try:
+        hook.stop_instance(live.name, instance_id=live.id)
+    except BrevError as err:
+        log.warning("Could not stop %s (%s): deleting it instead.", live.name, err)
+        return False
+    registry.put(
+        replace(
+            earlier,  # its creator and the run that held it: they prove the record to the next run
+            key=reuse.key,
+            instance_type=live.instance_type,
+            state=STATE_STOPPED,
+            since=now,
+            max_idle=reuse.max_idle,
+            saved_seconds=saved,
+            price_per_hour=price,
+        )
+    )
+    log.info(
+        "Stopped %s for reuse key %r: the next run's create starts it again (its disk is kept); the janitor deletes "
+        "it if no run does within %.0f s.",
+        *(live.name, reuse.key, reuse.max_idle),
+    )
+    return True
+
+
+def delete_named(hook: BrevHook, log: Any, name: str, *, wait: bool = False, timeout: float = 600.0) -> bool:
+    """A delete the user asked for by name (no create task upstream recorded it): by name; raises on failure."""
+    try:
+        return hook.delete_instance(name, wait=wait, timeout=timeout)
+    except Exception:
+        log.error("Deleting %s failed; retry the task or delete it with `brev delete %s`.", name, name)
+        raise
+
+
+def delete_expired(hook: BrevHook, instance: BrevInstance) -> bool:
+    """The janitor's delete of an expired managed instance, by the id it listed; raises on failure."""
+    return hook.delete_instance(instance.name, instance_id=instance.id or None)
+
+
+def stop_awake(hook: BrevHook, instance: BrevInstance) -> None:
+    """The janitor's stop of an instance recorded stopped and found running (its record proved ownership), by the
+    id it listed; raises on failure."""
+    hook.stop_instance(instance.name, instance_id=instance.id)
