@@ -10,6 +10,7 @@ CLI from the metadata database: :class:`~airflow_provider_brev.instances.warm_po
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +21,10 @@ from airflow_provider_brev.instances.release import delete_expired, stop_awake
 if TYPE_CHECKING:
     from airflow_provider_brev.hooks.brev import BrevHook
     from airflow_provider_brev.instances.warm_pool import ReuseRegistry
+    from airflow_provider_brev.utils.task_memory import TaskMemory
+
+#: XCom key of the janitor's report.
+XCOM_REPORT = "report"
 
 
 def empty_report(dry_run: bool) -> dict[str, Any]:
@@ -36,6 +41,19 @@ def empty_report(dry_run: bool) -> dict[str, Any]:
         "already_gone": [],
         "dry_run": bool(dry_run),
     }
+
+
+@dataclass(frozen=True)
+class SweepReport:
+    """The janitor's report in its task's memory (XCom ``report``, before the task succeeds or fails).
+
+    :param memory: the janitor task's memory.
+    """
+
+    memory: TaskMemory
+
+    def tell(self, report: dict[str, Any]) -> None:
+        self.memory.tell(XCOM_REPORT, report)
 
 
 def sweep(
