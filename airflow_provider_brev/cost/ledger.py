@@ -1,7 +1,7 @@
 """What tasks tell of their cost, and a step's cost clock, in the task memory.
 
-A step or create task tells ``brev_cost`` (:func:`~airflow_provider_brev.core.cost.step_cost`) and keeps its clock
-in ``brev_cost_clock`` while it runs (its phases so far, wall-clock starts: it survives deferrals, not retries); a
+A step or create task tells ``brev_cost`` (:func:`~airflow_provider_brev.core.cost.step_cost`) and its clock,
+``brev_cost_clock``, while it runs (its phases so far, wall-clock starts: it survives deferrals, not retries); a
 delete task tells ``brev_lifetime_cost`` (:func:`~airflow_provider_brev.core.cost.lifetime_cost`). A later task
 reads them all for its DAG run (:func:`~airflow_provider_brev.cost.report.run_cost`, the delete task's warm-reuse
 verdict). Every value is told (XCom only): a retry measures its own.
@@ -9,15 +9,14 @@ verdict). Every value is told (XCom only): a retry measures its own.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_brev.core.cost import costs_in
+from airflow_provider_brev.utils.task_memory import MemoryAccessor
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-    from airflow_provider_brev.utils.task_memory import TaskMemory
 
 #: XCom key of what a step or create task cost (:func:`~airflow_provider_brev.core.cost.step_cost`).
 XCOM_COST = "brev_cost"
@@ -27,14 +26,8 @@ XCOM_COST_CLOCK = "brev_cost_clock"
 XCOM_LIFETIME_COST = "brev_lifetime_cost"
 
 
-@dataclass(frozen=True)
-class CostLedger:
-    """The costs of a DAG run as one task reads and writes them (see the module docstring).
-
-    :param memory: the task's memory.
-    """
-
-    memory: TaskMemory
+class CostLedger(MemoryAccessor):
+    """The costs of a DAG run as one task reads and writes them (see the module docstring)."""
 
     def clock(self) -> dict[str, Any] | None:
         """This try's cost clock (told across its deferrals), or ``None`` before it started."""

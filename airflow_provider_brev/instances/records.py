@@ -9,11 +9,10 @@ Airflow 3.3+, for its retries, and XCom ``brev_instance``); later tasks read it 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_brev.core.instances.records import InstanceRecord, records_in
-from airflow_provider_brev.utils.task_memory import TaskMemory
+from airflow_provider_brev.utils.task_memory import MemoryAccessor, TaskMemory
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -28,14 +27,8 @@ XCOM_INSTANCE_RECORD = "brev_instance"
 STATE_STORE_INSTANCE_KEY = XCOM_INSTANCE_RECORD
 
 
-@dataclass(frozen=True)
-class InstanceRecords:
-    """The instance records of a DAG run as one task reads and writes them (see the module docstring).
-
-    :param memory: the task's memory.
-    """
-
-    memory: TaskMemory
+class InstanceRecords(MemoryAccessor):
+    """The instance records of a DAG run as one task reads and writes them (see the module docstring)."""
 
     def of(self, task_id: str) -> list[InstanceRecord]:
         """Every instance record ``task_id`` pushed in this DAG run (one per map index, a step's list)."""

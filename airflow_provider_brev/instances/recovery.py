@@ -28,7 +28,7 @@ The step then re-syncs its inputs, restores what it needs from its outputs and l
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -47,6 +47,7 @@ from airflow_provider_brev.exceptions import BrevError, BrevInstanceLostError, B
 from airflow_provider_brev.instances.provisioning import InstanceProvisioner, InstanceRequest
 from airflow_provider_brev.instances.records import InstanceRecords
 from airflow_provider_brev.instances.release import clear_for_recreation
+from airflow_provider_brev.utils.task_memory import MemoryAccessor
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Collection, Sequence
@@ -60,15 +61,9 @@ XCOM_RECOVERIES = "brev_recoveries"
 STATE_STORE_RECOVERIES_KEY = XCOM_RECOVERIES
 
 
-@dataclass(frozen=True)
-class RecoveryCount:
+class RecoveryCount(MemoryAccessor):
     """The instance recoveries a task instance made, kept in its memory (every try's on Airflow 3.3+, this try's
-    before).
-
-    :param memory: the task's memory.
-    """
-
-    memory: TaskMemory
+    before)."""
 
     def used(self) -> int:
         """Recoveries made so far (:func:`~airflow_provider_brev.core.instances.recovery.recoveries_used`)."""

@@ -10,18 +10,17 @@ CLI from the metadata database: :class:`~airflow_provider_brev.instances.warm_po
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_brev.core.instances.sweep import ALREADY_DELETING, IGNORE, KEEP, STOP, SweepPlan, plan_sweep
 from airflow_provider_brev.exceptions import BrevError
 from airflow_provider_brev.instances.release import delete_expired, stop_awake
+from airflow_provider_brev.utils.task_memory import MemoryAccessor
 
 if TYPE_CHECKING:
     from airflow_provider_brev.hooks.brev import BrevHook
     from airflow_provider_brev.instances.warm_pool import ReuseRegistry
-    from airflow_provider_brev.utils.task_memory import TaskMemory
 
 #: XCom key of the janitor's report.
 XCOM_REPORT = "report"
@@ -43,14 +42,8 @@ def empty_report(dry_run: bool) -> dict[str, Any]:
     }
 
 
-@dataclass(frozen=True)
-class SweepReport:
-    """The janitor's report in its task's memory (XCom ``report``, before the task succeeds or fails).
-
-    :param memory: the janitor task's memory.
-    """
-
-    memory: TaskMemory
+class SweepReport(MemoryAccessor):
+    """The janitor's report in its task's memory (XCom ``report``, before the task succeeds or fails)."""
 
     def tell(self, report: dict[str, Any]) -> None:
         self.memory.tell(XCOM_REPORT, report)

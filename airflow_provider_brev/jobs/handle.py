@@ -9,25 +9,17 @@ deferrals, and the task state store on Airflow 3.3+, where a retry finds the job
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from airflow_provider_brev.utils.task_memory import TaskMemory
+from airflow_provider_brev.utils.task_memory import MemoryAccessor
 
 #: XCom key (and state store key) of a detached job's handle.
 XCOM_JOB = "brev_job"
 STATE_STORE_JOB_KEY = XCOM_JOB
 
 
-@dataclass(frozen=True)
-class KeptJobHandle:
-    """The handle of the job a task follows (see the module docstring).
-
-    :param memory: the task's memory.
-    """
-
-    memory: TaskMemory
+class KeptJobHandle(MemoryAccessor):
+    """The handle of the job a task follows (see the module docstring)."""
 
     def read(self) -> dict[str, Any] | None:
         """The detached job this task follows (this try's, else the one an earlier try kept), or ``None``."""

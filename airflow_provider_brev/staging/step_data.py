@@ -15,7 +15,6 @@ resume: the newest checkpoint of the same run).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +24,7 @@ from airflow_provider_brev.core.staging.rounds import DEFAULT_URL_EXPIRES_IN, tr
 from airflow_provider_brev.exceptions import BrevError, BrevInvalidInputError, BrevTransferError
 from airflow_provider_brev.staging.runner import DEFAULT_TRANSFER_TIMEOUT, StagingHooks, TransferRunner
 from airflow_provider_brev.staging.sync import check_locations, sync_inputs, sync_outputs
+from airflow_provider_brev.utils.task_memory import MemoryAccessor
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping
@@ -37,14 +37,8 @@ if TYPE_CHECKING:
 XCOM_STEP_DATA = "brev_step_data"
 
 
-@dataclass(frozen=True)
-class SyncReports:
-    """What this try's syncs did, in the task's memory (XCom: it lasts the try and its deferrals).
-
-    :param memory: the task's memory.
-    """
-
-    memory: TaskMemory
+class SyncReports(MemoryAccessor):
+    """What this try's syncs did, in the task's memory (XCom: it lasts the try and its deferrals)."""
 
     def read(self) -> dict[str, Any]:
         """``{"inputs": [...], "outputs": [...], "output_syncs": n}`` so far (empty before the first sync)."""

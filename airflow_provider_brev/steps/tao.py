@@ -83,6 +83,7 @@ from airflow_provider_brev.steps.preflight import (
     split_s3_uri,
 )
 from airflow_provider_brev.steps.workload import check_command, command_result, judge_exit_code
+from airflow_provider_brev.utils.task_memory import MemoryAccessor
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -241,14 +242,8 @@ XCOM_RESUMED_FROM = "tao_resumed_from"
 XCOM_PULL_SECONDS = "tao_pull_seconds"
 
 
-@dataclass(frozen=True)
-class TaoFacts:
-    """What a TAO step tells its task's memory (XCom: it lasts the try and its deferrals).
-
-    :param memory: the task's memory.
-    """
-
-    memory: TaskMemory
+class TaoFacts(MemoryAccessor):
+    """What a TAO step tells its task's memory (XCom: it lasts the try and its deferrals)."""
 
     def resumed_from(self) -> str | None:
         """The checkpoint this try's launch resumed from (``None``: a fresh start, or no launch yet)."""

@@ -10,7 +10,8 @@ Every XCom and task-state-store access of a running task goes through :class:`Ta
   (deterministic job ids, the instance's id); a failed read counts as nothing.
 
 The memory knows keys and JSON values, not what they mean: each concept reads and writes its facts through a small
-typed accessor over it, beside the concept's I/O, which holds the concept's public XCom keys and their encoding:
+typed accessor over it (a :class:`MemoryAccessor`), beside the concept's I/O, which holds the concept's public XCom
+keys and their encoding:
 
 ============================================  ===============================================================
 facts                                         accessor
@@ -31,6 +32,7 @@ No secret ever goes in.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 if TYPE_CHECKING:
@@ -155,6 +157,16 @@ class TaskMemory:
             return _of_kind(store.get(key), kind)
         except Exception:
             return None
+
+
+@dataclass(frozen=True)
+class MemoryAccessor:
+    """The base of a concept's typed accessor (see the module docstring): its facts in one task's memory.
+
+    :param memory: the task's memory.
+    """
+
+    memory: TaskMemory
 
 
 def _of_kind(value: Any, kind: type[Any] | None) -> Any:
