@@ -455,3 +455,15 @@ def provider_operator_classes() -> list[type]:
                 if inspect.isclass(obj) and obj.__module__ == module.__name__ and issubclass(obj, BaseOperator)
             ]
     return sorted(found, key=lambda cls: cls.__name__)
+
+
+def xcom_of(dag_run, task_id: str, key: str = "return_value") -> Any:
+    """What ``task_id`` pushed under ``key`` in the finished ``dag_run`` (read from the metadata DB)."""
+    ti = next(ti for ti in dag_run.get_task_instances() if ti.task_id == task_id and ti.map_index in (-1, 0))
+    return ti.xcom_pull(task_ids=task_id, key=key)
+
+
+def succeeded(dag_run) -> Any:
+    """``dag_run``, which must have succeeded (else the task states say which task failed)."""
+    assert run_state(dag_run) == "success", task_states(dag_run)
+    return dag_run

@@ -4,7 +4,7 @@
 (:mod:`airflow_provider_brev.steps.service`) and the create operator go through. Inside one process a phase is
 timed with the monotonic clock; a phase still open when the task defers (a step's ``work`` while the triggerer
 follows the job, a create task's ``boot``) is remembered by its wall-clock start in the task's memory
-(:meth:`~airflow_provider_brev.utils.task_memory.TaskMemory.tell_cost_clock`, XCom: it lasts the try), so the
+(:meth:`~airflow_provider_brev.cost.ledger.CostLedger.tell_clock`, XCom: it lasts the try), so the
 worker that resumes the task still knows when it began, and when the task itself began. At the end
 :meth:`CostMeter.report` prices the phases (:func:`~airflow_provider_brev.core.cost.step_cost`): what
 no phase covers of the task's billed time is ``idle``. The report is of this try; a retry measures its own.
@@ -17,6 +17,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_brev.core.cost import PHASES, cost_line, step_cost
+from airflow_provider_brev.cost.ledger import CostLedger
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -33,8 +34,9 @@ class CostMeter:
 
     def __init__(self, memory: TaskMemory, log: Any) -> None:
         self.memory = memory
+        self.ledger = CostLedger(memory)
         self.log = log
-        state = memory.cost_clock() or {}
+        state = self.ledger.clock() or {}
         started = state.get("started_at")
         #: when the billed time this task owns began (epoch seconds; ``None`` until :meth:`begin`)
         self.started_at: float | None = float(started) if isinstance(started, int | float) else None
@@ -94,7 +96,7 @@ class CostMeter:
 
     def save(self) -> None:
         """Remember the clock before the task defers (the resumed task reads it back)."""
-        self.memory.tell_cost_clock(
+        self.ledger.tell_clock(
             {
                 "started_at": self.started_at,
                 "seconds": dict(self.seconds),
@@ -127,6 +129,6 @@ class CostMeter:
             self.log.warning("Could not compute the cost of this task (%s: %s).", type(err).__name__, err)
             return None
         self.reported = True
-        self.memory.tell_cost(cost)
+        self.ledger.tell_cost(cost)
         self.log.info("%s", cost_line(cost))
         return cost

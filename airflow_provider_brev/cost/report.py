@@ -3,7 +3,7 @@
 Each step and create task pushes XCom ``brev_cost`` (:func:`~airflow_provider_brev.core.cost.step_cost`:
 instance type, ``price_per_hour``, seconds and dollars per phase, the total); a delete task pushes
 ``brev_lifetime_cost`` (the instance's whole life). :func:`run_cost` reads them all for the calling task's DAG run
-(through :class:`~airflow_provider_brev.utils.task_memory.TaskMemory`) and logs the table::
+(through :class:`~airflow_provider_brev.cost.ledger.CostLedger`) and logs the table::
 
     @task(trigger_rule="all_done")
     def report_cost(ti=None) -> dict:
@@ -17,6 +17,7 @@ from typing import Any
 
 from airflow_provider_brev.core.cost import cost_table
 from airflow_provider_brev.core.cost import run_cost as price_run
+from airflow_provider_brev.cost.ledger import CostLedger
 from airflow_provider_brev.utils.task_memory import TaskMemory
 
 __all__ = ["run_cost"]
@@ -36,11 +37,11 @@ def run_cost(ti_or_context: Any, *, task_ids: list[str] | None = None, log: Any 
     ti = context["ti"] if context is not None else ti_or_context
     task = getattr(ti, "task", None)
     log = log or getattr(task, "log", None) or logging.getLogger(__name__)
-    memory = TaskMemory({"ti": ti}, log)
+    ledger = CostLedger(TaskMemory({"ti": ti}, log))
     if task_ids is None:
         dag = getattr(task, "dag", None)
         task_ids = [t for t in (dag.task_ids if dag is not None else []) if t != ti.task_id]
-    report = price_run(memory.costs_of(task_ids), memory.lifetime_costs_of(task_ids))
+    report = price_run(ledger.costs_of(task_ids), ledger.lifetimes_of(task_ids))
     report["table"] = cost_table(report)
     log.info("What this DAG run cost (brev_cost of every task):\n%s", report["table"])
     return report

@@ -18,7 +18,8 @@ Shared by :class:`~airflow_provider_brev.operators.brev.BrevCreateInstanceOperat
 
 :class:`~airflow_provider_brev.core.instances.records.InstanceRecord` is what the create task pushes to XCom (key
 ``brev_instance``): name, id, ownership and the spec to re-create it; :func:`read_instance_record` reads it back in a
-later task (both live in :mod:`airflow_provider_brev.core.instances.records` and are re-exported here).
+later task (both are re-exported here: the record lives in :mod:`airflow_provider_brev.core.instances.records`, the
+reading in :mod:`airflow_provider_brev.instances.records`).
 """
 
 from __future__ import annotations
@@ -54,14 +55,15 @@ from airflow_provider_brev.exceptions import (
     BrevNoMatchingTypeError,
     BrevTaskKilledError,
 )
-from airflow_provider_brev.instances.release import delete_after_failure, replace_failed
-from airflow_provider_brev.instances.warm_pool import ReuseRegistry, claim_warm, record_in_use, task_identity
-from airflow_provider_brev.utils.task_memory import (  # re-exported: the records' public home was here
+from airflow_provider_brev.instances.records import (  # re-exported: the records' public home was here
     STATE_STORE_INSTANCE_KEY,
     XCOM_INSTANCE_RECORD,
+    InstanceRecords,
     read_instance_record,
     read_instance_records,
 )
+from airflow_provider_brev.instances.release import delete_after_failure, replace_failed
+from airflow_provider_brev.instances.warm_pool import ReuseRegistry, claim_warm, record_in_use, task_identity
 
 if TYPE_CHECKING:
     import logging
@@ -295,7 +297,7 @@ class InstanceProvisioner:
     def priced(self, memory: TaskMemory, provisioned: ProvisionedInstance) -> ProvisionedInstance:
         """``provisioned`` with its price and creation time: this try's, else an earlier try's record of the same
         instance, else the price ``brev search`` lists for its type (the creation time then stays unknown)."""
-        stored = memory.stored_record()
+        stored = InstanceRecords(memory).stored()
         earlier = stored if stored is not None and stored.id == provisioned.instance.id else None
         price = provisioned.price_per_hour
         if price is None and earlier is not None:
@@ -307,13 +309,13 @@ class InstanceProvisioner:
 
     def recorded_creation(self, memory: TaskMemory, instance: BrevInstance) -> bool:
         """Whether an earlier try of this task recorded creating exactly this instance (same Brev id)."""
-        stored = memory.stored_record()
+        stored = InstanceRecords(memory).stored()
         return bool(stored and stored.owned and stored.id and (stored.name, stored.id) == (instance.name, instance.id))
 
     def remember_creation(self, memory: TaskMemory, provisioned: ProvisionedInstance) -> None:
         """Record in the task state store that this task created the instance (read by its retries)."""
         if memory.has_store:
-            memory.record_instance(self.record(provisioned), alone=True)
+            InstanceRecords(memory).record(self.record(provisioned), alone=True)
 
     def _remember_listed(self, memory: TaskMemory, name: str) -> None:
         """Record the instance ``brev ls`` lists under ``name`` as created by this task (after a failed create)."""

@@ -14,7 +14,7 @@ failure budget -- before its command is launched or while it runs,
 3. clear the name (a FAILURE or unreachable instance of ours is deleted by its id and waited out: never two
    instances of one name), re-create it with the recorded spec and wait until it is ready
    (:class:`~airflow_provider_brev.instances.provisioning.InstanceProvisioner`), and record the new id
-   (:func:`~airflow_provider_brev.core.instances.records.publish_record`), so the teardown and later steps know
+   (:meth:`~airflow_provider_brev.instances.records.InstanceRecords.record`), so the teardown and later steps know
    it. The name -- for managed names, with its expiry -- is unchanged, so the teardown and the janitor delete the
    new instance as they would have deleted the old one.
 
@@ -40,11 +40,14 @@ from airflow_provider_brev.core.instances.recovery import (
     diagnose_loss,
     may_be_lost,
     needs_probe,
+    recoveries_used,
 )
 from airflow_provider_brev.core.protocol.names import parse_managed_name
 from airflow_provider_brev.exceptions import BrevError, BrevInstanceLostError, BrevInstanceReplacedError
 from airflow_provider_brev.instances.provisioning import InstanceProvisioner, InstanceRequest
+from airflow_provider_brev.instances.records import InstanceRecords
 from airflow_provider_brev.instances.release import clear_for_recreation
+from airflow_provider_brev.utils.task_memory import MemoryAccessor
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Collection, Sequence
@@ -52,6 +55,23 @@ if TYPE_CHECKING:
     from airflow_provider_brev.core.instances.records import InstanceRecord
     from airflow_provider_brev.hooks.brev import BrevHook
     from airflow_provider_brev.utils.task_memory import TaskMemory
+
+#: XCom key (and state store key) of the recovery count (``{"count": n, "instance": name}``).
+XCOM_RECOVERIES = "brev_recoveries"
+STATE_STORE_RECOVERIES_KEY = XCOM_RECOVERIES
+
+
+class RecoveryCount(MemoryAccessor):
+    """The instance recoveries a task instance made, kept in its memory (every try's on Airflow 3.3+, this try's
+    before)."""
+
+    def used(self) -> int:
+        """Recoveries made so far (:func:`~airflow_provider_brev.core.instances.recovery.recoveries_used`)."""
+        return recoveries_used(self.memory.stored(STATE_STORE_RECOVERIES_KEY), self.memory.read(XCOM_RECOVERIES))
+
+    def count(self, name: str, number: int) -> None:
+        """Recovery ``number`` of instance ``name`` starts (counted before it is made: a crash still spends it)."""
+        self.memory.keep(XCOM_RECOVERIES, {"count": number, "instance": name})
 
 
 def upstream_task_ids(task: Any) -> list[str]:
@@ -132,7 +152,7 @@ class InstanceRecovery:
     def find_record(self, memory: TaskMemory, name: str) -> InstanceRecord | None:
         """The create task's record of ``name``: from ``create_task_id``, else the nearest upstream task."""
         for task_id in [self.create_task_id] if self.create_task_id else self.upstream:
-            record = next((r for r in memory.records_of(task_id) if r.name == name), None)
+            record = next((r for r in InstanceRecords(memory).of(task_id) if r.name == name), None)
             if record is not None:
                 return record
         return None
@@ -169,7 +189,7 @@ class InstanceRecovery:
             loss=loss,
             owned=None if record is None else record.owned,
             ephemeral=self.ephemeral,
-            used=memory.recoveries(),
+            used=RecoveryCount(memory).used(),
             budget=self.budget,
             lost_at=lost_at,
             create_task_id=self.create_task_id,
@@ -179,7 +199,7 @@ class InstanceRecovery:
             raise (BrevInstanceReplacedError if loss == LOST_REPLACED else BrevInstanceLostError)(decision.message)
         if self.cancelled is not None and self.cancelled():
             raise BrevInstanceLostError(f"Instance {name!r} is lost and the task was killed: not re-creating it.")
-        memory.count_recovery(name, decision.number)  # counted first: a crash half-way still spends it
+        RecoveryCount(memory).count(name, decision.number)  # counted first: a crash half-way still spends it
         self.log.warning(
             "Instance %s lost (%s): re-creating it under the same name (recovery %d/%d).",
             *(name, loss, decision.number, self.budget),
@@ -212,7 +232,7 @@ class InstanceRecovery:
         provisioner = InstanceProvisioner(self.hook, self.log, request, poll_interval=1.0, cancelled=self.cancelled)
         provisioned = provisioner.ensure(memory, wait_timeout=self.ready_timeout)
         new = replace(provisioner.record(provisioned), owned=True, adopted=False, spec=dict(spec))
-        memory.record_instance(new)  # the teardown and later steps now know the new id
+        InstanceRecords(memory).record(new)  # the teardown and later steps now know the new id
         self.known_ids.add(new.id)
         provisioner.wait_ready(
             provisioned,

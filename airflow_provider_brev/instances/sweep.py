@@ -16,10 +16,14 @@ from typing import TYPE_CHECKING, Any
 from airflow_provider_brev.core.instances.sweep import ALREADY_DELETING, IGNORE, KEEP, STOP, SweepPlan, plan_sweep
 from airflow_provider_brev.exceptions import BrevError
 from airflow_provider_brev.instances.release import delete_expired, stop_awake
+from airflow_provider_brev.utils.task_memory import MemoryAccessor
 
 if TYPE_CHECKING:
     from airflow_provider_brev.hooks.brev import BrevHook
     from airflow_provider_brev.instances.warm_pool import ReuseRegistry
+
+#: XCom key of the janitor's report.
+XCOM_REPORT = "report"
 
 
 def empty_report(dry_run: bool) -> dict[str, Any]:
@@ -36,6 +40,13 @@ def empty_report(dry_run: bool) -> dict[str, Any]:
         "already_gone": [],
         "dry_run": bool(dry_run),
     }
+
+
+class SweepReport(MemoryAccessor):
+    """The janitor's report in its task's memory (XCom ``report``, before the task succeeds or fails)."""
+
+    def tell(self, report: dict[str, Any]) -> None:
+        self.memory.tell(XCOM_REPORT, report)
 
 
 def sweep(

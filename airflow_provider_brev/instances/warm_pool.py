@@ -64,7 +64,7 @@ from airflow_provider_brev.core.instances.warm_pool_records import (
 from airflow_provider_brev.core.protocol.names import parse_managed_name
 from airflow_provider_brev.core.protocol.output import STATUS_DELETING, STATUS_FAILURE
 from airflow_provider_brev.exceptions import BrevError
-from airflow_provider_brev.utils.task_memory import XCOM_INSTANCE_RECORD
+from airflow_provider_brev.instances.records import XCOM_INSTANCE_RECORD
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Sequence

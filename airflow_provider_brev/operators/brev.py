@@ -15,6 +15,7 @@ from airflow_provider_brev.core.instances.warm_pool import DEFAULT_MAX_IDLE
 from airflow_provider_brev.core.protocol.names import DEFAULT_MAX_LIFETIME
 from airflow_provider_brev.core.validation import instance_name
 from airflow_provider_brev.core.values import bool_value, conn_id, duration_seconds, optional
+from airflow_provider_brev.cost.ledger import CostLedger
 from airflow_provider_brev.cost.meter import CostMeter
 from airflow_provider_brev.exceptions import BrevInstanceFailedError, BrevTimeoutError
 from airflow_provider_brev.instances.provisioning import (
@@ -22,6 +23,7 @@ from airflow_provider_brev.instances.provisioning import (
     InstanceRequest,
     ProvisionedInstance,
 )
+from airflow_provider_brev.instances.records import XCOM_INSTANCE, XCOM_INSTANCE_NAME, InstanceRecords
 from airflow_provider_brev.instances.release import (
     RELEASE_DELETE,
     RELEASE_STOP,
@@ -32,17 +34,12 @@ from airflow_provider_brev.instances.release import (
     release_recorded,
 )
 from airflow_provider_brev.instances.warm_pool import next_run_at
+from airflow_provider_brev.jobs.handle import XCOM_JOB
 from airflow_provider_brev.operators.base import BrevBaseOperator
 from airflow_provider_brev.sensors.brev import DEFAULT_READY_TIMEOUT
 from airflow_provider_brev.utils.events import EVENT_SUCCESS, EVENT_TIMEOUT, raise_for_error_event, validate_event
 from airflow_provider_brev.utils.mixins import brev_template_fields
-from airflow_provider_brev.utils.task_memory import (
-    XCOM_INSTANCE,
-    XCOM_INSTANCE_NAME,
-    XCOM_INSTANCE_RECORD,
-    XCOM_JOB,
-    TaskMemory,
-)
+from airflow_provider_brev.utils.task_memory import TaskMemory
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -241,8 +238,9 @@ class BrevCreateInstanceOperator(BrevBaseOperator):
         memory = TaskMemory(context, self.log)
         provisioned = provisioner.ensure(memory, wait_timeout=timeout)
         name = provisioned.name
-        memory.tell_instance(name, provisioned.instance.to_dict())
-        memory.tell(XCOM_INSTANCE_RECORD, provisioner.record(provisioned).to_dict())
+        records = InstanceRecords(memory)
+        records.tell_instance(name, provisioned.instance.to_dict())
+        records.tell(provisioner.record(provisioned))
         meter = self._boot_meter(memory, provisioned)
         try:
             return self._wait(memory, provisioner, provisioned, meter)
@@ -263,9 +261,10 @@ class BrevCreateInstanceOperator(BrevBaseOperator):
 
     def _ready(self, memory: TaskMemory, meter: CostMeter) -> None:
         """The instance is ready: its record says when (a later step prices its own time from then on)."""
-        record = memory.own_record()
+        records = InstanceRecords(memory)
+        record = records.own()
         if record is not None:
-            memory.update_record(replace(record, ready_at=time.time()))
+            records.tell(replace(record, ready_at=time.time()))
         meter.report()
 
     def _wait(
@@ -424,11 +423,12 @@ class BrevDeleteInstanceOperator(BrevBaseOperator):
     def execute(self, context: Context) -> dict[str, Any]:
         name = self._validate()
         memory = TaskMemory(context, self.log)
+        instances = InstanceRecords(memory)
         creates = self._upstream_create_task_ids()
-        created = [record for task_id in creates for record in memory.records_of(task_id) if record.name == name]
+        created = [record for task_id in creates for record in instances.of(task_id) if record.name == name]
         if created:  # the DAG run created (or adopted) it: release it by a recorded id (re-creations included)
             steps = [t for t in self._upstream_brev_task_ids() if t not in creates]
-            records = created + memory.records_for(name, steps)
+            records = created + instances.named(name, steps)
             released = release_recorded(
                 self.hook,
                 self.log,
@@ -443,7 +443,7 @@ class BrevDeleteInstanceOperator(BrevBaseOperator):
                 self.log.info("Leaving instance %s: %s.", name, released.left)
             result = {"instance_name": name, "deleted": released.deleted}
             return {**result, "stopped": True} if released.stopped else result
-        silent = [task_id for task_id in creates if not memory.records_of(task_id)]
+        silent = [task_id for task_id in creates if not instances.of(task_id)]
         if silent:  # it failed before creating anything, e.g. because the name belonged to someone else
             reason = f"its create task ({', '.join(silent)}) recorded no instance it created under that name"
             self.log.info("Leaving instance %s: %s.", name, reason)
@@ -462,7 +462,7 @@ class BrevDeleteInstanceOperator(BrevBaseOperator):
                 self.log.info("release='stop' for %s: its create task set no reuse_key, so deleting it.", name)
             return None
         phases = {"boot": 0.0, "pull": 0.0, "stage": 0.0}
-        for _task_id, cost in memory.costs_of(task_ids):
+        for _task_id, cost in CostLedger(memory).costs_of(task_ids):
             if cost.get("instance_name") == name:
                 for phase in phases:
                     phases[phase] += float((cost.get("seconds") or {}).get(phase) or 0.0)
@@ -490,7 +490,7 @@ class BrevDeleteInstanceOperator(BrevBaseOperator):
             created_at=float(record.created_at),
             ended_at=time.time(),
         )
-        memory.tell_lifetime_cost(cost)
+        CostLedger(memory).tell_lifetime(cost)
         self.log.info(
             "Instance %s lived %.1f s (brev create to brev delete): %s.",
             *(record.name, cost["total_seconds"], money(cost["total_dollars"])),

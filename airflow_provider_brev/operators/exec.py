@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from airflow_provider_brev.instances.records import XCOM_INSTANCE_NAME
 from airflow_provider_brev.instances.release import ON_KILL_TIMEOUT
+from airflow_provider_brev.jobs.handle import XCOM_JOB
 from airflow_provider_brev.operators.step import DEFAULT_OUTPUT_SYNC_INTERVAL, BrevStepOperator
-from airflow_provider_brev.utils.task_memory import XCOM_INSTANCE_NAME, XCOM_JOB
 
 if TYPE_CHECKING:
     from airflow_provider_brev.steps.workload import Workload

@@ -15,7 +15,7 @@ from airflow_provider_brev.core.values import (
     positive_int,
 )
 from airflow_provider_brev.exceptions import BrevSweepFailedError  # re-exported
-from airflow_provider_brev.instances.sweep import summary_line, sweep, wait_until_gone
+from airflow_provider_brev.instances.sweep import SweepReport, summary_line, sweep, wait_until_gone
 from airflow_provider_brev.instances.warm_pool import ReuseRegistry
 from airflow_provider_brev.operators.base import BrevBaseOperator
 from airflow_provider_brev.utils.mixins import brev_template_fields
@@ -167,7 +167,7 @@ class BrevSweepInstancesOperator(BrevBaseOperator):
                 self.hook, self.log, report, timeout=self.deletion_timeout, poll_interval=self.poll_interval
             )
         self.log.info(summary_line(report))
-        TaskMemory(context, self.log).tell_report(report)
+        SweepReport(TaskMemory(context, self.log)).tell(report)
         if report["failed"]:
             details = "; ".join(f"{f['name']}: {f['error']}" for f in report["failed"])
             raise BrevSweepFailedError(

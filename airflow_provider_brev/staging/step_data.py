@@ -4,10 +4,10 @@ runs and when it ends (success or failure), so losing the instance loses minutes
 :class:`StepData` serves :class:`~airflow_provider_brev.operators.exec.BrevExecOperator` (hence the TAO
 operators) on the worker; the transfers themselves are the staging service
 (:func:`~airflow_provider_brev.staging.sync.sync_inputs` / :func:`~airflow_provider_brev.staging.sync.sync_outputs`,
-incremental and idempotent). What each sync did is kept in the task's memory (XCom key ``brev_step_data``,
-:class:`~airflow_provider_brev.utils.task_memory.TaskMemory`) so that a deferred step
-still reports it after it resumes on another worker: ``{"inputs": [report...], "outputs": [report...],
-"output_syncs": n}`` (reports are :meth:`~airflow_provider_brev.staging.sync.SyncReport.to_dict`; no secret).
+incremental and idempotent). What each sync did is told to the task's memory (XCom key ``brev_step_data``,
+:class:`SyncReports`) so that a deferred step still reports it after it resumes on another worker:
+``{"inputs": [report...], "outputs": [report...], "output_syncs": n}`` (reports are
+:meth:`~airflow_provider_brev.staging.sync.SyncReport.to_dict`; no secret).
 
 :func:`restore_newest` brings the newest matching file of an S3 prefix onto the instance (the TAO ``train``
 resume: the newest checkpoint of the same run).
@@ -24,6 +24,7 @@ from airflow_provider_brev.core.staging.rounds import DEFAULT_URL_EXPIRES_IN, tr
 from airflow_provider_brev.exceptions import BrevError, BrevInvalidInputError, BrevTransferError
 from airflow_provider_brev.staging.runner import DEFAULT_TRANSFER_TIMEOUT, StagingHooks, TransferRunner
 from airflow_provider_brev.staging.sync import check_locations, sync_inputs, sync_outputs
+from airflow_provider_brev.utils.task_memory import MemoryAccessor
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping
@@ -31,6 +32,24 @@ if TYPE_CHECKING:
     from airflow_provider_brev.hooks.brev import BrevHook
     from airflow_provider_brev.staging.runner import Log
     from airflow_provider_brev.utils.task_memory import TaskMemory
+
+#: XCom key of what a step's syncs did.
+XCOM_STEP_DATA = "brev_step_data"
+
+
+class SyncReports(MemoryAccessor):
+    """What this try's syncs did, in the task's memory (XCom: it lasts the try and its deferrals)."""
+
+    def read(self) -> dict[str, Any]:
+        """``{"inputs": [...], "outputs": [...], "output_syncs": n}`` so far (empty before the first sync)."""
+        base: dict[str, Any] = {"inputs": [], "outputs": [], "output_syncs": 0}
+        value = self.memory.read(XCOM_STEP_DATA, dict)
+        if value is not None:
+            base.update({k: value[k] for k in base if k in value})
+        return base
+
+    def tell(self, reports: dict[str, Any]) -> None:
+        self.memory.tell(XCOM_STEP_DATA, reports)
 
 
 def sync_seconds(value: float | timedelta) -> float:
@@ -94,12 +113,12 @@ class StepData:
         """What this try's syncs did so far (survives deferrals: kept in the task's memory)."""
         if self.memory is None:
             return {"inputs": [], "outputs": [], "output_syncs": 0}
-        return self.memory.sync_reports()
+        return SyncReports(self.memory).read()
 
     def _record(self, **changes: Any) -> dict[str, Any]:
         data = {**self.recorded(), **changes}
         if self.memory is not None:
-            self.memory.tell_sync_reports(data)
+            SyncReports(self.memory).tell(data)
         return data
 
     def check_locations(self) -> None:

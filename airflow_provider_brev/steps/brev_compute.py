@@ -46,6 +46,7 @@ from airflow_provider_brev.cost.meter import CostMeter
 from airflow_provider_brev.exceptions import BrevTaskKilledError, error_from_event
 from airflow_provider_brev.instances.recovery import upstream_task_ids
 from airflow_provider_brev.instances.release import ON_KILL_TIMEOUT
+from airflow_provider_brev.jobs.handle import KeptJobHandle
 from airflow_provider_brev.jobs.runner import JobRunner, attach_or_launch, cleanup_job
 from airflow_provider_brev.staging.step_data import StepData
 from airflow_provider_brev.steps.brev_instance import StepInstance
@@ -212,7 +213,7 @@ class BrevInstanceCompute:
 
     def _stored_job(self, name: str) -> RemoteJob | None:
         """The job handle an earlier try kept in the task state store for ``name``, if any."""
-        stored = self.memory.stored_job_handle()
+        stored = KeptJobHandle(self.memory).stored()
         stored_job = stored.get("job") if stored else None
         if stored and stored.get("instance_name") == name and isinstance(stored_job, dict):
             return RemoteJob.from_dict(stored_job)

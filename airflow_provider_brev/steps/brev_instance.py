@@ -33,6 +33,7 @@ from airflow_provider_brev.exceptions import (
     BrevInstanceReplacedError,
 )
 from airflow_provider_brev.instances.provisioning import InstanceProvisioner, as_timedelta
+from airflow_provider_brev.instances.records import InstanceRecords
 from airflow_provider_brev.instances.recovery import InstanceRecovery
 from airflow_provider_brev.instances.release import RELEASE_STOP, Reuse, release_created, release_on_kill
 
@@ -86,10 +87,11 @@ class StepInstance:
         if self.ephemeral:
             return self._create_ephemeral(memory)
         name = validate_instance_name(self.spec.instance_name)
-        stored = memory.stored_record()
+        records = InstanceRecords(memory)
+        stored = records.stored()
         if stored is not None:  # a retry: XCom lost what this task recorded, its state store kept it
-            memory.record_instance(stored)
-        self._known = recorded_ids(memory.records_for(name, self.upstream))
+            records.record(stored)
+        self._known = recorded_ids(records.named(name, self.upstream))
         try:
             self.current = self._check_target(name)
         except BrevInstanceReplacedError:
@@ -136,8 +138,9 @@ class StepInstance:
         self.created.append(ref)
         self._known.add(ref.id)
         self._types[ref.id] = provisioned.instance.instance_type
-        memory.tell_instance(ref.name)
-        memory.record_instance(
+        records = InstanceRecords(memory)
+        records.tell_instance(ref.name)
+        records.record(
             InstanceRecord(
                 ref.name,
                 ref.id,
@@ -160,7 +163,7 @@ class StepInstance:
         """The type and price per hour ``ref`` bills at: from the DAG run's record of it (the create task's, a
         re-creation's, this step's own; without an id: the newest record of the name), else the type ``brev ls``
         listed priced by ``brev search``."""
-        for record in reversed(memory.records_for(ref.name, self.upstream)):
+        for record in reversed(InstanceRecords(memory).named(ref.name, self.upstream)):
             if (record.id == ref.id or not ref.id) and record.price_per_hour is not None:
                 instance_type = str(record.spec.get("instance_type") or self._types.get(ref.id) or "")
                 return instance_type, record.price_per_hour

@@ -51,6 +51,7 @@ from airflow_provider_brev.core.lepton.names import TryJob, earlier_jobs, job_na
 from airflow_provider_brev.core.lepton.pricing import shape_price
 from airflow_provider_brev.core.lepton.states import SUCCEEDED, earlier_job_verdict, job_phase
 from airflow_provider_brev.core.secrets import redaction_fragments
+from airflow_provider_brev.cost.ledger import CostLedger
 from airflow_provider_brev.exceptions import BrevTaskKilledError, LeptonJobExistsError, LeptonResourcesUnavailableError
 from airflow_provider_brev.hooks.driver import drive
 from airflow_provider_brev.hooks.lepton import LeptonHook
@@ -307,7 +308,7 @@ class LeptonJobCompute:
             self.log.warning("Could not estimate the cost of this task (%s: %s).", type(err).__name__, err)
             return
         cost.update(estimate=True, price_source=price.source)
-        self.memory.tell_cost(cost)
+        CostLedger(self.memory).tell_cost(cost)
         self.log.info("%s, %s.", cost_line(cost).removesuffix("."), price.note())
 
     # -- recover, release, kill --------------------------------------------------------------------

@@ -28,7 +28,7 @@ from airflow_provider_brev.core.tao.command import validate_image
 from airflow_provider_brev.core.tao.report import build_report_command, parse_report
 from airflow_provider_brev.core.values import named
 from airflow_provider_brev.staging.lepton_plan import newest_download
-from airflow_provider_brev.steps.tao import TaoWorkload, judge_tao_report
+from airflow_provider_brev.steps.tao import TaoFacts, TaoWorkload, judge_tao_report
 from airflow_provider_brev.steps.workload import judge_exit_code
 
 if TYPE_CHECKING:
@@ -210,7 +210,7 @@ class LeptonTaoWorkload:
     def submitted(self, job: str, memory: TaskMemory, log: Any) -> None:
         """Tell the checkpoint the job resumes from (the verdict needs it, maybe in another process: a deferral)."""
         if self.resumed:
-            memory.tell_resumed_from(self.resumed)
+            TaoFacts(memory).tell_resumed_from(self.resumed)
             log.info("Lepton job %s resumes TAO train from checkpoint %s (in its outputs).", job, self.resumed)
 
     def result(self, job: str, outcome: LeptonOutcome, memory: TaskMemory) -> dict[str, Any]:

@@ -21,7 +21,8 @@ release    in a ``finally``, unless the task deferred (then ``suspend``)  what t
 
 A failure after ``acquire`` goes to the compute's ``recover``, which repairs the compute (a lost Brev instance is
 re-created) and the step runs again from ``prepare``, or re-raises. ``on_kill`` hands the compute the job handle.
-What the task remembers across tries and deferrals is its :class:`~airflow_provider_brev.utils.task_memory.TaskMemory`.
+What the task remembers across tries and deferrals is in its :class:`~airflow_provider_brev.utils.task_memory.TaskMemory`
+(the job handle: :class:`~airflow_provider_brev.jobs.handle.KeptJobHandle`).
 
 **Adding a compute** is a module implementing :class:`~.compute.Compute` (with its spec, workload and trigger) and one
 line in :data:`COMPUTES`.
@@ -34,6 +35,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from airflow_provider_brev._compat import deferral_settle_seconds
 from airflow_provider_brev.exceptions import BrevError
+from airflow_provider_brev.jobs.handle import KeptJobHandle
 from airflow_provider_brev.steps.brev_compute import BrevInstanceCompute
 from airflow_provider_brev.steps.compute import FollowAgain, Tries
 from airflow_provider_brev.steps.lepton import LeptonJobCompute
@@ -92,6 +94,11 @@ class StepService:
     def memory(self) -> TaskMemory:
         return self.task.memory
 
+    @property
+    def kept_handle(self) -> KeptJobHandle:
+        """The handle of the job the task follows, in its memory."""
+        return KeptJobHandle(self.memory)
+
     # -- entry points ------------------------------------------------------------------------------
     def execute(self) -> Any:
         """Run the step from the start (``execute``)."""
@@ -126,7 +133,7 @@ class StepService:
 
     def on_kill(self) -> None:
         """Undo what killing the task leaves behind (fast: Airflow allows about 5 s); runs in a thread."""
-        self.compute.on_kill(self._handle or self.memory.job_handle())
+        self.compute.on_kill(self._handle or self.kept_handle.read())
 
     # -- the flow ----------------------------------------------------------------------------------
     def _recovering(self, step: Callable[[], Any], deadline: float | None) -> Any:
@@ -148,7 +155,7 @@ class StepService:
         tries = self._tries()
         handle = compute.attach_or_launch(tries)
         self._handle = {**handle, "deadline": deadline, "try_number": tries.try_number}
-        self.memory.keep_job_handle(self._handle)
+        self.kept_handle.keep(self._handle)
         return self._complete(self._handle, self._follow(self._handle, deadline))
 
     def _follow(self, handle: Handle, deadline: float | None) -> Outcome:
@@ -170,7 +177,7 @@ class StepService:
             return self.compute.collect(handle, outcome)
         finally:
             if outcome.collected:
-                self.memory.keep_job_handle(None)
+                self.kept_handle.keep(None)
 
     def _defer(self, handle: Handle, deadline: float | None, resume: dict[str, Any] | None = None) -> NoReturn:
         self.deferring = True
@@ -192,7 +199,7 @@ class StepService:
         """Whether a trigger event's job is neither this try's nor one this try chose to follow (re-attached to or
         collected): the event was an earlier try's."""
         tries, compute = self._tries(), self.compute
-        handle = self.memory.job_handle()  # XCom survives a resumption: it may be the earlier try's
+        handle = self.kept_handle.read()  # XCom survives a resumption: it may be the earlier try's
         followed = (
             compute.job_of(handle)
             if handle and handle.get("try_number", tries.try_number) == tries.try_number

@@ -83,6 +83,7 @@ from airflow_provider_brev.steps.preflight import (
     split_s3_uri,
 )
 from airflow_provider_brev.steps.workload import check_command, command_result, judge_exit_code
+from airflow_provider_brev.utils.task_memory import MemoryAccessor
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -235,6 +236,26 @@ def tao_spec(params: Mapping[str, Any]) -> TaoSpec:
     return checked
 
 
+#: XCom key of the checkpoint a TAO ``train`` launch resumed from ("" for a fresh start).
+XCOM_RESUMED_FROM = "tao_resumed_from"
+#: XCom key of a TAO step's image pull time.
+XCOM_PULL_SECONDS = "tao_pull_seconds"
+
+
+class TaoFacts(MemoryAccessor):
+    """What a TAO step tells its task's memory (XCom: it lasts the try and its deferrals)."""
+
+    def resumed_from(self) -> str | None:
+        """The checkpoint this try's launch resumed from (``None``: a fresh start, or no launch yet)."""
+        return self.memory.read(XCOM_RESUMED_FROM, str) or None
+
+    def tell_resumed_from(self, checkpoint: str | None) -> None:
+        self.memory.tell(XCOM_RESUMED_FROM, checkpoint or "")  # "" for none: Airflow 3.0's XCom API refuses a null
+
+    def tell_pull_seconds(self, seconds: float) -> None:
+        self.memory.tell(XCOM_PULL_SECONDS, seconds)
+
+
 def load_spec_file(path: str) -> dict[str, Any]:
     """A YAML spec on the worker."""
     import yaml
@@ -345,7 +366,7 @@ class TaoWorkload:
         waited = await_pull(run.hook, ref.name, spec.image, timeout=spec.pull_timeout, log=run.log, killed=run.killed)
         self.timings["pull_seconds"] = waited
         run.log.info("Image %s is on %s (waited %.1f s for it after the inputs synced).", spec.image, ref.name, waited)
-        run.memory.tell_pull_seconds(waited)
+        TaoFacts(run.memory).tell_pull_seconds(waited)
         for image in spec.prefetch_images:
             start_pull(run.hook, ref.name, image, run.log)
 
@@ -353,7 +374,7 @@ class TaoWorkload:
     def launch(self, run: StepRun, ref: InstanceRef) -> JobLaunch:
         """For ``train``: restore the run's newest checkpoint from its outputs and resume from it."""
         self.resumed = self.restore_checkpoint(run, ref.name)
-        run.memory.tell_resumed_from(self.resumed)
+        TaoFacts(run.memory).tell_resumed_from(self.resumed)
         extra = resume_overrides(self.resumed, action=self.spec.action) if self.resumed else None
         command = self.spec.command(secret_names=sorted(self.secret_env), extra_overrides=extra)
         return JobLaunch(command, secret_env=self.secret_env or None)
@@ -386,7 +407,7 @@ class TaoWorkload:
     def resumed_for(self, memory: TaskMemory) -> str | None:
         """The checkpoint this try's launch resumed from: this process's, else what the launch told the task's memory
         (the verdict may run in another process: after a deferral, or a re-attach)."""
-        return self.resumed if self.resumed is not None else memory.resumed_from()
+        return self.resumed if self.resumed is not None else TaoFacts(memory).resumed_from()
 
     def result(self, run: StepRun, ref: InstanceRef, job: RemoteJob | None, exit_code: int, last_line: str) -> Any:
         """Collect what TAO left on the instance and judge it with :func:`verify_tao_run`."""

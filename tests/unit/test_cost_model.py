@@ -37,6 +37,7 @@ from airflow_provider_brev.exceptions import (
     BrevPriceCapError,
     retry_policy,
 )
+from airflow_provider_brev.utils.task_memory import TaskMemory
 
 PRICES = {"g5.xlarge": 1.21, "g6e.xlarge": 2.24, "p5.48xlarge": 98.32}
 
@@ -382,20 +383,28 @@ def test_the_cost_table():
 
 
 # -- the cost clock --------------------------------------------------------------------------------------------------
-class _Memory:
-    """The two TaskMemory calls of the clock, over a dict (the XCom of one try)."""
+class _TryXCom:
+    """The XCom of one try, in a dict."""
+
+    task_id = "step"
 
     def __init__(self) -> None:
         self.xcom: dict[str, Any] = {}
 
-    def cost_clock(self) -> dict[str, Any] | None:
-        return self.xcom.get("brev_cost_clock")
+    def xcom_push(self, key: str, value: Any) -> None:
+        self.xcom[key] = value
 
-    def tell_cost_clock(self, clock: dict[str, Any]) -> None:
-        self.xcom["brev_cost_clock"] = clock
+    def xcom_pull(self, task_ids: str, key: str) -> Any:
+        return self.xcom.get(key)
 
-    def tell_cost(self, cost: dict[str, Any]) -> None:
-        self.xcom["brev_cost"] = cost
+
+class _Memory(TaskMemory):
+    """The task memory of one try, its XCom in a dict (``xcom``)."""
+
+    def __init__(self) -> None:
+        ti = _TryXCom()
+        super().__init__({"ti": ti})
+        self.xcom = ti.xcom
 
 
 class _Log:

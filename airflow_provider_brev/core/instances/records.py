@@ -2,7 +2,7 @@
 
 A record (:class:`InstanceRecord`) names an instance *and its Brev id*: a name can be freed and taken by someone
 else, an id cannot (:mod:`airflow_provider_brev.core.instances.identity`). Records go to XCom under ``brev_instance``
-(:class:`~airflow_provider_brev.utils.task_memory.TaskMemory` writes and reads them):
+(:class:`~airflow_provider_brev.instances.records.InstanceRecords` writes and reads them):
 
 * a :class:`~airflow_provider_brev.operators.brev.BrevCreateInstanceOperator` pushes the record of the instance it
   created or adopted (with the spec to re-create it);
