@@ -1,7 +1,7 @@
 """One ``brev ls`` shared by every async readiness wait of a process (the triggerer's event loop).
 
-Fifty deferred waits used to start fifty ``brev ls`` per second. A :class:`SharedListing` serves them all from
-one listing: a waiter asks for a listing *started after* its previous check (so it never sees a state older than
+Fifty deferred waits polling on their own would start fifty ``brev ls`` per second. A :class:`SharedListing`
+serves them all from one listing: a waiter asks for a listing *started after* its previous check (so it never sees a state older than
 what it already knew, and a wait that begins right after ``brev create`` never sees a listing from before it),
 joins a listing already in flight when that one qualifies, and only otherwise starts a new one. With waits polling
 once a second, the process starts about one ``brev ls`` per second whatever their number.
