@@ -1,4 +1,5 @@
-"""Re-creating a step's lost instance under the same name and spec (the I/O around :mod:`..cli.instances.recovery`).
+"""Re-creating a step's lost instance under the same name and spec: the I/O around its rules
+(:mod:`~airflow_provider_brev.core.instances.recovery`).
 
 When a step's instance is gone -- not listed by ``brev ls``, in FAILURE, or RUNNING but unreachable past the
 failure budget -- before its command is launched or while it runs,

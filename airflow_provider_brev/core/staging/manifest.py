@@ -7,7 +7,7 @@ The manifest
     ``{"path": <relpath>, "key": <S3 key>, "size": <bytes>, "etag": <ETag>}``. It is written by the worker after
     each sync (``brev copy``; no secret in it) and read back by the next sync's listing. A manifest of another
     source, or an unreadable line, simply counts as "not known" (those files are downloaded again). The
-    transfer list script never lists that file, so it is never uploaded (:mod:`..cli.transfer.scripts`).
+    transfer list script never lists that file, so it is never uploaded (:mod:`~airflow_provider_brev.core.staging.scripts`).
 
 The decision (:func:`plan_input_sync`)
     An object is *unchanged*, and not downloaded, when the manifest records it under the same path with the same
