@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from airflow_provider_brev._compat import conf, default_deferrable
 from airflow_provider_brev.core.cost import unset_cap_warnings
 from airflow_provider_brev.core.instances.recovery import DEFAULT_MAX_INSTANCE_RECOVERIES
+from airflow_provider_brev.core.instances.release import RELEASE_DELETE
 from airflow_provider_brev.core.instances.warm_pool import DEFAULT_MAX_IDLE
 from airflow_provider_brev.core.jobs.remote import DEFAULT_MAX_BYTES
 from airflow_provider_brev.core.protocol.names import DEFAULT_MAX_LIFETIME
 from airflow_provider_brev.core.staging.lineage import mapping_keys, mapping_values
-from airflow_provider_brev.instances.release import RELEASE_DELETE
 from airflow_provider_brev.operators.base import BrevBaseOperator, ProviderBaseOperator
 from airflow_provider_brev.sensors.brev import DEFAULT_READY_TIMEOUT
 from airflow_provider_brev.utils.lineage import BrevLineageMixin
