@@ -40,8 +40,7 @@ if TYPE_CHECKING:
     from airflow_provider_brev.instances.provisioning import ProvisionedInstance
     from airflow_provider_brev.operators.exec import BrevExecOperator
 
-#: The create operator's parameters besides ``brev_conn_id`` (every one templated; what :meth:`~BrevCreateInstanceOperator.spec`
-#: reads).
+#: The create operator's parameters besides ``brev_conn_id``: every one templated, and read by its ``spec()``.
 CREATE_PARAMETERS = (
     "instance_name",
     "gpu",

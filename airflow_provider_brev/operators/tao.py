@@ -86,17 +86,13 @@ class TaoOperator(TaoParams, BrevStepOperator):
         :class:`~airflow_provider_brev.exceptions.BrevImagePullError`, and the pull is stopped).
     """
 
-    template_fields = tuple(
-        sorted(
-            {
-                *BrevStepOperator.template_fields,
-                *TaoParams.template_fields,
-                "mounts",
-                "input_paths",
-                "instance_paths",
-                "ngc_conn_id",
-            }
-        )
+    template_fields = brev_template_fields(
+        *BrevStepOperator.template_fields,
+        *TaoParams.template_fields,
+        "mounts",
+        "input_paths",
+        "instance_paths",
+        "ngc_conn_id",
     )
     template_fields_renderers = TaoParams.template_fields_renderers
     workload_parameters = TAO_PARAMETERS

@@ -3,12 +3,15 @@ parameter and are never retried."""
 
 from __future__ import annotations
 
+import dataclasses
+import re
 from datetime import timedelta
 
 import pytest
 
 from airflow_provider_brev.core import validation as v
 from airflow_provider_brev.core import values
+from airflow_provider_brev.core.instances.sweep import SweepSpec
 from airflow_provider_brev.exceptions import BrevInvalidInputError, retry_policy
 
 GOOD = [
@@ -287,10 +290,13 @@ def test_only_whole_numbers_become_instance_name_text(value):
         ({}, "No instance type requested: pass gpu (e.g. 'L40S:1') or instance_types"),
         ({"gpu": "", "instance_types": []}, "No instance type requested"),
         ({"gpu": "L40S:1", "instance_types": "g6e.xlarge"}, "either gpu"),
-        ({"gpu": "L40S:1", "min_vram": "0"}, "min_vram"),
-        ({"gpu": "L40S:1", "max_price_per_hour": "-1"}, "max_price_per_hour"),
+        ({"gpu": "L40S:1", "min_vram": "0"}, "min_vram must be a positive number of GB, got '0'."),
+        (
+            {"gpu": "L40S:1", "max_price_per_hour": "-1"},
+            "max_price_per_hour must be a positive number of dollars per hour, got '-1'.",
+        ),
         ({"gpu": "L40S:1", "max_lifetime": None}, "max_lifetime"),
-        ({"gpu": "L40S:1", "max_lifetime": "0"}, "max_lifetime"),
+        ({"gpu": "L40S:1", "max_lifetime": "0"}, "max_lifetime must be a positive number of seconds"),
         ({"gpu": "L40S:1", "instance_name": "-bad"}, "instance_name"),
         ({"gpu": "L40S:1", "name_prefix": "UPPER"}, "name_prefix"),
         ({"gpu": "L40S:1", "cloud_cred_id": "--flag"}, "cloud_cred_id"),
@@ -305,7 +311,7 @@ def test_only_whole_numbers_become_instance_name_text(value):
 def test_a_bad_instance_request_names_its_parameter_and_is_not_retried(rendered, message):
     with pytest.raises(BrevInvalidInputError) as raised:
         v.checked_instance_request(rendered)
-    assert message in str(raised.value)
+    assert re.search(rf"(?<!\w){re.escape(message)}", str(raised.value)), str(raised.value)  # named, not renamed
     assert retry_policy(raised.value) == "never"
 
 
@@ -351,7 +357,7 @@ def test_empty_create_booleans_mean_their_defaults(deferrable_default):
     ],
 )
 def test_a_bad_create_parameter_is_named(bad, name):
-    with pytest.raises(BrevInvalidInputError, match=name):
+    with pytest.raises(BrevInvalidInputError, match=rf"\b{name}\b"):
         v.create_spec({**CREATE, **bad}, deferrable_default=False)
 
 
@@ -379,6 +385,7 @@ def test_a_delete_spec_is_checked_and_frozen():
     [
         ({"brev_conn_id": "bad id", "instance_name": None}, "brev_conn_id"),
         ({"instance_name": None}, "instance_name"),
+        ({"instance_name": "-box"}, "instance_name"),
         ({"wait_for_deletion": "maybe"}, "wait_for_deletion"),
         ({"deletion_timeout": -1}, "deletion_timeout"),
         ({"release": "keep"}, "release"),
@@ -386,7 +393,7 @@ def test_a_delete_spec_is_checked_and_frozen():
 )
 def test_a_bad_delete_parameter_is_named(bad, name):
     rendered = {"brev_conn_id": "brev_default", "instance_name": "box", "wait_for_deletion": False}
-    with pytest.raises(BrevInvalidInputError, match=name):
+    with pytest.raises(BrevInvalidInputError, match=rf"\b{name}\b"):
         v.delete_spec({**rendered, "deletion_timeout": 600, **bad})
 
 
@@ -415,9 +422,19 @@ def test_a_sweep_spec_is_checked_and_frozen():
         3,
         0.0,
     )
-    unset = v.sweep_spec({**rendered, "name_prefix": None, "grace_period": None, "cli_retry_limit": ""})
-    assert (unset.name_prefix, unset.grace_period, unset.cli_retry_limit) == (None, timedelta(0), None)
+    unset = v.sweep_spec(
+        {**rendered, "name_prefix": None, "grace_period": None, "cli_retry_limit": "", "dry_run_only": ""}
+    )
+    assert (unset.name_prefix, unset.grace_period, unset.cli_retry_limit, unset.dry_run) == (
+        None,
+        timedelta(0),
+        None,
+        False,
+    )
     assert v.sweep_spec({**rendered, "grace_period": timedelta(hours=1)}).grace_period == timedelta(hours=1)
+    assert isinstance(spec, SweepSpec)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        spec.dry_run = False  # type: ignore[misc]
 
 
 @pytest.mark.parametrize(
@@ -431,10 +448,10 @@ def test_a_sweep_spec_is_checked_and_frozen():
         ({"deletion_timeout": 0}, "deletion_timeout"),
         ({"poll_interval": "x"}, "poll_interval"),
         ({"cli_retry_limit": 0}, "cli_retry_limit"),
-        ({"cli_retry_delay": -1}, "cli_retry_delay"),
+        ({"cli_retry_delay": -1}, "cli_retry_delay must be a number >= 0 of seconds"),
     ],
 )
 def test_a_bad_sweep_parameter_is_named(bad, name):
     rendered = {"brev_conn_id": None, "deletion_timeout": 600, "poll_interval": 5}
-    with pytest.raises(BrevInvalidInputError, match=name):
+    with pytest.raises(BrevInvalidInputError, match=rf"\b{name}\b"):
         v.sweep_spec({**rendered, **bad})

@@ -27,7 +27,7 @@ def as_timedelta(value: timedelta | float | str) -> timedelta:
 
 def instance_types_list(value: Any) -> list[str] | None:
     """``"a,b"`` / ``["a", "b"]`` / empty → a list or ``None``."""
-    if value is None or value == "" or value == []:
+    if value is None or value == []:
         return None
     if isinstance(value, str):
         return [t.strip() for t in value.split(",") if t.strip()] or None
@@ -86,11 +86,11 @@ class InstanceRequest:
     def spec(self) -> dict[str, Any]:
         """What ``brev create`` needs to make the same instance again (JSON-serialisable)."""
         return {
-            "gpu": self.gpu or None,
+            "gpu": self.gpu,
             "instance_types": self.types,
             "min_vram": self.min_vram,
-            "cloud_cred_id": self.cloud_cred_id or None,
-            "workspace_group_id": self.workspace_group_id or None,
+            "cloud_cred_id": self.cloud_cred_id,
+            "workspace_group_id": self.workspace_group_id,
             "require_docker": self.require_docker,
             # a re-creation keeps the cap (only when there is one: a record without it reads as before)
             **({"max_price_per_hour": self.max_price_per_hour} if self.max_price_per_hour is not None else {}),

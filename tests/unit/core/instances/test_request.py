@@ -45,7 +45,10 @@ def test_as_timedelta(value, expected):
 
 
 def test_a_request_is_frozen():
-    request = InstanceRequest(gpu="L40S:1")
+    request = checked_instance_request({"instance_types": "g6e.xlarge"})
+    assert request.types == ["g6e.xlarge"]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        request.instance_types = ("g5.xlarge",)  # type: ignore[misc]
     with pytest.raises(dataclasses.FrozenInstanceError):
         request.gpu = "A100:1"  # type: ignore[misc]
     with pytest.raises(dataclasses.FrozenInstanceError):
@@ -96,6 +99,10 @@ def test_rendered_text_becomes_a_new_normalised_request_and_the_rendered_values_
     assert checked_instance_request(rendered) == request  # the same values, the same request
 
 
+def test_an_explicit_name_without_a_reuse_key_is_kept():
+    assert checked_instance_request({"gpu": "L40S:1", "instance_name": "box"}).instance_name == "box"
+
+
 def test_empty_text_means_not_given_and_a_missing_name_its_default():
     request = checked_instance_request(
         {"gpu": " L40S:1 ", "instance_types": "", "min_vram": "", "name_prefix": "None", "reuse_key": ""}
@@ -124,13 +131,22 @@ def test_the_spec_is_what_brev_create_needs_to_make_the_same_instance_again():
         "workspace_group_id": None,
         "require_docker": True,
     }
-    capped = checked_instance_request({"gpu": "L40S:1", "max_price_per_hour": 2, "reuse_key": "k", "max_idle": 60})
+    capped = checked_instance_request(
+        {
+            "gpu": "L40S:1",
+            "cloud_cred_id": "cc-1",
+            "workspace_group_id": "wg-1",
+            "max_price_per_hour": 2,
+            "reuse_key": "k",
+            "max_idle": 60,
+        }
+    )
     assert capped.spec() == {
         "gpu": "L40S:1",
         "instance_types": None,
         "min_vram": None,
-        "cloud_cred_id": None,
-        "workspace_group_id": None,
+        "cloud_cred_id": "cc-1",
+        "workspace_group_id": "wg-1",
         "require_docker": False,
         "max_price_per_hour": 2.0,
         "reuse_key": "k",
