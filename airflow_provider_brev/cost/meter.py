@@ -51,6 +51,15 @@ class CostMeter:
         self._begun_here: float | None = None
         self.reported = False
 
+    @classmethod
+    def booting(cls, memory: TaskMemory, log: Any, *, created_at: float | None) -> CostMeter:
+        """A create task's clock: its billed time and its ``boot`` begin at ``brev create`` (``created_at``; an
+        adopted instance: now)."""
+        meter = cls(memory, log)
+        meter.begin(at=created_at)
+        meter.start("boot", at=meter.started_at)
+        return meter
+
     def begin(self, at: float | None = None) -> None:
         """The task's billed time begins now (or at the epoch seconds ``at``); a resumed task keeps the start it
         remembered."""

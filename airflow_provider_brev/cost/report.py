@@ -2,8 +2,8 @@
 
 Each step and create task pushes XCom ``brev_cost`` (:func:`~airflow_provider_brev.core.cost.step_cost`:
 instance type, ``price_per_hour``, seconds and dollars per phase, the total); a delete task pushes
-``brev_lifetime_cost`` (the instance's whole life). :func:`run_cost` reads them all for the calling task's DAG run
-(through :class:`~airflow_provider_brev.cost.ledger.CostLedger`) and logs the table::
+``brev_lifetime_cost`` (the instance's whole life: :func:`report_lifetime`). :func:`run_cost` reads them all for the
+calling task's DAG run (through :class:`~airflow_provider_brev.cost.ledger.CostLedger`) and logs the table::
 
     @task(trigger_rule="all_done")
     def report_cost(ti=None) -> dict:
@@ -13,14 +13,46 @@ instance type, ``price_per_hour``, seconds and dollars per phase, the total); a 
 from __future__ import annotations
 
 import logging
-from typing import Any
+import time
+from typing import TYPE_CHECKING, Any
 
-from airflow_provider_brev.core.cost import cost_table
+from airflow_provider_brev.core.cost import cost_table, lifetime_cost, money
 from airflow_provider_brev.core.cost import run_cost as price_run
 from airflow_provider_brev.cost.ledger import CostLedger
 from airflow_provider_brev.utils.task_memory import TaskMemory
 
-__all__ = ["run_cost"]
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from airflow_provider_brev.core.instances.records import InstanceRecord
+
+__all__ = ["report_lifetime", "run_cost"]
+
+
+def report_lifetime(memory: TaskMemory, log: Any, records: Sequence[InstanceRecord], instance_id: str | None) -> None:
+    """The deleted instance's whole life, ``brev create`` to now, priced (XCom ``brev_lifetime_cost``) and logged, when
+    a record of ``instance_id`` says when it was created and at what price (no ``brev`` call).
+
+    :param memory: the delete task's memory.
+    :param log: its logger.
+    :param records: the DAG run's records of the instance, oldest first.
+    :param instance_id: the id that was deleted (``None``: nothing was).
+    """
+    record = next((r for r in reversed(records) if r.id == instance_id and r.created_at is not None), None)
+    if record is None or record.created_at is None or instance_id is None:
+        return
+    cost = lifetime_cost(
+        instance_name=record.name,
+        instance_type=str(record.spec.get("instance_type") or ""),
+        price_per_hour=record.price_per_hour,
+        created_at=float(record.created_at),
+        ended_at=time.time(),
+    )
+    CostLedger(memory).tell_lifetime(cost)
+    log.info(
+        "Instance %s lived %.1f s (brev create to brev delete): %s.",
+        *(record.name, cost["total_seconds"], money(cost["total_dollars"])),
+    )
 
 
 def run_cost(ti_or_context: Any, *, task_ids: list[str] | None = None, log: Any = None) -> dict[str, Any]:

@@ -12,9 +12,11 @@ Shared by :class:`~airflow_provider_brev.operators.brev.BrevCreateInstanceOperat
   :class:`~airflow_provider_brev.exceptions.BrevInstanceNotOwnedError` before anything is created or deleted,
   unless ``adopt_existing`` asks to use it -- then it is never deleted by the provider;
 * an instance still DELETING is waited out, a FAILURE one of this task is replaced;
-* bad input is rejected before anything is created;
+* the request (:class:`~airflow_provider_brev.core.instances.request.InstanceRequest`) comes checked and frozen
+  (:func:`~airflow_provider_brev.core.validation.checked_instance_request`): bad input was rejected before anything
+  is created;
 * after a failure past creation, an instance this task owns is deleted best-effort without masking the original
-  error.
+  error; a kill deletes what this try created or started (:meth:`InstanceProvisioner.release_on_kill`).
 
 :class:`~airflow_provider_brev.core.instances.records.InstanceRecord` is what the create task pushes to XCom (key
 ``brev_instance``): name, id, ownership and the spec to re-create it; :func:`read_instance_record` reads it back in a
@@ -26,21 +28,13 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_brev.core.cost import CostLimits, PriceCap
 from airflow_provider_brev.core.instances.records import InstanceRecord
-from airflow_provider_brev.core.instances.warm_pool import DEFAULT_MAX_IDLE, WarmRequest, reuse_key_value
-from airflow_provider_brev.core.protocol.names import (
-    DEFAULT_MAX_LIFETIME,
-    managed_instance_name,
-    parse_managed_name,
-    validate_instance_name,
-)
+from airflow_provider_brev.core.instances.warm_pool import WarmRequest
+from airflow_provider_brev.core.protocol.names import managed_instance_name, parse_managed_name, validate_instance_name
 from airflow_provider_brev.core.protocol.output import STATUS_DELETING, STATUS_FAILURE, BrevInstance
-from airflow_provider_brev.core.validation import instance_name, instance_request, owner_prefix, placement_id
-from airflow_provider_brev.core.values import bool_value, duration_seconds, optional, positive_number
 from airflow_provider_brev.cost.pricing import price_of
 from airflow_provider_brev.exceptions import (
     BrevAuthError,
@@ -55,20 +49,21 @@ from airflow_provider_brev.exceptions import (
     BrevNoMatchingTypeError,
     BrevTaskKilledError,
 )
-from airflow_provider_brev.instances.records import (  # re-exported: the records' public home was here
+from airflow_provider_brev.instances.records import (  # the records' public names, for DAG code that reads them
     STATE_STORE_INSTANCE_KEY,
     XCOM_INSTANCE_RECORD,
     InstanceRecords,
     read_instance_record,
     read_instance_records,
 )
-from airflow_provider_brev.instances.release import delete_after_failure, replace_failed
+from airflow_provider_brev.instances.release import delete_after_failure, release_on_kill, replace_failed
 from airflow_provider_brev.instances.warm_pool import ReuseRegistry, claim_warm, record_in_use, task_identity
 
 if TYPE_CHECKING:
     import logging
     from collections.abc import Callable
 
+    from airflow_provider_brev.core.instances.request import InstanceRequest
     from airflow_provider_brev.hooks.brev import BrevHook
     from airflow_provider_brev.utils.task_memory import TaskMemory
 
@@ -83,102 +78,6 @@ _NOTHING_CREATED = (
     BrevCLINotFoundError,
     BrevCostCapError,
 )
-
-
-def as_timedelta(value: timedelta | float | int | str) -> timedelta:
-    return value if isinstance(value, timedelta) else timedelta(seconds=float(value))
-
-
-def instance_types_list(value: list[str] | str | None) -> list[str] | None:
-    """``"a,b"`` / ``["a", "b"]`` / empty → a list or ``None``."""
-    if value is None or value == "" or value == []:
-        return None
-    if isinstance(value, str):
-        return [t.strip() for t in value.split(",") if t.strip()] or None
-    return [str(t) for t in value]
-
-
-@dataclass
-class InstanceRequest:
-    """What instance a task wants (all values already rendered)."""
-
-    instance_name: str | None = None
-    gpu: str | None = None
-    instance_types: list[str] | str | None = None
-    min_vram: float | str | None = None
-    cloud_cred_id: str | None = None
-    workspace_group_id: str | None = None
-    max_lifetime: timedelta | float = DEFAULT_MAX_LIFETIME
-    name_prefix: str | None = None
-    require_docker: bool = False
-    adopt_existing: bool = False
-    max_price_per_hour: float | str | None = None
-    #: ephemeral steps: their ``max_run_cost`` and longest billed time (``ready_timeout + timeout``), which cap the
-    #: price of the instance they create (:meth:`price_cap`)
-    max_run_cost: float | None = None
-    estimate_seconds: float | None = None
-    #: warm reuse (:mod:`airflow_provider_brev.instances.warm_pool`): start a stopped instance recorded under this key
-    #: instead of creating one; ``max_idle`` bounds how long it may then stay stopped
-    reuse_key: str | None = None
-    max_idle: timedelta | float | str = DEFAULT_MAX_IDLE
-
-    def price_cap(self) -> PriceCap | None:
-        """The highest price per hour this request may create an instance at (``None``: no cap)."""
-        limits = CostLimits(self.max_price_per_hour, self.max_run_cost)  # type: ignore[arg-type]  # validated
-        return limits.price_cap(self.estimate_seconds)
-
-    def validate(self) -> None:
-        """Reject bad input before anything is created or paid for, and normalise the rendered values in place
-        (empty text means "not given"; numbers from text; ``max_lifetime`` a ``timedelta``). Idempotent."""
-        gpu, types = instance_request(self.gpu, self.instance_types)  # shape checks, in the pure core
-        if not gpu and not types:
-            raise BrevInvalidInputError(
-                "No instance type requested: pass gpu (e.g. 'L40S:1') or instance_types (e.g. ['g6e.xlarge']). "
-                "An empty value (such as a template that rendered to '') does not mean 'a default instance'."
-            )
-        self.gpu, self.instance_types = gpu, types
-        self.min_vram = optional(positive_number, "min_vram", self.min_vram, unit="GB")
-        self.max_price_per_hour = optional(
-            positive_number, "max_price_per_hour", self.max_price_per_hour, unit="dollars per hour"
-        )
-        self.max_lifetime = timedelta(seconds=duration_seconds("max_lifetime", self.max_lifetime))
-        self.instance_name = optional(instance_name, "instance_name", self.instance_name)
-        self.name_prefix = optional(owner_prefix, "name_prefix", self.name_prefix)
-        self.cloud_cred_id = optional(placement_id, "cloud_cred_id", self.cloud_cred_id)
-        self.workspace_group_id = optional(placement_id, "workspace_group_id", self.workspace_group_id)
-        self.require_docker = bool_value("require_docker", self.require_docker, default=False)
-        self.adopt_existing = bool_value("adopt_existing", self.adopt_existing, default=False)
-        self.reuse_key = reuse_key_value(self.reuse_key)
-        if self.reuse_key and self.instance_name:
-            raise BrevInvalidInputError(
-                f"reuse_key={self.reuse_key!r} and instance_name={self.instance_name!r} together: a warm instance keeps "
-                "the provider-managed name of the run that created it (its owner prefix and id prove it is ours), "
-                "so a later run cannot give it a name of its own. Drop instance_name to reuse across runs, or drop "
-                "reuse_key to create (and delete) the named instance."
-            )
-        self.max_idle = timedelta(seconds=duration_seconds("max_idle", self.max_idle))
-
-    def min_vram_gb(self) -> float | None:
-        return float(self.min_vram) if self.min_vram not in (None, "") else None  # type: ignore[arg-type]
-
-    def spec(self) -> dict[str, Any]:
-        """What ``brev create`` needs to make the same instance again (JSON-serialisable)."""
-        return {
-            "gpu": self.gpu or None,
-            "instance_types": instance_types_list(self.instance_types),
-            "min_vram": self.min_vram_gb(),
-            "cloud_cred_id": self.cloud_cred_id or None,
-            "workspace_group_id": self.workspace_group_id or None,
-            "require_docker": bool(self.require_docker),
-            # a re-creation keeps the cap (only when there is one: a record without it reads as before)
-            **({"max_price_per_hour": self.max_price_per_hour} if self.max_price_per_hour is not None else {}),
-            # the teardown's release="stop" finds the key (and how long the instance may stay stopped) here
-            **(
-                {"reuse_key": self.reuse_key, "max_idle": as_timedelta(self.max_idle).total_seconds()}
-                if self.reuse_key
-                else {}
-            ),
-        }
 
 
 @dataclass
@@ -255,7 +154,7 @@ class InstanceProvisioner:
             run_id=ti.run_id,
             task_id=ti.task_id,
             map_index=map_index if isinstance(map_index, int) else -1,
-            expires_at=base + as_timedelta(self.request.max_lifetime),
+            expires_at=base + self.request.max_lifetime,
             prefix=self.request.name_prefix or self.hook.config.name_prefix,
         )
         return name, True
@@ -350,7 +249,6 @@ class InstanceProvisioner:
         :class:`~airflow_provider_brev.exceptions.BrevInstanceNotOwnedError` before anything is created or deleted,
         unless ``adopt_existing`` is set: then it is used and never deleted.
         """
-        self.request.validate()
         if self.request.reuse_key:
             warm = self._warm(memory)
             if warm is not None:
@@ -443,8 +341,8 @@ class InstanceProvisioner:
         request = self.request
         types = self.hook.resolve_instance_types(
             gpu=request.gpu or None,
-            instance_types=instance_types_list(request.instance_types),
-            min_vram=request.min_vram_gb(),
+            instance_types=request.types,
+            min_vram=request.min_vram,
         )
         cap = request.price_cap()
         prices = dict(self.hook.known_prices)
@@ -465,8 +363,8 @@ class InstanceProvisioner:
             key,
             provisioned.instance,
             task_identity(memory.ti),
-            max_idle=as_timedelta(self.request.max_idle).total_seconds(),
-            max_lifetime=as_timedelta(self.request.max_lifetime).total_seconds(),
+            max_idle=self.request.max_idle.total_seconds(),
+            max_lifetime=self.request.max_lifetime.total_seconds(),
             price_per_hour=provisioned.price_per_hour,
             created_at=provisioned.created_at,
             conn_id=self.hook.brev_conn_id or "",
@@ -480,8 +378,8 @@ class InstanceProvisioner:
             instance = self.hook.create_instance(
                 name,
                 gpu=request.gpu or None,
-                instance_types=instance_types_list(request.instance_types),
-                min_vram=request.min_vram_gb(),
+                instance_types=request.types,
+                min_vram=request.min_vram,
                 cloud_cred_id=request.cloud_cred_id or None,
                 workspace_group_id=request.workspace_group_id or None,
                 price_cap=request.price_cap(),
@@ -537,23 +435,42 @@ class InstanceProvisioner:
                 )
             raise
 
+    def release_on_kill(self) -> None:
+        """The task was killed: delete the instance this provisioner created (by its id), is creating under a
+        provider-managed name, or started from the warm pool (by its id, from its ``brev start`` on: a kill cannot
+        wait for a stop and its record); nothing else. One fast call, never raises."""
+        created, claimed, pending = self.created, self.claimed, self.pending_name
+        if created is not None:
+            self.log.warning("Task killed: deleting instance %s created by this try.", created.name)
+            release_on_kill(self.hook, created.name, created.id or None)
+        elif claimed is not None:
+            self.log.warning("Task killed: deleting instance %s, which this try started for warm reuse.", claimed.name)
+            release_on_kill(self.hook, claimed.name, claimed.id or None)
+        elif pending:
+            self.log.warning("Task killed: deleting instance %s created by this try.", pending)
+            release_on_kill(self.hook, pending, None)
+
     def cleanup_after_failure(self, name: str, *, owned: bool, reason: str, instance_id: str | None = None) -> None:
         """Best-effort delete after a post-create failure
         (:func:`~airflow_provider_brev.instances.release.delete_after_failure`); never masks the original error."""
         delete_after_failure(self.hook, self.log, name, owned=owned, reason=reason, instance_id=instance_id)
 
 
+def record_ready(memory: TaskMemory) -> None:
+    """The task's instance is ready: its record says when (a later step prices its own time from then on)."""
+    records = InstanceRecords(memory)
+    record = records.own()
+    if record is not None:
+        records.tell(replace(record, ready_at=time.time()))
+
+
 __all__ = [
-    "DEFAULT_MAX_IDLE",
-    "DEFAULT_MAX_LIFETIME",
     "STATE_STORE_INSTANCE_KEY",
     "XCOM_INSTANCE_RECORD",
     "InstanceProvisioner",
     "InstanceRecord",
-    "InstanceRequest",
     "ProvisionedInstance",
-    "as_timedelta",
-    "instance_types_list",
     "read_instance_record",
     "read_instance_records",
+    "record_ready",
 ]

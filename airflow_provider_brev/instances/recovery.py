@@ -44,8 +44,9 @@ from airflow_provider_brev.core.instances.recovery import (
     recoveries_used,
 )
 from airflow_provider_brev.core.protocol.names import parse_managed_name
+from airflow_provider_brev.core.validation import checked_instance_request
 from airflow_provider_brev.exceptions import BrevError, BrevInstanceLostError, BrevInstanceReplacedError
-from airflow_provider_brev.instances.provisioning import InstanceProvisioner, InstanceRequest
+from airflow_provider_brev.instances.provisioning import InstanceProvisioner
 from airflow_provider_brev.instances.records import InstanceRecords
 from airflow_provider_brev.instances.release import clear_for_recreation
 from airflow_provider_brev.utils.task_memory import MemoryAccessor
@@ -220,15 +221,17 @@ class InstanceRecovery:
         types = spec.get("instance_types") or (
             [spec["instance_type"]] if not spec.get("gpu") and spec.get("instance_type") else None
         )
-        request = InstanceRequest(
-            instance_name=record.name,
-            gpu=spec.get("gpu") or None,
-            instance_types=types,
-            min_vram=spec.get("min_vram"),
-            cloud_cred_id=spec.get("cloud_cred_id"),
-            workspace_group_id=spec.get("workspace_group_id"),
-            require_docker=bool(spec.get("require_docker")),
-            max_price_per_hour=spec.get("max_price_per_hour"),
+        request = checked_instance_request(
+            {
+                "instance_name": record.name,
+                "gpu": spec.get("gpu") or None,
+                "instance_types": types,
+                "min_vram": spec.get("min_vram"),
+                "cloud_cred_id": spec.get("cloud_cred_id"),
+                "workspace_group_id": spec.get("workspace_group_id"),
+                "require_docker": bool(spec.get("require_docker")),
+                "max_price_per_hour": spec.get("max_price_per_hour"),
+            }
         )
         provisioner = InstanceProvisioner(self.hook, self.log, request, poll_interval=1.0, cancelled=self.cancelled)
         provisioned = provisioner.ensure(memory, wait_timeout=self.ready_timeout)

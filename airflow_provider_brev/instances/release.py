@@ -45,36 +45,24 @@ from airflow_provider_brev.core.instances.identity import (
 )
 from airflow_provider_brev.core.instances.records import recorded_ids
 from airflow_provider_brev.core.instances.warm_pool import (
+    DEFAULT_MAX_IDLE,
     STATE_STOPPED,
     break_even,
     expected_idle_seconds,
     saved_seconds,
 )
 from airflow_provider_brev.core.protocol.names import parse_managed_name
-from airflow_provider_brev.exceptions import BrevError, BrevInstanceReplacedError, BrevInvalidInputError
+from airflow_provider_brev.cost.ledger import CostLedger
+from airflow_provider_brev.exceptions import BrevError, BrevInstanceReplacedError
 from airflow_provider_brev.instances.warm_pool import ReuseRegistry
 
 if TYPE_CHECKING:
-    from collections.abc import Collection, Iterable
+    from collections.abc import Collection, Iterable, Sequence
 
     from airflow_provider_brev.core.instances.records import InstanceRecord
     from airflow_provider_brev.core.protocol.output import BrevInstance
     from airflow_provider_brev.hooks.brev import BrevHook
-
-#: The release policies of a teardown (``BrevDeleteInstanceOperator(release=...)``).
-RELEASE_DELETE = "delete"
-RELEASE_STOP = "stop"
-
-
-def release_policy(value: Any) -> str:
-    """A rendered ``release``: ``"delete"`` (also when empty) or ``"stop"``."""
-    text = str(value).strip().lower() if value is not None else ""
-    if text in ("", RELEASE_DELETE):
-        return RELEASE_DELETE
-    if text == RELEASE_STOP:
-        return RELEASE_STOP
-    raise BrevInvalidInputError(f"Invalid release {value!r}: use 'delete' or 'stop'.")
-
+    from airflow_provider_brev.utils.task_memory import TaskMemory
 
 #: Budget of the one ``brev delete`` of ``on_kill``: Airflow 3 gives ``on_kill`` about 5 s before SIGKILL.
 ON_KILL_TIMEOUT = 4.0
@@ -117,6 +105,50 @@ class Reuse:
     stage_seconds: float = 0.0
     next_run_at: float | None = None
     price_per_hour: float | None = None
+
+
+def teardown_reuse(
+    memory: TaskMemory,
+    log: Any,
+    name: str,
+    records: Sequence[InstanceRecord],
+    task_ids: Sequence[str],
+    *,
+    stop: bool,
+    next_run_at: float | None,
+) -> Reuse | None:
+    """How a teardown releases ``name`` when its create task recorded it under a reuse key (``None``: none did, and
+    it is deleted): stopped (``stop``) or deleted, with what this run measured of its boot, pulls and staging (the
+    XCom ``brev_cost`` of ``task_ids``).
+
+    :param memory: the teardown's memory.
+    :param log: its logger.
+    :param name: the instance.
+    :param records: the DAG run's records of it, oldest first.
+    :param task_ids: the tasks whose costs count (its create task and the steps on it).
+    :param stop: ``release="stop"`` was asked.
+    :param next_run_at: the DAG's next scheduled run (epoch seconds), when the timetable gives one.
+    """
+    keyed = next((r for r in reversed(records) if r.owned and r.spec.get("reuse_key")), None)
+    if keyed is None:
+        if stop:
+            log.info("release='stop' for %s: its create task set no reuse_key, so deleting it.", name)
+        return None
+    phases = {"boot": 0.0, "pull": 0.0, "stage": 0.0}
+    for _task_id, cost in CostLedger(memory).costs_of(task_ids):
+        if cost.get("instance_name") == name:
+            for phase in phases:
+                phases[phase] += float((cost.get("seconds") or {}).get(phase) or 0.0)
+    return Reuse(
+        key=str(keyed.spec["reuse_key"]),
+        stop=stop,
+        max_idle=float(keyed.spec.get("max_idle") or DEFAULT_MAX_IDLE.total_seconds()),
+        boot_seconds=phases["boot"],
+        pull_seconds=phases["pull"],
+        stage_seconds=phases["stage"],
+        next_run_at=next_run_at,
+        price_per_hour=keyed.price_per_hour,
+    )
 
 
 def release_on_kill(hook: BrevHook, name: str, instance_id: str | None) -> None:

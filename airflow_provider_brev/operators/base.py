@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import threading
-from typing import Any
 
 from airflow_provider_brev._compat import BaseOperator
-from airflow_provider_brev.core.protocol.config import DEFAULT_BREV_CONN_ID
-from airflow_provider_brev.utils.mixins import BrevBaseHookMixin, brev_template_fields
+from airflow_provider_brev.utils.mixins import BrevConnectionParams
 
 #: How long Airflow's SIGTERM handler waits for the kill cleanup before the interrupted code resumes: long enough
 #: for a whole cleanup (a CLI call is bounded to 4 s), so the interrupted code normally sees everything done (as
@@ -68,14 +66,6 @@ class ProviderBaseOperator(BaseOperator):
             thread.join(ON_KILL_CLEANUP_WAIT)
 
 
-class BrevBaseOperator(BrevBaseHookMixin, ProviderBaseOperator):
-    """Base of every Brev operator: ``brev_conn_id``, templating and a lazily built ``hook``.
-
-    :param brev_conn_id: the Airflow connection id of type ``brev`` (default ``brev_default``).
-    """
-
-    template_fields = brev_template_fields()
-
-    def __init__(self, *, brev_conn_id: str = DEFAULT_BREV_CONN_ID, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.brev_conn_id = brev_conn_id
+class BrevBaseOperator(BrevConnectionParams, ProviderBaseOperator):
+    """Base of every Brev operator: the Brev connection (:class:`~airflow_provider_brev.utils.mixins.BrevConnectionParams`:
+    ``brev_conn_id``, templated, and a lazily built ``hook``) and the kill's cleanup."""

@@ -5,34 +5,21 @@ keeps working."""
 from __future__ import annotations
 
 import time
-from dataclasses import replace
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from airflow_provider_brev._compat import conf, default_deferrable, deferral_settle_seconds
-from airflow_provider_brev.core.cost import lifetime_cost, money, unset_cap_warnings
+from airflow_provider_brev.core.cost import unset_cap_warnings
+from airflow_provider_brev.core.instances.release import RELEASE_DELETE
 from airflow_provider_brev.core.instances.warm_pool import DEFAULT_MAX_IDLE
 from airflow_provider_brev.core.protocol.names import DEFAULT_MAX_LIFETIME
-from airflow_provider_brev.core.validation import instance_name
-from airflow_provider_brev.core.values import bool_value, conn_id, duration_seconds, optional
-from airflow_provider_brev.cost.ledger import CostLedger
+from airflow_provider_brev.core.validation import create_spec, delete_spec
 from airflow_provider_brev.cost.meter import CostMeter
+from airflow_provider_brev.cost.report import report_lifetime
 from airflow_provider_brev.exceptions import BrevInstanceFailedError, BrevTimeoutError
-from airflow_provider_brev.instances.provisioning import (
-    InstanceProvisioner,
-    InstanceRequest,
-    ProvisionedInstance,
-)
+from airflow_provider_brev.instances.provisioning import InstanceProvisioner, record_ready
 from airflow_provider_brev.instances.records import XCOM_INSTANCE, XCOM_INSTANCE_NAME, InstanceRecords
-from airflow_provider_brev.instances.release import (
-    RELEASE_DELETE,
-    RELEASE_STOP,
-    Reuse,
-    delete_named,
-    release_on_kill,
-    release_policy,
-    release_recorded,
-)
+from airflow_provider_brev.instances.release import delete_named, release_recorded, teardown_reuse
 from airflow_provider_brev.instances.warm_pool import next_run_at
 from airflow_provider_brev.jobs.handle import XCOM_JOB
 from airflow_provider_brev.operators.base import BrevBaseOperator
@@ -44,7 +31,34 @@ from airflow_provider_brev.utils.task_memory import TaskMemory
 if TYPE_CHECKING:
     from airflow.sdk import Context
 
+    from airflow_provider_brev.core.instances.release import DeleteSpec
+    from airflow_provider_brev.core.instances.request import CreateSpec
+    from airflow_provider_brev.instances.provisioning import ProvisionedInstance
     from airflow_provider_brev.operators.exec import BrevExecOperator
+
+#: The create operator's parameters besides ``brev_conn_id``: every one templated, and read by its ``spec()``.
+CREATE_PARAMETERS = (
+    "instance_name",
+    "gpu",
+    "instance_types",
+    "min_vram",
+    "cloud_cred_id",
+    "workspace_group_id",
+    "wait_for_ready",
+    "ready_timeout",
+    "require_docker",
+    "poll_interval",
+    "deferrable",
+    "delete_on_failure",
+    "max_lifetime",
+    "name_prefix",
+    "adopt_existing",
+    "max_price_per_hour",
+    "reuse_key",
+    "max_idle",
+)
+#: The delete operator's parameters besides ``brev_conn_id`` (every one templated).
+DELETE_PARAMETERS = ("instance_name", "wait_for_deletion", "deletion_timeout", "release")
 
 
 class BrevCreateInstanceOperator(BrevBaseOperator):
@@ -120,29 +134,9 @@ class BrevCreateInstanceOperator(BrevBaseOperator):
         (:class:`~airflow_provider_brev.operators.janitor.BrevSweepInstancesOperator`) deletes it (``timedelta`` or
         seconds; default 24 h); also the expected idle time of the stop-or-delete break-even when the DAG has no
         schedule.
-    :param brev_conn_id: the Airflow connection id of type ``brev``.
     """
 
-    template_fields = brev_template_fields(
-        "reuse_key",
-        "max_idle",
-        "max_price_per_hour",
-        "instance_name",
-        "gpu",
-        "instance_types",
-        "min_vram",
-        "cloud_cred_id",
-        "workspace_group_id",
-        "wait_for_ready",
-        "ready_timeout",
-        "require_docker",
-        "poll_interval",
-        "deferrable",
-        "delete_on_failure",
-        "max_lifetime",
-        "name_prefix",
-        "adopt_existing",
-    )
+    template_fields = brev_template_fields(*CREATE_PARAMETERS)
 
     def __init__(
         self,
@@ -188,39 +182,20 @@ class BrevCreateInstanceOperator(BrevBaseOperator):
         self.name_prefix = name_prefix
         self._provisioner: InstanceProvisioner | None = None
 
-    def _validate(self) -> InstanceRequest:
-        """Check every rendered parameter before any ``brev`` call (bad input costs nothing) and normalise them in
-        place (numbers from text, booleans from ``"true"``/``"false"``); returns the checked instance request."""
-        optional(conn_id, "brev_conn_id", self.brev_conn_id)
-        request = InstanceRequest(
-            instance_name=self.instance_name,
-            gpu=self.gpu,
-            instance_types=self.instance_types,
-            min_vram=self.min_vram,
-            cloud_cred_id=self.cloud_cred_id,
-            workspace_group_id=self.workspace_group_id,
-            max_lifetime=self.max_lifetime,
-            name_prefix=self.name_prefix,
-            require_docker=self.require_docker,
-            adopt_existing=self.adopt_existing,
-            max_price_per_hour=self.max_price_per_hour,
-            reuse_key=self.reuse_key,
-            max_idle=self.max_idle,
-        )
-        request.validate()
-        self.require_docker, self.adopt_existing = request.require_docker, request.adopt_existing
-        self.max_price_per_hour = request.max_price_per_hour
-        self.ready_timeout = duration_seconds("ready_timeout", self.ready_timeout)
-        self.poll_interval = duration_seconds("poll_interval", self.poll_interval)
-        self.wait_for_ready = bool_value("wait_for_ready", self.wait_for_ready, default=True)
-        self.deferrable = bool_value("deferrable", self.deferrable, default=default_deferrable())
-        self.delete_on_failure = bool_value("delete_on_failure", self.delete_on_failure, default=True)
-        return request
+    def spec(self) -> CreateSpec:
+        """The rendered parameters, checked and frozen before any ``brev`` call (bad input costs nothing); read, never
+        changed: a task resumed after a deferral is rendered anew and builds the same spec."""
+        rendered = {name: getattr(self, name) for name in ("brev_conn_id", *CREATE_PARAMETERS)}
+        return create_spec(rendered, deferrable_default=default_deferrable())
 
-    def provisioner(self, request: InstanceRequest) -> InstanceProvisioner:
-        """The lifecycle rules for ``request`` (from :meth:`_validate`), kept for ``on_kill``."""
+    def provisioner(self, spec: CreateSpec) -> InstanceProvisioner:
+        """The lifecycle rules of the instance ``spec`` asks for, kept for ``on_kill``."""
         self._provisioner = InstanceProvisioner(
-            self.hook, self.log, request, poll_interval=self.poll_interval, delete_on_failure=self.delete_on_failure
+            self.hook,
+            self.log,
+            spec.request,
+            poll_interval=spec.poll_interval,
+            delete_on_failure=spec.delete_on_failure,
         )
         return self._provisioner
 
@@ -233,71 +208,54 @@ class BrevCreateInstanceOperator(BrevBaseOperator):
     def _create(self, context: Context) -> str:
         for warning in unset_cap_warnings({"max_price_per_hour": self.max_price_per_hour}):
             self.log.warning("%s", warning)
-        provisioner = self.provisioner(self._validate())
-        timeout = self.ready_timeout
+        spec = self.spec()
+        provisioner = self.provisioner(spec)
         memory = TaskMemory(context, self.log)
-        provisioned = provisioner.ensure(memory, wait_timeout=timeout)
-        name = provisioned.name
+        provisioned = provisioner.ensure(memory, wait_timeout=spec.ready_timeout)
         records = InstanceRecords(memory)
-        records.tell_instance(name, provisioned.instance.to_dict())
+        records.tell_instance(provisioned.name, provisioned.instance.to_dict())
         records.tell(provisioner.record(provisioned))
-        meter = self._boot_meter(memory, provisioned)
+        meter = CostMeter.booting(memory, self.log, created_at=provisioned.created_at)
+        meter.bill_on(provisioned.name, provisioned.instance.instance_type, provisioned.price_per_hour)
         try:
-            return self._wait(memory, provisioner, provisioned, meter)
+            if spec.wait_for_ready and spec.deferrable:
+                meter.save()
+                self._defer_until_ready(spec, provisioned)
+            if spec.wait_for_ready:
+                provisioner.wait_ready(
+                    provisioned,
+                    timeout=spec.ready_timeout,
+                    require_docker=spec.request.require_docker,
+                    delete_on_failure=spec.delete_on_failure,
+                )
+                record_ready(memory)
+            return provisioned.name
         finally:
-            if not meter.reported and not self._deferring:
+            if not self._deferring:
                 meter.report()
 
     #: the try defers (its cost is reported when it resumes)
     _deferring = False
 
-    def _boot_meter(self, memory: TaskMemory, provisioned: ProvisionedInstance) -> CostMeter:
-        """The create task's cost clock: ``boot`` from ``brev create`` (or from now, for an adopted instance)."""
-        meter = CostMeter(memory, self.log)
-        meter.begin(at=provisioned.created_at)
-        meter.start("boot", at=meter.started_at)
-        meter.bill_on(provisioned.name, provisioned.instance.instance_type, provisioned.price_per_hour)
-        return meter
+    def _defer_until_ready(self, spec: CreateSpec, provisioned: ProvisionedInstance) -> NoReturn:
+        from airflow_provider_brev.triggers.brev import BrevInstanceReadyTrigger  # triggerer-side code: lazy
 
-    def _ready(self, memory: TaskMemory, meter: CostMeter) -> None:
-        """The instance is ready: its record says when (a later step prices its own time from then on)."""
-        records = InstanceRecords(memory)
-        record = records.own()
-        if record is not None:
-            records.tell(replace(record, ready_at=time.time()))
-        meter.report()
-
-    def _wait(
-        self, memory: TaskMemory, provisioner: InstanceProvisioner, provisioned: ProvisionedInstance, meter: CostMeter
-    ) -> str:
-        name, timeout = provisioned.name, self.ready_timeout
-        if not self.wait_for_ready:
-            return name
-        if self.deferrable:
-            from airflow_provider_brev.triggers.brev import BrevInstanceReadyTrigger  # triggerer-side code: lazy
-
-            self._deferring = True
-            meter.save()
-            self.defer(
-                trigger=BrevInstanceReadyTrigger(
-                    instance_name=name,
-                    brev_conn_id=self.brev_conn_id,
-                    deadline=time.time() + timeout,
-                    poll_interval=self.poll_interval,
-                    require_docker=self.require_docker,
-                    delete_on_kill=self.delete_on_failure and provisioned.owned,
-                    created=provisioned.owned,
-                    instance_id=provisioned.instance.id or None,
-                    not_before=time.time() + deferral_settle_seconds(),
-                ),
-                method_name="execute_complete",
-                timeout=timedelta(seconds=timeout + 60),
-            )
-        provisioner.wait_ready(
-            provisioned, timeout=timeout, require_docker=self.require_docker, delete_on_failure=self.delete_on_failure
+        self._deferring = True
+        self.defer(
+            trigger=BrevInstanceReadyTrigger(
+                instance_name=provisioned.name,
+                brev_conn_id=self.brev_conn_id,
+                deadline=time.time() + spec.ready_timeout,
+                poll_interval=spec.poll_interval,
+                require_docker=spec.request.require_docker,
+                delete_on_kill=spec.delete_on_failure and provisioned.owned,
+                created=provisioned.owned,
+                instance_id=provisioned.instance.id or None,
+                not_before=time.time() + deferral_settle_seconds(),
+            ),
+            method_name="execute_complete",
+            timeout=timedelta(seconds=spec.ready_timeout + 60),
         )
-        self._ready(memory, meter)
-        return name
 
     def execute_complete(self, context: Context, event: dict[str, Any] | None = None) -> str:
         try:
@@ -306,18 +264,19 @@ class BrevCreateInstanceOperator(BrevBaseOperator):
             self.wait_for_kill_cleanup()
 
     def _complete(self, context: Context, event: dict[str, Any] | None) -> str:
-        request = self._validate()  # a resumed task is rendered anew: the same checks and normalisation
+        spec = self.spec()  # a resumed task is rendered anew: the same checks
         event = validate_event(event, "instance_name")
         name = event["instance_name"]
         memory = TaskMemory(context, self.log)
         meter = CostMeter(memory, self.log)
         if event["status"] == EVENT_SUCCESS:
             self.log.info("%s", event["message"])
-            self._ready(memory, meter)
+            record_ready(memory)
+            meter.report()
             return name
         meter.report()  # the instance billed its failed boot too
-        if self.delete_on_failure:
-            self.provisioner(request).cleanup_after_failure(
+        if spec.delete_on_failure:
+            self.provisioner(spec).cleanup_after_failure(
                 name,
                 owned=bool(event.get("created")),
                 reason=event["message"],
@@ -329,22 +288,11 @@ class BrevCreateInstanceOperator(BrevBaseOperator):
         raise BrevInstanceFailedError(event["message"])
 
     def _cleanup_on_kill(self) -> None:
-        """Delete the instance this try created (by its id), is creating under a provider-managed name, or started
-        from the warm pool (by its id, from its ``brev start`` on: a kill cannot wait for a stop and its record);
-        nothing else."""
+        """What this try created or started (:meth:`~airflow_provider_brev.instances.provisioning.InstanceProvisioner.release_on_kill`),
+        unless ``delete_on_failure`` is off."""
         provisioner = self._provisioner
-        if provisioner is None or not self.delete_on_failure:
-            return
-        created, pending, claimed = provisioner.created, provisioner.pending_name, provisioner.claimed
-        if created is not None:
-            self.log.warning("Task killed: deleting instance %s created by this try.", created.name)
-            release_on_kill(self.hook, created.name, created.id or None)
-        elif claimed is not None:
-            self.log.warning("Task killed: deleting instance %s, which this try started for warm reuse.", claimed.name)
-            release_on_kill(self.hook, claimed.name, claimed.id or None)
-        elif pending:
-            self.log.warning("Task killed: deleting instance %s created by this try.", pending)
-            release_on_kill(self.hook, pending, None)
+        if provisioner is not None and provisioner.delete_on_failure:
+            provisioner.release_on_kill()
 
 
 class BrevDeleteInstanceOperator(BrevBaseOperator):
@@ -391,10 +339,9 @@ class BrevDeleteInstanceOperator(BrevBaseOperator):
     :param wait_for_deletion: wait until ``brev ls`` no longer lists it.
     :param deletion_timeout: seconds (or a ``timedelta``) to wait for the deletion.
     :param release: ``"delete"`` (default) or ``"stop"`` (see above; templated).
-    :param brev_conn_id: the Airflow connection id of type ``brev``.
     """
 
-    template_fields = brev_template_fields("instance_name", "wait_for_deletion", "deletion_timeout", "release")
+    template_fields = brev_template_fields(*DELETE_PARAMETERS)
 
     def __init__(
         self,
@@ -411,17 +358,13 @@ class BrevDeleteInstanceOperator(BrevBaseOperator):
         self.deletion_timeout = deletion_timeout
         self.release = release
 
-    def _validate(self) -> str:
-        """Check every rendered parameter before any ``brev`` call; returns the instance name."""
-        optional(conn_id, "brev_conn_id", self.brev_conn_id)
-        name = instance_name("instance_name", self.instance_name)
-        self.wait_for_deletion = bool_value("wait_for_deletion", self.wait_for_deletion, default=False)
-        self.deletion_timeout = duration_seconds("deletion_timeout", self.deletion_timeout)
-        self.release = release_policy(self.release)
-        return name
+    def spec(self) -> DeleteSpec:
+        """The rendered parameters, checked and frozen before any ``brev`` call."""
+        return delete_spec({name: getattr(self, name) for name in ("brev_conn_id", *DELETE_PARAMETERS)})
 
     def execute(self, context: Context) -> dict[str, Any]:
-        name = self._validate()
+        spec = self.spec()
+        name, wait, timeout = spec.instance_name, spec.wait_for_deletion, spec.deletion_timeout
         memory = TaskMemory(context, self.log)
         instances = InstanceRecords(memory)
         creates = self._upstream_create_task_ids()
@@ -429,16 +372,12 @@ class BrevDeleteInstanceOperator(BrevBaseOperator):
         if created:  # the DAG run created (or adopted) it: release it by a recorded id (re-creations included)
             steps = [t for t in self._upstream_brev_task_ids() if t not in creates]
             records = created + instances.named(name, steps)
-            released = release_recorded(
-                self.hook,
-                self.log,
-                name,
-                records,
-                wait=self.wait_for_deletion,
-                timeout=self.deletion_timeout,
-                reuse=self._reuse(memory, context, name, records, [*creates, *steps]),
+            next_run = next_run_at(context) if spec.stop else None
+            reuse = teardown_reuse(
+                memory, self.log, name, records, [*creates, *steps], stop=spec.stop, next_run_at=next_run
             )
-            self._report_lifetime(memory, records, released.instance_id if released.deleted else None)
+            released = release_recorded(self.hook, self.log, name, records, wait=wait, timeout=timeout, reuse=reuse)
+            report_lifetime(memory, self.log, records, released.instance_id if released.deleted else None)
             if released.left:
                 self.log.info("Leaving instance %s: %s.", name, released.left)
             result = {"instance_name": name, "deleted": released.deleted}
@@ -448,53 +387,8 @@ class BrevDeleteInstanceOperator(BrevBaseOperator):
             reason = f"its create task ({', '.join(silent)}) recorded no instance it created under that name"
             self.log.info("Leaving instance %s: %s.", name, reason)
             return {"instance_name": name, "deleted": False}
-        deleted = delete_named(self.hook, self.log, name, wait=self.wait_for_deletion, timeout=self.deletion_timeout)
+        deleted = delete_named(self.hook, self.log, name, wait=wait, timeout=timeout)
         return {"instance_name": name, "deleted": deleted}
-
-    def _reuse(
-        self, memory: TaskMemory, context: Context, name: str, records: list[Any], task_ids: list[str]
-    ) -> Reuse | None:
-        """How to release an instance its create task recorded under a reuse key (``None``: none did): stop or
-        delete, with what this run measured of its boot, pulls and staging (XCom ``brev_cost``)."""
-        keyed = next((r for r in reversed(records) if r.owned and r.spec.get("reuse_key")), None)
-        if keyed is None:
-            if self.release == RELEASE_STOP:
-                self.log.info("release='stop' for %s: its create task set no reuse_key, so deleting it.", name)
-            return None
-        phases = {"boot": 0.0, "pull": 0.0, "stage": 0.0}
-        for _task_id, cost in CostLedger(memory).costs_of(task_ids):
-            if cost.get("instance_name") == name:
-                for phase in phases:
-                    phases[phase] += float((cost.get("seconds") or {}).get(phase) or 0.0)
-        return Reuse(
-            key=str(keyed.spec["reuse_key"]),
-            stop=self.release == RELEASE_STOP,
-            max_idle=float(keyed.spec.get("max_idle") or DEFAULT_MAX_IDLE.total_seconds()),
-            boot_seconds=phases["boot"],
-            pull_seconds=phases["pull"],
-            stage_seconds=phases["stage"],
-            next_run_at=next_run_at(context) if self.release == RELEASE_STOP else None,
-            price_per_hour=keyed.price_per_hour,
-        )
-
-    def _report_lifetime(self, memory: TaskMemory, records: list[Any], instance_id: str | None) -> None:
-        """The deleted instance's whole life, ``brev create`` to now, priced (XCom ``brev_lifetime_cost``), when its
-        record says when it was created and at what price (no ``brev`` call)."""
-        record = next((r for r in reversed(records) if r.id == instance_id and r.created_at is not None), None)
-        if record is None or instance_id is None:
-            return
-        cost = lifetime_cost(
-            instance_name=record.name,
-            instance_type=str(record.spec.get("instance_type") or ""),
-            price_per_hour=record.price_per_hour,
-            created_at=float(record.created_at),
-            ended_at=time.time(),
-        )
-        CostLedger(memory).tell_lifetime(cost)
-        self.log.info(
-            "Instance %s lived %.1f s (brev create to brev delete): %s.",
-            *(record.name, cost["total_seconds"], money(cost["total_dollars"])),
-        )
 
     def _upstream_brev_task_ids(self) -> list[str]:
         """Every upstream task that may have recorded (re-)creating an instance (create tasks, steps)."""

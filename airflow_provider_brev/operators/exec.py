@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any
 from airflow_provider_brev.instances.records import XCOM_INSTANCE_NAME
 from airflow_provider_brev.instances.release import ON_KILL_TIMEOUT
 from airflow_provider_brev.jobs.handle import XCOM_JOB
-from airflow_provider_brev.operators.step import DEFAULT_OUTPUT_SYNC_INTERVAL, BrevStepOperator
+from airflow_provider_brev.operators.step import BrevStepOperator
+from airflow_provider_brev.utils.mixins import DEFAULT_OUTPUT_SYNC_INTERVAL, CommandParams, parameter_names
 
 if TYPE_CHECKING:
     from airflow_provider_brev.steps.workload import Workload
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
 __all__ = ["DEFAULT_OUTPUT_SYNC_INTERVAL", "ON_KILL_TIMEOUT", "XCOM_INSTANCE_NAME", "XCOM_JOB", "BrevExecOperator"]
 
 
-class BrevExecOperator(BrevStepOperator):
+class BrevExecOperator(CommandParams, BrevStepOperator):
     """Run a command on a Brev instance exactly once, stream its output into the task log, survive the worker.
 
     By default (``detach=True``) the command runs as a **detached remote job** with a durable handle: a per-try
@@ -44,39 +45,23 @@ class BrevExecOperator(BrevStepOperator):
     whose parameters it takes). The result is ``{"exit_code", "last_line", "instance_name", "job_id"}``, plus
     ``outputs`` (``{directory: uri}``) and ``sync`` (reports) when the step declares data.
 
-    :param command: the shell command (templated; a path ending in ``.sh``/``.bash`` is read as a template).
-    :param env: plain environment variables (they are on the remote command line; not for secrets).
-    :param secret_env: secret environment variables (templated; never on a command line or in a log).
-    :param cwd: remote working directory.
+    The command is a :class:`~airflow_provider_brev.utils.mixins.CommandParams` (``command``, ``env``,
+    ``secret_env``, ``cwd``, ``skip_on_exit_code``), as on :class:`~airflow_provider_brev.operators.lepton.LeptonJobOperator`.
+
     :param detach: run as a detached job (default) or in the foreground.
-    :param skip_on_exit_code: exit code(s) that mark the task skipped instead of failed.
-    :param kwargs: the step parameters of :class:`~airflow_provider_brev.operators.step.BrevStepOperator`
-        (``instance_name`` or ``gpu``, ``timeout``, ``deferrable``, ``inputs``, ``outputs`` ...).
+    :param kwargs: the command's parameters, and the step parameters of
+        :class:`~airflow_provider_brev.operators.step.BrevStepOperator` (``instance_name`` or ``gpu``, ``timeout``,
+        ``deferrable``, ``inputs``, ``outputs`` ...).
     """
 
-    template_fields = tuple(sorted({*BrevStepOperator.template_fields, "command", "env", "secret_env", "cwd"}))
+    template_fields = tuple(sorted({*BrevStepOperator.template_fields, *CommandParams.template_fields}))
     template_ext = (".sh", ".bash")
-    template_fields_renderers = {"command": "bash", "env": "json"}
-    workload_parameters = ("command", "env", "secret_env", "cwd", "detach", "skip_on_exit_code")
+    template_fields_renderers = CommandParams.template_fields_renderers
+    workload_parameters = (*parameter_names(CommandParams), "detach")
 
-    def __init__(
-        self,
-        *,
-        command: str,
-        env: dict[str, str] | None = None,
-        secret_env: dict[str, str] | None = None,
-        cwd: str | None = None,
-        detach: bool = True,
-        skip_on_exit_code: int | list[int] | None = None,
-        **kwargs: Any,
-    ) -> None:
+    def __init__(self, *, detach: bool = True, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.command = command
-        self.env = env
-        self.secret_env = secret_env
-        self.cwd = cwd
         self.detach = detach
-        self.skip_on_exit_code = skip_on_exit_code
 
     def workload(self, parameters: dict[str, Any]) -> Workload:
         from airflow_provider_brev.steps.workload import CommandWorkload, command_spec

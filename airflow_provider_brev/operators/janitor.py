@@ -2,18 +2,9 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_brev.core.validation import owner_prefix
-from airflow_provider_brev.core.values import (
-    bool_value,
-    conn_id,
-    duration_seconds,
-    non_negative,
-    optional,
-    positive_int,
-)
+from airflow_provider_brev.core.validation import owner_prefix, sweep_spec
 from airflow_provider_brev.exceptions import BrevSweepFailedError  # re-exported
 from airflow_provider_brev.instances.sweep import SweepReport, summary_line, sweep, wait_until_gone
 from airflow_provider_brev.instances.warm_pool import ReuseRegistry
@@ -22,7 +13,24 @@ from airflow_provider_brev.utils.mixins import brev_template_fields
 from airflow_provider_brev.utils.task_memory import TaskMemory
 
 if TYPE_CHECKING:
+    from datetime import timedelta
+
     from airflow.sdk import Context
+
+    from airflow_provider_brev.core.instances.sweep import SweepSpec
+
+#: The janitor's parameters besides ``brev_conn_id`` (``dry_run`` is kept as ``dry_run_only``: ``dry_run`` is
+#: ``BaseOperator``'s "render templates only" method); every one but ``dry_run`` is templated.
+SWEEP_PARAMETERS = (
+    "name_prefix",
+    "grace_period",
+    "dry_run_only",
+    "wait_for_deletion",
+    "deletion_timeout",
+    "poll_interval",
+    "cli_retry_limit",
+    "cli_retry_delay",
+)
 
 
 class BrevSweepInstancesOperator(BrevBaseOperator):
@@ -87,21 +95,12 @@ class BrevSweepInstancesOperator(BrevBaseOperator):
         runs on a schedule, so a lower value keeps one flaky delete from holding up the others. (The task's
         own ``retries``/``retry_delay`` are Airflow's usual task retries.)
     :param cli_retry_delay: initial backoff between those attempts, in seconds (default: the hook's, 1 s).
-    :param brev_conn_id: the Airflow connection id of type ``brev``.
 
     Every parameter but ``dry_run`` is templated; all are checked at the start of ``execute``, before any ``brev``
     call (a bad value fails the task at once, without a retry, naming the parameter).
     """
 
-    template_fields = brev_template_fields(
-        "name_prefix",
-        "grace_period",
-        "wait_for_deletion",
-        "deletion_timeout",
-        "poll_interval",
-        "cli_retry_limit",
-        "cli_retry_delay",
-    )
+    template_fields = brev_template_fields(*(name for name in SWEEP_PARAMETERS if name != "dry_run_only"))
 
     def __init__(
         self,
@@ -127,44 +126,35 @@ class BrevSweepInstancesOperator(BrevBaseOperator):
         self.cli_retry_limit = cli_retry_limit
         self.cli_retry_delay = cli_retry_delay
 
+    def spec(self) -> SweepSpec:
+        """The rendered parameters, checked and frozen before any ``brev`` call."""
+        return sweep_spec({name: getattr(self, name) for name in ("brev_conn_id", *SWEEP_PARAMETERS)})
+
     @property
     def _hook_parameters(self) -> dict[str, Any]:
         params = super()._hook_parameters
-        if self.cli_retry_limit is not None:
-            params["retry_limit"] = self.cli_retry_limit
-        if self.cli_retry_delay is not None:
-            params["retry_delay"] = self.cli_retry_delay
+        spec = self.spec()
+        if spec.cli_retry_limit is not None:
+            params["retry_limit"] = spec.cli_retry_limit
+        if spec.cli_retry_delay is not None:
+            params["retry_delay"] = spec.cli_retry_delay
         return params
 
-    def _validate(self) -> tuple[str, timedelta]:
-        """Check every rendered parameter before any ``brev`` call and normalise it in place; returns the owner
-        prefix (``name_prefix``, else the connection's) and the grace period."""
-        optional(conn_id, "brev_conn_id", self.brev_conn_id)
-        prefix = optional(owner_prefix, "name_prefix", self.name_prefix)
-        grace = optional(duration_seconds, "grace_period", self.grace_period, allow_zero=True) or 0.0
-        self.dry_run_only = bool_value("dry_run", self.dry_run_only, default=False)
-        self.wait_for_deletion = bool_value("wait_for_deletion", self.wait_for_deletion, default=False)
-        self.deletion_timeout = duration_seconds("deletion_timeout", self.deletion_timeout)
-        self.poll_interval = duration_seconds("poll_interval", self.poll_interval)
-        self.cli_retry_limit = optional(positive_int, "cli_retry_limit", self.cli_retry_limit)
-        self.cli_retry_delay = optional(non_negative, "cli_retry_delay", self.cli_retry_delay, unit="seconds")
-        if prefix is None:  # the connection's (reading it runs no `brev`)
-            prefix = owner_prefix("the connection extra name_prefix", self.hook.config.name_prefix)
-        return prefix, timedelta(seconds=grace)
-
     def execute(self, context: Context) -> dict[str, Any]:
-        prefix, grace_period = self._validate()
+        spec = self.spec()
+        # the connection's prefix by default (reading it runs no `brev`)
+        prefix = spec.name_prefix or owner_prefix("the connection extra name_prefix", self.hook.config.name_prefix)
         report, _ = sweep(
             self.hook,
             self.log,
             ReuseRegistry(self.log),
             prefix=prefix,
-            grace_period=grace_period,
-            dry_run=bool(self.dry_run_only),
+            grace_period=spec.grace_period,
+            dry_run=spec.dry_run,
         )
-        if self.wait_for_deletion and report["deleted"]:
+        if spec.wait_for_deletion and report["deleted"]:
             wait_until_gone(
-                self.hook, self.log, report, timeout=self.deletion_timeout, poll_interval=self.poll_interval
+                self.hook, self.log, report, timeout=spec.deletion_timeout, poll_interval=spec.poll_interval
             )
         self.log.info(summary_line(report))
         SweepReport(TaskMemory(context, self.log)).tell(report)

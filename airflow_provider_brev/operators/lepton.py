@@ -17,14 +17,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_brev._compat import conf, default_deferrable
+from airflow_provider_brev._compat import default_deferrable
 from airflow_provider_brev.core.lepton.spec import DEFAULT_QUEUE_TIMEOUT, DEFAULT_TTL_SECONDS
 from airflow_provider_brev.hooks.lepton import LeptonHook
-from airflow_provider_brev.operators.step import DEFAULT_OUTPUT_SYNC_INTERVAL, StepOperatorBase
+from airflow_provider_brev.operators.step import StepOperatorBase
+from airflow_provider_brev.utils.mixins import CommandParams, FollowParams, StepDataParams, TaoParams, parameter_names
 
 if TYPE_CHECKING:
-    from datetime import timedelta
-
     from airflow_provider_brev.steps.lepton_spec import LeptonStepSpec
     from airflow_provider_brev.steps.lepton_workload import LeptonWorkload
 
@@ -43,21 +42,20 @@ LEPTON_STEP_PARAMETERS = (
     "ttl_seconds_after_finished",
     "queue_timeout",
     "shared_memory_size",
-    "timeout",
-    "deferrable",
-    "poll_interval",
-    "max_poll_failures",
-    "on_kill_action",
-    "inputs",
-    "outputs",
-    "aws_conn_id",
-    "output_sync_interval",
     "shape_prices",
+    *parameter_names(FollowParams),
+    *parameter_names(StepDataParams),
 )
 
 
 class LeptonStepOperator(StepOperatorBase):
     """Base of the Lepton step operators: a workload runs exactly once as a Lepton job, durably.
+
+    Besides its own parameters below, a Lepton step takes those of every step, as on Brev: how its job is followed
+    (:class:`~airflow_provider_brev.utils.mixins.FollowParams`: ``timeout`` -- from the job's submission --,
+    ``deferrable``, ``poll_interval``, ``max_poll_failures``, ``on_kill_action``: ``kill`` stops the job) and its S3
+    data (:class:`~airflow_provider_brev.utils.mixins.StepDataParams`: ``inputs`` and ``outputs`` with directories
+    below ``/workspace``, ``aws_conn_id``, ``output_sync_interval``).
 
     :param lepton_conn_id: the Airflow connection of type ``lepton`` (workspace id, token, optional URL).
     :param resource_shape: the job's resource shape, e.g. ``gpu.8xh100-sxm`` (templated).
@@ -74,15 +72,6 @@ class LeptonStepOperator(StepOperatorBase):
     :param queue_timeout: seconds the job may wait for resources; then it is stopped and the task fails with
         :class:`~airflow_provider_brev.exceptions.LeptonResourcesUnavailableError` (``None``: no limit).
     :param shared_memory_size: ``/dev/shm`` in MiB.
-    :param timeout: seconds (or timedelta) for the job from its submission: an absolute deadline, across deferrals.
-    :param deferrable: follow the job from the triggerer, holding no worker slot.
-    :param poll_interval: seconds between polls of the job's state and log.
-    :param max_poll_failures: consecutive transient API failures tolerated while following.
-    :param on_kill_action: ``kill`` (stop) the job when the task is killed (default) or ``keep`` it running.
-    :param inputs: S3 URI prefix -> directory below ``/workspace`` (templated).
-    :param outputs: directory below ``/workspace`` -> S3 URI prefix (templated).
-    :param aws_conn_id: the Amazon connection that lists and presigns (its keys never reach the job).
-    :param output_sync_interval: seconds between the job's output uploads while it runs.
     :param shape_prices: US dollars per hour by resource shape, for the step's cost estimate (templated; default:
         the ``lepton`` connection's extra ``shape_prices``, then the provider's default estimates -- Lepton reports
         no price, so ``brev_cost`` is always an estimate; :mod:`~airflow_provider_brev.core.lepton.pricing`).
@@ -95,9 +84,7 @@ class LeptonStepOperator(StepOperatorBase):
         "priority",
         "image_pull_secrets",
         "secret_refs",
-        "inputs",
-        "outputs",
-        "aws_conn_id",
+        *StepDataParams.template_fields,
         "shape_prices",
     )
     compute_kind = "lepton"
@@ -118,15 +105,6 @@ class LeptonStepOperator(StepOperatorBase):
         ttl_seconds_after_finished: int = DEFAULT_TTL_SECONDS,
         queue_timeout: float | None = DEFAULT_QUEUE_TIMEOUT,
         shared_memory_size: int | None = None,
-        timeout: float | timedelta | None = None,
-        deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=False),
-        poll_interval: float = 5.0,
-        max_poll_failures: int = 30,
-        on_kill_action: str = "kill",
-        inputs: dict[str, str] | None = None,
-        outputs: dict[str, str] | None = None,
-        aws_conn_id: str | None = "aws_default",
-        output_sync_interval: float | timedelta = DEFAULT_OUTPUT_SYNC_INTERVAL,
         shape_prices: dict[str, float] | None = None,
         **kwargs: Any,
     ) -> None:
@@ -143,15 +121,6 @@ class LeptonStepOperator(StepOperatorBase):
         self.ttl_seconds_after_finished = ttl_seconds_after_finished
         self.queue_timeout = queue_timeout
         self.shared_memory_size = shared_memory_size
-        self.timeout = timeout
-        self.deferrable = deferrable
-        self.poll_interval = poll_interval
-        self.max_poll_failures = max_poll_failures
-        self.on_kill_action = on_kill_action
-        self.inputs = inputs
-        self.outputs = outputs
-        self.aws_conn_id = aws_conn_id
-        self.output_sync_interval = output_sync_interval
         self.shape_prices = shape_prices
 
     def build_spec(self, parameters: dict[str, Any]) -> LeptonStepSpec:
@@ -164,45 +133,26 @@ class LeptonStepOperator(StepOperatorBase):
         raise NotImplementedError
 
 
-class LeptonJobOperator(LeptonStepOperator):
+class LeptonJobOperator(CommandParams, LeptonStepOperator):
     """Run a shell command in a container image as one Lepton job, exactly once; its log in the task log.
 
     The result is ``{"exit_code", "last_line", "job", "state", "log_tail"}``, plus ``outputs`` and ``sync`` when the
-    step declares data.
+    step declares data. The command is a :class:`~airflow_provider_brev.utils.mixins.CommandParams` (``command``,
+    ``env``, ``secret_env``, ``cwd``, ``skip_on_exit_code``), as on
+    :class:`~airflow_provider_brev.operators.exec.BrevExecOperator`.
 
     :param image: the container image, a full reference with a tag or digest (templated).
-    :param command: the shell command (templated), run with ``bash -c`` in ``/workspace``.
-    :param env: plain environment variables (in the job spec: not for secrets).
-    :param secret_env: secret environment variables (templated): in the job's plan (a workspace secret), never in
-        the job spec; printed, they are redacted from the job's output as on Brev (the value, each line of a
-        multi-line value: :mod:`airflow_provider_brev.core.secrets`).
-    :param cwd: working directory of the command (relative to ``/workspace``, or absolute).
-    :param skip_on_exit_code: exit code(s) that mark the task skipped instead of failed.
-    :param kwargs: the parameters of :class:`LeptonStepOperator` (``resource_shape``, ``inputs``, ``timeout`` ...).
+    :param kwargs: the command's parameters, and those of :class:`LeptonStepOperator` (``resource_shape``,
+        ``inputs``, ``timeout`` ...).
     """
 
-    template_fields = (*LeptonStepOperator.template_fields, "image", "command", "env", "secret_env", "cwd")
-    template_fields_renderers = {"command": "bash", "env": "json"}
-    workload_parameters = ("image", "command", "env", "secret_env", "cwd", "skip_on_exit_code")
+    template_fields = (*LeptonStepOperator.template_fields, "image", *CommandParams.template_fields)
+    template_fields_renderers = CommandParams.template_fields_renderers
+    workload_parameters = ("image", *parameter_names(CommandParams))
 
-    def __init__(
-        self,
-        *,
-        image: str,
-        command: str,
-        env: dict[str, str] | None = None,
-        secret_env: dict[str, str] | None = None,
-        cwd: str | None = None,
-        skip_on_exit_code: int | list[int] | None = None,
-        **kwargs: Any,
-    ) -> None:
+    def __init__(self, *, image: str, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.image = image
-        self.command = command
-        self.env = env
-        self.secret_env = secret_env
-        self.cwd = cwd
-        self.skip_on_exit_code = skip_on_exit_code
 
     def workload(self, parameters: dict[str, Any]) -> LeptonWorkload:
         from airflow_provider_brev.steps.lepton_workload import LeptonCommandWorkload, image_spec
@@ -224,7 +174,7 @@ _TAO_ON_LEPTON: dict[str, Any] = {
 }
 
 
-class LeptonTaoOperator(LeptonStepOperator):
+class LeptonTaoOperator(TaoParams, LeptonStepOperator):
     """Run one TAO action, ``<task> <action> -e <spec> key=value ...``, as a Lepton job in the TAO image.
 
     The spec is written below ``results_dir`` in the job, the action's results go to ``<results_dir>/<action>/``
@@ -232,88 +182,14 @@ class LeptonTaoOperator(LeptonStepOperator):
     ``status.json`` (and for ``train`` a new checkpoint); program faults fail without retry. Paths in the spec are
     container paths: the inputs are below ``/workspace``.
 
-    :param image: the TAO image with an explicit tag (e.g. ``nvcr.io/nvidia/tao/tao-toolkit:6.26.3-pyt``); an
-        nvcr.io image needs ``image_pull_secrets`` naming the workspace's NGC registry secret.
-    :param task: the TAO network / entrypoint (``visual_changenet``, ``gap_analysis`` ...).
-    :param action: ``train``, ``evaluate``, ``inference``, ``export`` ...
-    :param spec: the experiment spec as a dict (templated), or ``spec_file`` (YAML on the worker) or
-        ``spec_s3_uri`` (YAML in S3).
-    :param overrides: ``key=value`` overrides (dotted keys).
-    :param results_dir: the results directory below ``/workspace``.
-    :param num_gpus: ``"all"`` (the shape's) or a number (``<action>.num_gpus``).
-    :param container_env: plain environment variables.
-    :param container_secret_env: secret environment variables (as ``secret_env`` of :class:`LeptonJobOperator`).
-    :param hf_conn_id: connection of the Hugging Face token, needed only when the spec references Hugging Face.
-    :param s3_inputs: S3 URIs that must exist before anything is submitted.
-    :param require_new_checkpoint: require a checkpoint written by this run (default: ``action == "train"``).
-    :param kwargs: the parameters of :class:`LeptonStepOperator`.
+    Its parameters are the TAO action's (:class:`~airflow_provider_brev.utils.mixins.TaoParams`, as on
+    :class:`~airflow_provider_brev.operators.tao.TaoOperator`: ``image``, ``task``, ``action``, ``spec`` ...,
+    ``results_dir`` below ``/workspace``) and those of :class:`LeptonStepOperator`.
     """
 
-    template_fields = (
-        *LeptonStepOperator.template_fields,
-        "image",
-        "spec",
-        "spec_file",
-        "spec_s3_uri",
-        "overrides",
-        "results_dir",
-        "container_env",
-        "container_secret_env",
-        "s3_inputs",
-        "hf_conn_id",
-    )
-    template_fields_renderers = {"spec": "json", "overrides": "json"}
-    workload_parameters = (
-        "image",
-        "task",
-        "action",
-        "spec",
-        "spec_file",
-        "spec_s3_uri",
-        "overrides",
-        "results_dir",
-        "num_gpus",
-        "container_env",
-        "container_secret_env",
-        "hf_conn_id",
-        "s3_inputs",
-        "require_new_checkpoint",
-    )
-
-    def __init__(
-        self,
-        *,
-        image: str,
-        task: str,
-        action: str,
-        spec: dict[str, Any] | None = None,
-        spec_file: str | None = None,
-        spec_s3_uri: str | None = None,
-        overrides: dict[str, Any] | None = None,
-        results_dir: str = "tao-results",
-        num_gpus: int | str = "all",
-        container_env: dict[str, str] | None = None,
-        container_secret_env: dict[str, str] | None = None,
-        hf_conn_id: str | None = "hf_default",
-        s3_inputs: list[str] | None = None,
-        require_new_checkpoint: bool | None = None,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(**kwargs)
-        self.image = image
-        self.task = task
-        self.action = action
-        self.spec = spec
-        self.spec_file = spec_file
-        self.spec_s3_uri = spec_s3_uri
-        self.overrides = overrides
-        self.results_dir = results_dir
-        self.num_gpus = num_gpus
-        self.container_env = container_env
-        self.container_secret_env = container_secret_env
-        self.hf_conn_id = hf_conn_id
-        self.s3_inputs = s3_inputs
-        self.require_new_checkpoint = action == "train" if require_new_checkpoint is None else require_new_checkpoint
+    template_fields = (*LeptonStepOperator.template_fields, *TaoParams.template_fields)
+    template_fields_renderers = TaoParams.template_fields_renderers
+    workload_parameters = parameter_names(TaoParams)
 
     def workload(self, parameters: dict[str, Any]) -> LeptonWorkload:
         from airflow_provider_brev.steps.lepton_workload import LeptonTaoWorkload

@@ -13,20 +13,21 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from airflow_provider_brev._compat import conf, default_deferrable
+from airflow_provider_brev._compat import default_deferrable
 from airflow_provider_brev.core.cost import unset_cap_warnings
 from airflow_provider_brev.core.instances.recovery import DEFAULT_MAX_INSTANCE_RECOVERIES
+from airflow_provider_brev.core.instances.release import RELEASE_DELETE
 from airflow_provider_brev.core.instances.warm_pool import DEFAULT_MAX_IDLE
 from airflow_provider_brev.core.jobs.remote import DEFAULT_MAX_BYTES
 from airflow_provider_brev.core.protocol.names import DEFAULT_MAX_LIFETIME
 from airflow_provider_brev.core.staging.lineage import mapping_keys, mapping_values
-from airflow_provider_brev.instances.release import RELEASE_DELETE
 from airflow_provider_brev.operators.base import BrevBaseOperator, ProviderBaseOperator
 from airflow_provider_brev.sensors.brev import DEFAULT_READY_TIMEOUT
 from airflow_provider_brev.utils.lineage import BrevLineageMixin
-from airflow_provider_brev.utils.mixins import brev_template_fields
+from airflow_provider_brev.utils.mixins import FollowParams, StepDataParams, brev_template_fields, parameter_names
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from datetime import timedelta
 
     from airflow.sdk import Context
@@ -36,8 +37,6 @@ if TYPE_CHECKING:
     from airflow_provider_brev.steps.spec import StepSpec
 
 
-#: Default seconds between output syncs while the command runs.
-DEFAULT_OUTPUT_SYNC_INTERVAL = 300.0
 #: The parameters every step operator takes (what :func:`~airflow_provider_brev.steps.spec.step_spec` reads).
 STEP_PARAMETERS = (
     "brev_conn_id",
@@ -48,18 +47,9 @@ STEP_PARAMETERS = (
     "ready_timeout",
     "require_docker",
     "max_lifetime",
-    "timeout",
-    "deferrable",
-    "poll_interval",
-    "on_kill_action",
     "log_chunk_bytes",
-    "max_poll_failures",
     "progress_regex",
     "checkpoint_regex",
-    "inputs",
-    "outputs",
-    "aws_conn_id",
-    "output_sync_interval",
     "max_instance_recoveries",
     "create_task_id",
     "max_price_per_hour",
@@ -67,17 +57,22 @@ STEP_PARAMETERS = (
     "reuse_key",
     "max_idle",
     "release",
+    *parameter_names(FollowParams),
+    *parameter_names(StepDataParams),
 )
 
 
-class StepOperatorBase(ProviderBaseOperator):
-    """What every step operator shares, on any compute (see the module docstring).
+class StepOperatorBase(FollowParams, StepDataParams, ProviderBaseOperator):
+    """What every step operator shares, on any compute (see the module docstring): how its job is followed
+    (:class:`~airflow_provider_brev.utils.mixins.FollowParams`) and its S3 data
+    (:class:`~airflow_provider_brev.utils.mixins.StepDataParams`), their parameters declared once for Brev and Lepton.
 
     A subclass names its compute (``compute_kind``, a key of :data:`~airflow_provider_brev.steps.service.COMPUTES`)
     and its parameters (``step_parameters``, and ``workload_parameters`` for what its workload reads), and builds
     the spec (:meth:`build_spec`) and the workload (:meth:`workload`) from them; the rest is the step service's.
     """
 
+    template_fields: Sequence[str] = (*FollowParams.template_fields, *StepDataParams.template_fields)
     #: The compute the step runs on (a key of :data:`~airflow_provider_brev.steps.service.COMPUTES`).
     compute_kind: str = ""
     #: The parameters every step of this kind takes (what :meth:`build_spec` reads).
@@ -176,6 +171,12 @@ class BrevStepOperator(BrevLineageMixin, StepOperatorBase, BrevBaseOperator):
     Every parameter is checked at the start of ``execute``, before any ``brev`` call
     (:mod:`airflow_provider_brev.steps.spec`); the flow is :class:`~airflow_provider_brev.steps.service.StepService`.
 
+    Besides its own parameters below, a step takes those of every step, Brev or Lepton: how its job is followed
+    (:class:`~airflow_provider_brev.utils.mixins.FollowParams`: ``timeout``, ``deferrable``, ``poll_interval``,
+    ``max_poll_failures``, ``on_kill_action``), its S3 data (:class:`~airflow_provider_brev.utils.mixins.StepDataParams`:
+    ``inputs``, ``outputs``, ``aws_conn_id``, ``output_sync_interval``) and its Brev connection
+    (:class:`~airflow_provider_brev.utils.mixins.BrevConnectionParams`: ``brev_conn_id``).
+
     :param instance_name: the instance (templated). Omit it for ephemeral mode.
     :param gpu: ephemeral mode: GPU request such as ``"L40S:1"``.
     :param instance_types: ephemeral mode: explicit instance types.
@@ -183,19 +184,9 @@ class BrevStepOperator(BrevLineageMixin, StepOperatorBase, BrevBaseOperator):
     :param ready_timeout: seconds to wait for a created (or re-created) instance (default 20 minutes).
     :param require_docker: readiness of a created instance also requires ``docker info``.
     :param max_lifetime: ephemeral mode: expiry written into the instance name for the janitor (default 24 hours).
-    :param timeout: seconds (or timedelta) for the whole command: an absolute deadline that also holds across
-        deferrals; on expiry the remote job is killed and the task fails.
-    :param deferrable: follow the job from the triggerer, holding no worker slot.
-    :param poll_interval: seconds between polls while the job prints nothing new.
-    :param on_kill_action: ``kill`` the remote job when the task is killed (default) or ``keep`` it running.
     :param log_chunk_bytes: maximum log bytes fetched per poll.
-    :param max_poll_failures: consecutive failed polls (connection drops) tolerated before failing.
     :param progress_regex: a regex with two groups ``(done, total)``; matching lines are logged as a percentage.
     :param checkpoint_regex: a log line matching it makes an output sync due at once.
-    :param inputs: S3 URI prefix -> directory on the instance (templated; relative = under the remote home).
-    :param outputs: directory on the instance -> S3 URI prefix (templated).
-    :param aws_conn_id: the Amazon connection for the step's S3 data (its keys never reach the instance).
-    :param output_sync_interval: seconds (or timedelta) between output syncs while the command runs.
     :param max_instance_recoveries: how often this task instance may re-create its lost instance (all tries).
     :param create_task_id: the task that created the instance (default: the upstream record naming it).
     :param max_price_per_hour: ephemeral mode: the highest price (dollars per hour, ``brev search``) of the instance
@@ -216,13 +207,11 @@ class BrevStepOperator(BrevLineageMixin, StepOperatorBase, BrevBaseOperator):
     compute_kind = "brev"
     step_parameters = STEP_PARAMETERS
     template_fields = brev_template_fields(
+        *StepOperatorBase.template_fields,
         "instance_name",
         "gpu",
         "instance_types",
         "min_vram",
-        "inputs",
-        "outputs",
-        "aws_conn_id",
         "max_price_per_hour",
         "max_run_cost",
         "reuse_key",
@@ -240,18 +229,9 @@ class BrevStepOperator(BrevLineageMixin, StepOperatorBase, BrevBaseOperator):
         ready_timeout: float = DEFAULT_READY_TIMEOUT,
         require_docker: bool = False,
         max_lifetime: timedelta | float = DEFAULT_MAX_LIFETIME,
-        timeout: float | timedelta | None = None,
-        deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=False),
-        poll_interval: float = 5.0,
-        on_kill_action: str = "kill",
         log_chunk_bytes: int = DEFAULT_MAX_BYTES,
-        max_poll_failures: int = 30,
         progress_regex: str | None = None,
         checkpoint_regex: str | None = None,
-        inputs: dict[str, str] | None = None,
-        outputs: dict[str, str] | None = None,
-        aws_conn_id: str | None = "aws_default",
-        output_sync_interval: float | timedelta = DEFAULT_OUTPUT_SYNC_INTERVAL,
         max_instance_recoveries: int = DEFAULT_MAX_INSTANCE_RECOVERIES,
         create_task_id: str | None = None,
         max_price_per_hour: float | str | None = None,
@@ -269,18 +249,9 @@ class BrevStepOperator(BrevLineageMixin, StepOperatorBase, BrevBaseOperator):
         self.ready_timeout = ready_timeout
         self.require_docker = require_docker
         self.max_lifetime = max_lifetime
-        self.timeout = timeout
-        self.deferrable = deferrable
-        self.poll_interval = poll_interval
-        self.on_kill_action = on_kill_action
         self.log_chunk_bytes = log_chunk_bytes
-        self.max_poll_failures = max_poll_failures
         self.progress_regex = progress_regex
         self.checkpoint_regex = checkpoint_regex
-        self.inputs = inputs
-        self.outputs = outputs
-        self.aws_conn_id = aws_conn_id
-        self.output_sync_interval = output_sync_interval
         self.max_instance_recoveries = max_instance_recoveries
         self.create_task_id = create_task_id
         self.max_price_per_hour = max_price_per_hour

@@ -43,7 +43,7 @@ from airflow_provider_brev.steps.preflight import (
     check_s3_outputs,
     connection_secret,
 )
-from airflow_provider_brev.utils.mixins import brev_template_fields
+from airflow_provider_brev.utils.mixins import TaoParams, brev_template_fields, parameter_names
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -52,49 +52,13 @@ if TYPE_CHECKING:
 
 #: Epoch lines as TAO prints them ("Epoch 3/10").
 EPOCH_PROGRESS_REGEX = r"[Ee]poch[ :]+(\d+)\s*/\s*(\d+)"
+#: The Brev-only TAO parameters, beside the TAO action's (:class:`~airflow_provider_brev.utils.mixins.TaoParams`).
+BREV_TAO_PARAMETERS = ("shm_size", "ipc", "mounts", "ngc_conn_id", "input_paths", "instance_paths", "pull_timeout")
 #: The TAO parameters (what :func:`~airflow_provider_brev.steps.tao.tao_spec` reads besides the step's).
-TAO_PARAMETERS = (
-    "image",
-    "task",
-    "action",
-    "spec",
-    "spec_file",
-    "spec_s3_uri",
-    "overrides",
-    "results_dir",
-    "num_gpus",
-    "shm_size",
-    "ipc",
-    "mounts",
-    "container_env",
-    "container_secret_env",
-    "ngc_conn_id",
-    "hf_conn_id",
-    "s3_inputs",
-    "input_paths",
-    "instance_paths",
-    "pull_timeout",
-    "require_new_checkpoint",
-)
-TAO_TEMPLATE_FIELDS = (
-    "image",
-    "spec",
-    "spec_file",
-    "spec_s3_uri",
-    "overrides",
-    "results_dir",
-    "mounts",
-    "container_env",
-    "container_secret_env",
-    "s3_inputs",
-    "input_paths",
-    "instance_paths",
-    "ngc_conn_id",
-    "hf_conn_id",
-)
+TAO_PARAMETERS = (*parameter_names(TaoParams), *BREV_TAO_PARAMETERS)
 
 
-class TaoOperator(BrevStepOperator):
+class TaoOperator(TaoParams, BrevStepOperator):
     """Run one TAO action, ``<task> <action> -e <spec> key=value ...``, in its container on a Brev instance.
 
     What runs is :class:`~airflow_provider_brev.steps.tao.TaoWorkload`: pre-launch checks before anything is paid
@@ -103,93 +67,59 @@ class TaoOperator(BrevStepOperator):
     checkpoint). Where it runs, its data and its recovery are those of every step operator
     (:class:`~airflow_provider_brev.operators.step.BrevStepOperator`).
 
-    :param image: full image reference with an explicit tag or digest (never a default tag), e.g.
-        ``nvcr.io/nvidia/tao/tao-toolkit:6.26.3-pyt`` or ``...@sha256:<digest>``.
-    :param task: the TAO network / entrypoint, e.g. ``visual_changenet``, ``gap_analysis``.
-    :param action: ``train``, ``evaluate``, ``inference``, ``export``, ``vcn_aoi`` ...
-    :param spec: the experiment spec as a dict (templated), or
-    :param spec_file: a YAML spec on the worker, or
-    :param spec_s3_uri: a YAML spec in S3 (``s3://bucket/key``, read with ``aws_conn_id``).
-    :param overrides: ``key=value`` overrides (dotted keys), applied after the spec.
-    :param results_dir: results directory on the instance (absolute, or relative to the remote home); mounted at
-        ``/results`` and passed as TAO's ``results_dir``; the action writes to ``<results_dir>/<action>/``.
-    :param num_gpus: ``"all"`` or a number (``--gpus N`` and ``<action>.num_gpus=N``).
+    Its parameters are the TAO action's (:class:`~airflow_provider_brev.utils.mixins.TaoParams`, as on
+    :class:`~airflow_provider_brev.operators.lepton.LeptonTaoOperator`: ``image``, ``task``, ``action``, ``spec``,
+    ``spec_file``, ``spec_s3_uri``, ``overrides``, ``results_dir``, ``num_gpus``, ``container_env``,
+    ``container_secret_env``, ``hf_conn_id``, ``s3_inputs``, ``require_new_checkpoint``), the Brev-only ones below,
+    and the step parameters of :class:`~airflow_provider_brev.operators.step.BrevStepOperator` (``instance_name`` or
+    ``gpu``, ``timeout``, ``deferrable``, ``inputs``, ``outputs``, ``aws_conn_id`` ...). For ``train``, put the
+    results directory (or ``<results_dir>/train``) in ``outputs`` under a per-run S3 prefix to make it resumable.
+
     :param shm_size: ``--shm-size`` (Visual ChangeNet needs ``8g``); ``None`` to omit.
     :param ipc: ``--ipc`` mode (e.g. ``host``).
-    :param mounts: extra ``{instance path: container path}`` bind mounts (e.g. the staged dataset).
-    :param container_env: plain environment variables for the container.
-    :param container_secret_env: secret environment variables for the container (templated): delivered in a 0600
-        file, passed to docker by name only.
-    :param ngc_conn_id: connection whose password is the NGC API key (or ``NGC_API_KEY``); used for nvcr.io images.
-    :param hf_conn_id: connection whose password is the Hugging Face token (or ``HF_TOKEN``); required only when
-        the spec references Hugging Face, then passed to the container as ``HF_TOKEN``.
-    :param s3_inputs: S3 URIs that must exist before anything is paid for.
+    :param mounts: extra ``{instance path: container path}`` bind mounts (e.g. the staged dataset; templated).
+    :param ngc_conn_id: connection whose password is the NGC API key (or ``NGC_API_KEY``); used for nvcr.io images
+        (templated).
     :param input_paths: paths the job reads that are not staged from S3 (refused unless in ``instance_paths``).
     :param instance_paths: paths declared as already on the instance; verified with ``test -e`` before GPU work.
     :param pull_timeout: seconds the step waits, once its inputs synced, for its image's background pull (then
         :class:`~airflow_provider_brev.exceptions.BrevImagePullError`, and the pull is stopped).
-    :param require_new_checkpoint: require a checkpoint written by this run (default: ``action == "train"``).
-    :param kwargs: the step parameters of :class:`~airflow_provider_brev.operators.step.BrevStepOperator`
-        (``instance_name`` or ``gpu``, ``timeout``, ``deferrable``, ``inputs``, ``outputs``, ``aws_conn_id`` ...).
-        For ``train``, put the results directory (or ``<results_dir>/train``) in ``outputs`` under a per-run S3
-        prefix to make it resumable.
     """
 
-    template_fields = tuple(sorted({*BrevStepOperator.template_fields, *TAO_TEMPLATE_FIELDS}))
-    template_fields_renderers = {"spec": "json", "overrides": "json"}
+    template_fields = brev_template_fields(
+        *BrevStepOperator.template_fields,
+        *TaoParams.template_fields,
+        "mounts",
+        "input_paths",
+        "instance_paths",
+        "ngc_conn_id",
+    )
+    template_fields_renderers = TaoParams.template_fields_renderers
     workload_parameters = TAO_PARAMETERS
 
     def __init__(
         self,
         *,
-        image: str,
-        task: str,
-        action: str,
-        spec: dict[str, Any] | None = None,
-        spec_file: str | None = None,
-        spec_s3_uri: str | None = None,
-        overrides: dict[str, Any] | None = None,
-        results_dir: str = "tao-results",
-        num_gpus: int | str = "all",
         shm_size: str | None = "8g",
         ipc: str | None = None,
         mounts: dict[str, str] | None = None,
-        container_env: dict[str, str] | None = None,
-        container_secret_env: dict[str, str] | None = None,
         ngc_conn_id: str | None = "ngc_default",
-        hf_conn_id: str | None = "hf_default",
-        s3_inputs: list[str] | None = None,
         input_paths: list[str] | None = None,
         instance_paths: list[str] | None = None,
         pull_timeout: float = 1800.0,
-        require_new_checkpoint: bool | None = None,
         **kwargs: Any,
     ) -> None:
         kwargs.setdefault("progress_regex", EPOCH_PROGRESS_REGEX)
-        if action == "train":
+        if kwargs.get("action") == "train":
             kwargs.setdefault("checkpoint_regex", CHECKPOINT_LOG_REGEX)
         super().__init__(**kwargs)
-        self.image = image
-        self.task = task
-        self.action = action
-        self.spec = spec
-        self.spec_file = spec_file
-        self.spec_s3_uri = spec_s3_uri
-        self.overrides = overrides
-        self.results_dir = results_dir
-        self.num_gpus = num_gpus
         self.shm_size = shm_size
         self.ipc = ipc
         self.mounts = mounts
-        self.container_env = container_env
-        self.container_secret_env = container_secret_env
         self.ngc_conn_id = ngc_conn_id
-        self.hf_conn_id = hf_conn_id
-        self.s3_inputs = s3_inputs
         self.input_paths = input_paths
         self.instance_paths = instance_paths
         self.pull_timeout = pull_timeout
-        self.require_new_checkpoint = action == "train" if require_new_checkpoint is None else require_new_checkpoint
 
     def parameters(self) -> dict[str, Any]:
         return {**super().parameters(), "prefetch_images": later_images(self)}
@@ -294,6 +224,11 @@ class BrevPreflightOperator(BrevBaseOperator):
     :param spec: a spec to scan for Hugging Face references (then ``HF_TOKEN`` / ``hf_conn_id`` is required).
     :param input_paths: local paths the pipeline uses: refused unless listed in ``instance_paths``.
     :param instance_paths: paths declared as already on the instance (verified there by the TAO operators).
+    :param aws_conn_id: the Amazon connection that reads ``s3_inputs`` and lists the buckets of ``s3_outputs``.
+    :param ngc_conn_id: connection whose password is the NGC API key (or ``NGC_API_KEY``), checked for an nvcr.io
+        ``image``.
+    :param hf_conn_id: connection whose password is the Hugging Face token (or ``HF_TOKEN``), checked when ``spec``
+        references Hugging Face.
     :param check_brev: also check that the Brev connection works (CLI found, login, listing).
     """
 

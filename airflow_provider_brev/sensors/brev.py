@@ -45,7 +45,6 @@ class BrevReadySensor(BrevBaseSensor):
     :param deferrable: wait in the triggerer, holding no worker slot (templated).
     :param poke_interval: seconds between checks (default 1: readiness is noticed within about a second).
     :param timeout: total seconds to wait (default 20 minutes, sized for GPU cold starts).
-    :param brev_conn_id: the Airflow connection id of type ``brev``.
     """
 
     template_fields = brev_template_fields("instance_name", "require_docker", "deferrable")
@@ -65,29 +64,32 @@ class BrevReadySensor(BrevBaseSensor):
         self.require_docker = require_docker
         self.deferrable = deferrable
 
-    def _validate(self) -> str:
-        """Check every rendered parameter before any ``brev`` call and normalise it; returns the instance name."""
+    def _checked(self) -> tuple[str, bool, bool]:
+        """Check every rendered parameter before any ``brev`` call; returns the instance name, ``require_docker`` and
+        ``deferrable``, never writing them back. ``BaseSensorOperator``'s own ``poke_interval`` and ``timeout`` are
+        normalised in place: Airflow's poke loop reads them from the task."""
         optional(conn_id, "brev_conn_id", self.brev_conn_id)
         name = instance_name("instance_name", self.instance_name)
-        self.require_docker = bool_value("require_docker", self.require_docker, default=False)
-        self.deferrable = bool_value("deferrable", self.deferrable, default=default_deferrable())
+        require_docker = bool_value("require_docker", self.require_docker, default=False)
+        deferrable = bool_value("deferrable", self.deferrable, default=default_deferrable())
         self.poke_interval = duration_seconds("poke_interval", self.poke_interval)
         self.timeout = duration_seconds("timeout", self.timeout)
-        return name
+        return name, require_docker, deferrable
 
     def poke(self, context: Context) -> PokeReturnValue:
         name = instance_name("instance_name", self.instance_name)
-        readiness = self.hook.check_readiness(name, require_docker=self.require_docker)
+        require_docker = bool_value("require_docker", self.require_docker, default=False)
+        readiness = self.hook.check_readiness(name, require_docker=require_docker)
         self.log.info("%s", readiness.message)
         if readiness.terminal:
             raise BrevInstanceFailedError(readiness.message)
         return PokeReturnValue(is_done=readiness.ready, xcom_value=readiness.instance)
 
     def execute(self, context: Context) -> Any:
-        name = self._validate()
-        if not self.deferrable:
+        name, require_docker, deferrable = self._checked()
+        if not deferrable:
             return super().execute(context)
-        readiness = self.hook.check_readiness(name, require_docker=self.require_docker)
+        readiness = self.hook.check_readiness(name, require_docker=require_docker)
         if readiness.ready:  # check before deferring: no round trip when already ready
             self.log.info("%s", readiness.message)
             return readiness.instance
@@ -101,7 +103,7 @@ class BrevReadySensor(BrevBaseSensor):
                 brev_conn_id=self.brev_conn_id,
                 deadline=time.time() + self.timeout,
                 poll_interval=self.poke_interval,
-                require_docker=self.require_docker,
+                require_docker=require_docker,
                 not_before=time.time() + deferral_settle_seconds(),
             ),
             method_name="execute_complete",

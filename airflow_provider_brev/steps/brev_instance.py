@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from airflow_provider_brev.core.instances.identity import REPLACED, InstanceRef, identity_verdict, replaced_message
 from airflow_provider_brev.core.instances.readiness import STAGE_MISSING
 from airflow_provider_brev.core.instances.records import InstanceRecord, recorded_ids
+from airflow_provider_brev.core.instances.release import RELEASE_STOP
 from airflow_provider_brev.core.protocol.names import validate_instance_name
 from airflow_provider_brev.cost.pricing import price_of
 from airflow_provider_brev.exceptions import (
@@ -32,10 +33,10 @@ from airflow_provider_brev.exceptions import (
     BrevInstanceNotReadyError,
     BrevInstanceReplacedError,
 )
-from airflow_provider_brev.instances.provisioning import InstanceProvisioner, as_timedelta
+from airflow_provider_brev.instances.provisioning import InstanceProvisioner
 from airflow_provider_brev.instances.records import InstanceRecords
 from airflow_provider_brev.instances.recovery import InstanceRecovery
-from airflow_provider_brev.instances.release import RELEASE_STOP, Reuse, release_created, release_on_kill
+from airflow_provider_brev.instances.release import Reuse, release_created, release_on_kill
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -214,7 +215,7 @@ class StepInstance:
         return Reuse(
             key=request.reuse_key,
             stop=self.spec.release == RELEASE_STOP,
-            max_idle=as_timedelta(request.max_idle).total_seconds(),
+            max_idle=request.max_idle.total_seconds(),
         )
 
     def release_on_kill(self, also: InstanceRef | None = None) -> list[str]:

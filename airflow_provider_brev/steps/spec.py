@@ -6,7 +6,7 @@ templating) into a :class:`StepSpec` -- or raises
 (bad input costs nothing). It reads the parameters and changes nothing: a task resumed after a deferral is
 rendered anew and builds the same spec from the same values. Numbers and booleans may be rendered text
 (``"{{ params.timeout }}"``, ``"true"``); empty text means "not given". The checks are the pure ones of
-:mod:`airflow_provider_brev.core.validation`.
+:mod:`airflow_provider_brev.core.validation`: a spec is built from the pure core alone (an import contract pins it).
 
 A spec has three parts, one per collaborator of the step service (:mod:`airflow_provider_brev.steps.service`):
 :class:`ComputeSpec` (where the step runs), :class:`FollowSpec` (how its job is followed) and :class:`DataSpec`
@@ -19,10 +19,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_brev.core.cost import CostLimits, cost_limits
-from airflow_provider_brev.core.instances.warm_pool import reuse_key_value
+from airflow_provider_brev.core.instances.release import RELEASE_DELETE, release_policy
+from airflow_provider_brev.core.instances.request import InstanceRequest, instance_types_list
+from airflow_provider_brev.core.instances.warm_pool import DEFAULT_MAX_IDLE, reuse_key_value
 from airflow_provider_brev.core.jobs.follower import FollowPolicy
 from airflow_provider_brev.core.staging.manifest import validate_inputs, validate_outputs
-from airflow_provider_brev.core.validation import instance_name
+from airflow_provider_brev.core.validation import checked_instance_request, instance_name
 from airflow_provider_brev.core.values import (
     bool_value,
     choice,
@@ -36,8 +38,6 @@ from airflow_provider_brev.core.values import (
     safe_text,
 )
 from airflow_provider_brev.exceptions import BrevInvalidInputError
-from airflow_provider_brev.instances.provisioning import DEFAULT_MAX_IDLE, InstanceRequest, instance_types_list
-from airflow_provider_brev.instances.release import RELEASE_DELETE, release_policy
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -190,19 +190,20 @@ def compute_spec(params: Mapping[str, Any]) -> ComputeSpec:
         )
     request = None
     if not name:
-        request = InstanceRequest(
-            gpu=params.get("gpu"),
-            instance_types=params.get("instance_types"),
-            min_vram=params.get("min_vram"),
-            max_lifetime=params["max_lifetime"],
-            require_docker=require_docker,
-            max_price_per_hour=limits.max_price_per_hour,
-            max_run_cost=limits.max_run_cost,
-            estimate_seconds=None if timeout is None else ready_timeout + timeout,
-            reuse_key=params.get("reuse_key"),
-            max_idle=params.get("max_idle") or DEFAULT_MAX_IDLE,
+        request = checked_instance_request(
+            {
+                "gpu": params.get("gpu"),
+                "instance_types": params.get("instance_types"),
+                "min_vram": params.get("min_vram"),
+                "max_lifetime": params["max_lifetime"],
+                "require_docker": require_docker,
+                "max_price_per_hour": limits.max_price_per_hour,
+                "max_run_cost": limits.max_run_cost,
+                "estimate_seconds": None if timeout is None else ready_timeout + timeout,
+                "reuse_key": params.get("reuse_key"),
+                "max_idle": params.get("max_idle") or DEFAULT_MAX_IDLE,
+            }
         )
-        request.validate()
     return ComputeSpec(
         brev_conn_id=conn_id("brev_conn_id", params["brev_conn_id"]),
         instance_name=name,

@@ -32,21 +32,22 @@ __all__ = ["DEFAULT_TRANSFER_TIMEOUT", "ROUND_ERRORS", "BrevS3TransferBaseOperat
 
 
 class BrevS3TransferBaseOperator(BrevLineageMixin, BrevBaseOperator):
-    """Arguments, validation and the round machinery shared by both transfer directions.
+    """Arguments, validation and the round machinery shared by both transfer directions; each direction declares its
+    ``remote_dir`` and ``s3_prefix`` (a source or a destination).
 
-    :param instance_name: the instance (templated).
-    :param remote_dir: the directory on the instance (templated; ``~/x`` or relative = under the remote ``$HOME``).
+    :param instance_name: the instance (templated), e.g. ``create.output``.
     :param s3_bucket: bucket (templated).
-    :param s3_prefix: the "directory" prefix (templated; a trailing ``/`` is implied).
-    :param include: glob(s) a relative path must match (templated); ``*`` also matches ``/``.
+    :param include: glob(s) a path relative to the prefix (download) or to ``remote_dir`` (upload) must match
+        (templated); ``*`` also matches ``/``.
     :param exclude: glob(s) that drop a path (templated).
     :param aws_conn_id: the Amazon connection used to list and presign (its keys never leave the worker).
     :param max_attempts: rounds; each retries only the files (or parts) still missing, with fresh URLs.
-    :param concurrency: tasks run in parallel on the instance.
+    :param concurrency: files (an upload: files or parts, each part staged in a temp file) transferred in parallel on
+        the instance.
     :param curl_retries: ``curl --retry`` count inside a round.
     :param url_expires_in: lifetime of each presigned URL in seconds (a transfer must *start* within it).
-    :param transfer_timeout: time budget of one round, in seconds.
-    :param fail_on_empty: fail when nothing matches.
+    :param transfer_timeout: time budget of one round (and of an upload's listing), in seconds.
+    :param fail_on_empty: fail when nothing matches (a wrong prefix usually means a broken pipeline).
 
     Every parameter is templated (numbers and booleans may be rendered text) and checked before any ``brev`` or S3
     call: a bad value fails the task at once, without a retry, naming the parameter.
@@ -58,8 +59,6 @@ class BrevS3TransferBaseOperator(BrevLineageMixin, BrevBaseOperator):
     template_fields = brev_template_fields(
         "instance_name",
         "s3_bucket",
-        "s3_prefix",
-        "remote_dir",
         "include",
         "exclude",
         "aws_conn_id",
@@ -71,14 +70,15 @@ class BrevS3TransferBaseOperator(BrevLineageMixin, BrevBaseOperator):
         "fail_on_empty",
     )
     ui_color = "#76b900"
+    #: the directory on the instance and the S3 prefix, declared by each direction
+    remote_dir: str
+    s3_prefix: str | None
 
     def __init__(
         self,
         *,
         instance_name: str,
-        remote_dir: str,
         s3_bucket: str,
-        s3_prefix: str | None = None,
         include: str | Sequence[str] | None = None,
         exclude: str | Sequence[str] | None = None,
         aws_conn_id: str | None = "aws_default",
@@ -92,9 +92,7 @@ class BrevS3TransferBaseOperator(BrevLineageMixin, BrevBaseOperator):
     ) -> None:
         super().__init__(**kwargs)
         self.instance_name = instance_name
-        self.remote_dir = remote_dir
         self.s3_bucket = s3_bucket
-        self.s3_prefix = s3_prefix
         self.include = include
         self.exclude = exclude
         self.aws_conn_id = aws_conn_id

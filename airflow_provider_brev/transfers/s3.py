@@ -56,39 +56,32 @@ class S3ToBrevOperator(BrevS3TransferBaseOperator):
     Returns (XCom) ``{"instance_name", "s3_bucket", "s3_prefix", "s3_uri", "remote_dir", "files", "bytes",
     "md5_verified", "attempts"}``.
 
-    :param instance_name: the instance (templated), e.g. ``create.output``.
-    :param s3_bucket: bucket (templated).
+    Besides its own parameters below, it takes those of both directions
+    (:class:`~airflow_provider_brev.transfers.base.BrevS3TransferBaseOperator`: ``instance_name``, ``s3_bucket``,
+    ``include``, ``exclude``, ``aws_conn_id``, the round settings ...).
+
+    :param remote_dir: destination directory (templated; ``~/x`` or relative = under the remote ``$HOME``);
+        created if needed. Existing files with the same names are replaced.
     :param s3_prefix: "directory" prefix to copy (templated; a trailing ``/`` is implied; ``""`` = whole
         bucket). Files land at ``remote_dir/<key relative to the prefix>``.
     :param s3_keys: instead of a prefix, explicit keys (templated); each lands at ``remote_dir/<basename>``.
-    :param remote_dir: destination directory (templated; ``~/x`` or relative = under the remote ``$HOME``);
-        created if needed. Existing files with the same names are replaced.
-    :param include: glob(s) a path relative to the prefix must match (templated); ``*`` also matches ``/``.
-    :param exclude: glob(s) that drop a path (templated).
-    :param aws_conn_id: the Amazon connection used to list and presign (its keys never leave the worker).
-    :param max_attempts: rounds; each retries only the files still missing, with fresh URLs.
-    :param concurrency: files downloaded in parallel on the instance.
-    :param curl_retries: ``curl --retry`` count inside a round.
-    :param url_expires_in: lifetime of each presigned URL in seconds (a file must *start* within it).
-    :param transfer_timeout: time budget of one round, in seconds.
-    :param fail_on_empty: fail when nothing matches (a wrong prefix usually means a broken pipeline).
     """
 
-    template_fields = brev_template_fields(*BrevS3TransferBaseOperator.template_fields, "s3_keys")
+    template_fields = brev_template_fields(
+        *BrevS3TransferBaseOperator.template_fields, "remote_dir", "s3_prefix", "s3_keys"
+    )
 
     def __init__(
         self,
         *,
-        instance_name: str,
-        s3_bucket: str,
         remote_dir: str,
         s3_prefix: str | None = None,
         s3_keys: str | Sequence[str] | None = None,
         **kwargs: Any,
     ) -> None:
-        super().__init__(
-            instance_name=instance_name, remote_dir=remote_dir, s3_bucket=s3_bucket, s3_prefix=s3_prefix, **kwargs
-        )
+        super().__init__(**kwargs)
+        self.remote_dir = remote_dir
+        self.s3_prefix = s3_prefix
         self.s3_keys = s3_keys
 
     def lineage_uris(self) -> tuple[list[Any], list[Any]]:
@@ -155,45 +148,41 @@ class BrevToS3Operator(BrevS3TransferBaseOperator):
     Returns (XCom) ``{"instance_name", "remote_dir", "s3_bucket", "s3_prefix", "s3_uri", "files", "bytes",
     "uploaded", "skipped_existing", "multipart_files", "attempts"}``.
 
-    :param instance_name: the instance (templated).
+    Besides its own parameters below, it takes those of both directions
+    (:class:`~airflow_provider_brev.transfers.base.BrevS3TransferBaseOperator`: ``instance_name``, ``s3_bucket``,
+    ``include``, ``exclude``, ``aws_conn_id``, the round settings ...).
+
     :param remote_dir: directory to upload (templated; ``~/x`` or relative = under the remote ``$HOME``).
         Regular files only; symlinks are not followed; a step-staging input manifest (``.brev-manifest.jsonl``
         at the top, see :mod:`airflow_provider_brev.staging.runner`) is never uploaded.
-    :param s3_bucket: bucket (templated).
     :param s3_prefix: destination "directory" prefix (templated; a trailing ``/`` is implied).
-    :param include: glob(s) a path relative to ``remote_dir`` must match (templated); ``*`` also matches ``/``.
-    :param exclude: glob(s) that drop a path (templated).
     :param overwrite: replace existing keys with different content (templated; default: refuse).
     :param multipart_threshold: files larger than this go up in parts (files above 5 GiB always do).
     :param part_size: bytes per part (5 MiB to 5 GiB; grown automatically past 10,000 parts).
-    :param aws_conn_id: the Amazon connection used to presign (its keys never leave the worker).
-    :param max_attempts: rounds; each retries only the files (or parts) still missing, with fresh URLs.
-    :param concurrency: files/parts uploaded in parallel on the instance (each part is staged in a temp file).
-    :param curl_retries: ``curl --retry`` count inside a round.
-    :param url_expires_in: lifetime of each presigned URL in seconds (an upload must *start* within it).
-    :param transfer_timeout: time budget of one round (and of the listing), in seconds.
-    :param fail_on_empty: fail when no file matches.
     """
 
     template_fields = brev_template_fields(
-        *BrevS3TransferBaseOperator.template_fields, "overwrite", "multipart_threshold", "part_size"
+        *BrevS3TransferBaseOperator.template_fields,
+        "remote_dir",
+        "s3_prefix",
+        "overwrite",
+        "multipart_threshold",
+        "part_size",
     )
 
     def __init__(
         self,
         *,
-        instance_name: str,
         remote_dir: str,
-        s3_bucket: str,
         s3_prefix: str,
         overwrite: bool = False,
         multipart_threshold: int = DEFAULT_MULTIPART_THRESHOLD,
         part_size: int = DEFAULT_PART_SIZE,
         **kwargs: Any,
     ) -> None:
-        super().__init__(
-            instance_name=instance_name, remote_dir=remote_dir, s3_bucket=s3_bucket, s3_prefix=s3_prefix, **kwargs
-        )
+        super().__init__(**kwargs)
+        self.remote_dir = remote_dir
+        self.s3_prefix = s3_prefix
         self.overwrite = overwrite
         self.multipart_threshold = multipart_threshold
         self.part_size = part_size

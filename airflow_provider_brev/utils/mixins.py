@@ -1,39 +1,64 @@
-"""Shared constructor arguments, templating and hook construction of every Brev operator and sensor.
+"""The parameter groups of the provider's operators and sensors, each declared once, and the Brev hook they build.
 
-Modelled on the Amazon provider's ``AwsBaseHookMixin``: one place defines ``brev_conn_id`` and the lazily built
-:class:`~airflow_provider_brev.hooks.brev.BrevHook`, so operators stay thin.
+Modelled on the Amazon provider's ``AwsHookParams`` / ``aws_template_fields`` / ``AwsBaseHookMixin``: a group is a
+base class whose ``__init__`` takes the group's keyword arguments and stores them, and whose ``template_fields`` the
+operators that take the group add to their own. The Brev and the Lepton operators reuse the same groups:
+
+* :class:`BrevConnectionParams` -- ``brev_conn_id`` (every Brev operator and sensor) and the lazily built hook
+  (:class:`BrevBaseHookMixin`);
+* :class:`FollowParams` -- how a step's job is followed (every step operator, Brev or Lepton);
+* :class:`StepDataParams` -- a step's S3 inputs and outputs (every step operator);
+* :class:`CommandParams` -- a shell command (:class:`~airflow_provider_brev.operators.exec.BrevExecOperator` and
+  :class:`~airflow_provider_brev.operators.lepton.LeptonJobOperator`);
+* :class:`TaoParams` -- one TAO action (:class:`~airflow_provider_brev.operators.tao.TaoOperator` and
+  :class:`~airflow_provider_brev.operators.lepton.LeptonTaoOperator`).
+
+A group is a ``BaseOperator`` subclass, not a plain mixin: Airflow accepts in ``.partial()``/``.expand()`` only the
+arguments of ``BaseOperator`` subclasses' ``__init__`` (the Amazon provider's ``AwsBaseOperator`` declares its
+connection arguments for the same reason). Rendered values are checked where the task builds its spec, never here.
 """
 
 from __future__ import annotations
 
+import inspect
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
+from airflow_provider_brev._compat import BaseOperator, conf
+from airflow_provider_brev.core.protocol.config import DEFAULT_BREV_CONN_ID
+
 if TYPE_CHECKING:
     from collections.abc import Sequence
+    from datetime import timedelta
 
     from airflow_provider_brev.hooks.brev import BrevHook
+
+#: Default seconds between a step's output syncs while its command runs.
+DEFAULT_OUTPUT_SYNC_INTERVAL = 300.0
 
 
 def brev_template_fields(*template_fields: str) -> tuple[str, ...]:
     """Template fields of a Brev operator: always ``brev_conn_id``, plus the given ones (sorted, unique)."""
-    return tuple(sorted({"brev_conn_id", *template_fields}))
+    return tuple(sorted({*BrevConnectionParams.template_fields, *template_fields}))
+
+
+def parameter_names(group: type) -> tuple[str, ...]:
+    """The keyword arguments a parameter group's own ``__init__`` declares (what a spec reads of it)."""
+    parameters = inspect.signature(group.__init__).parameters.values()  # type: ignore[misc]
+    return tuple(parameter.name for parameter in parameters if parameter.kind is parameter.KEYWORD_ONLY)
 
 
 class BrevBaseHookMixin:
     """Mixin giving an operator/sensor a lazily built ``hook`` from its ``brev_conn_id``.
 
     The hook is never built in ``__init__`` (DAG parsing must not touch connections or run ``brev``). The
-    ``brev_conn_id`` argument itself is declared by the ``BaseOperator`` subclasses that use this mixin
-    (:class:`~airflow_provider_brev.operators.base.BrevBaseOperator`,
-    :class:`~airflow_provider_brev.sensors.base.BrevBaseSensor`): Airflow accepts in ``.partial()``/``.expand()``
-    only the arguments of ``BaseOperator`` subclasses' ``__init__`` (as the Amazon provider's ``AwsBaseOperator``).
+    ``brev_conn_id`` argument itself is declared by :class:`BrevConnectionParams`, a ``BaseOperator`` subclass.
     """
 
     #: The hook's class; ``None``: :class:`~airflow_provider_brev.hooks.brev.BrevHook`, imported when the hook is
     #: first built (parsing a DAG imports no hook).
     hook_class: type[BrevHook] | None = None
-    template_fields: Sequence[str] = brev_template_fields()
+    template_fields: Sequence[str] = ("brev_conn_id",)
     brev_conn_id: str
 
     @property
@@ -49,3 +74,190 @@ class BrevBaseHookMixin:
 
             hook_class = BrevHook
         return hook_class(**self._hook_parameters)
+
+
+class BrevConnectionParams(BrevBaseHookMixin, BaseOperator):
+    """The Brev connection of every Brev operator and sensor, and the ``hook`` built from it.
+
+    :param brev_conn_id: the Airflow connection id of type ``brev`` (default ``brev_default``; templated).
+    """
+
+    template_fields: Sequence[str] = ("brev_conn_id",)
+
+    def __init__(self, *, brev_conn_id: str = DEFAULT_BREV_CONN_ID, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.brev_conn_id = brev_conn_id
+
+
+class FollowParams(BaseOperator):
+    """How a step's job is followed, on a Brev instance or as a Lepton job (every step operator takes these).
+
+    :param timeout: seconds (or timedelta) for the whole command -- a Lepton job's from its submission: an absolute
+        deadline that also holds across deferrals; on expiry the job is killed (a Lepton job stopped) and the task
+        fails.
+    :param deferrable: follow the job from the triggerer, holding no worker slot.
+    :param poll_interval: seconds between polls of the job (its state and log) while it prints nothing new.
+    :param max_poll_failures: consecutive failed polls (connection drops, transient API errors) tolerated before
+        the task fails.
+    :param on_kill_action: ``kill`` the job when the task is killed (default; a Lepton job is stopped) or ``keep``
+        it running.
+    """
+
+    template_fields: Sequence[str] = ()
+
+    def __init__(
+        self,
+        *,
+        timeout: float | timedelta | None = None,
+        deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=False),
+        poll_interval: float = 5.0,
+        max_poll_failures: int = 30,
+        on_kill_action: str = "kill",
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.timeout = timeout
+        self.deferrable = deferrable
+        self.poll_interval = poll_interval
+        self.max_poll_failures = max_poll_failures
+        self.on_kill_action = on_kill_action
+
+
+class StepDataParams(BaseOperator):
+    """A step's S3 data, on a Brev instance or in a Lepton job alike (every step operator takes these).
+
+    :param inputs: S3 URI prefix -> directory (templated): on the instance (relative = under the remote home), or
+        below a Lepton job's working directory ``/workspace``.
+    :param outputs: directory on the instance, or below ``/workspace`` in a Lepton job -> S3 URI prefix (templated).
+    :param aws_conn_id: the Amazon connection that lists and presigns the step's S3 data (templated; its keys never
+        reach the instance or the job).
+    :param output_sync_interval: seconds (or timedelta) between output syncs while the command runs.
+    """
+
+    template_fields: Sequence[str] = ("inputs", "outputs", "aws_conn_id")
+
+    def __init__(
+        self,
+        *,
+        inputs: dict[str, str] | None = None,
+        outputs: dict[str, str] | None = None,
+        aws_conn_id: str | None = "aws_default",
+        output_sync_interval: float | timedelta = DEFAULT_OUTPUT_SYNC_INTERVAL,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.inputs = inputs
+        self.outputs = outputs
+        self.aws_conn_id = aws_conn_id
+        self.output_sync_interval = output_sync_interval
+
+
+class CommandParams(BaseOperator):
+    """A shell command, run on a Brev instance or as a Lepton job.
+
+    :param command: the shell command (templated; on Brev a path ending in ``.sh``/``.bash`` is read as a template);
+        a Lepton job runs it with ``bash -c`` in ``/workspace``.
+    :param env: plain environment variables (on the remote command line, or in a Lepton job's spec: not for
+        secrets).
+    :param secret_env: secret environment variables (templated): never on a command line, in a log or in a job spec
+        (a 0600 file on Brev, a workspace secret on Lepton); printed, they are redacted from the job's output (the
+        value, each line of a multi-line value: :mod:`airflow_provider_brev.core.secrets`).
+    :param cwd: working directory of the command (on Lepton relative to ``/workspace``, or absolute).
+    :param skip_on_exit_code: exit code(s) that mark the task skipped instead of failed.
+    """
+
+    template_fields: Sequence[str] = ("command", "env", "secret_env", "cwd")
+    template_fields_renderers = {"command": "bash", "env": "json"}
+
+    def __init__(
+        self,
+        *,
+        command: str,
+        env: dict[str, str] | None = None,
+        secret_env: dict[str, str] | None = None,
+        cwd: str | None = None,
+        skip_on_exit_code: int | list[int] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.command = command
+        self.env = env
+        self.secret_env = secret_env
+        self.cwd = cwd
+        self.skip_on_exit_code = skip_on_exit_code
+
+
+class TaoParams(BaseOperator):
+    """One TAO action, ``<task> <action> -e <spec> key=value ...``, on a Brev instance or as a Lepton job.
+
+    :param image: the TAO image, a full reference with an explicit tag or digest (never a default tag), e.g.
+        ``nvcr.io/nvidia/tao/tao-toolkit:6.26.3-pyt`` or ``...@sha256:<digest>``; on Lepton an nvcr.io image needs
+        ``image_pull_secrets`` naming the workspace's NGC registry secret.
+    :param task: the TAO network / entrypoint, e.g. ``visual_changenet``, ``gap_analysis``.
+    :param action: ``train``, ``evaluate``, ``inference``, ``export``, ``vcn_aoi`` ...
+    :param spec: the experiment spec as a dict (templated), or
+    :param spec_file: a YAML spec on the worker, or
+    :param spec_s3_uri: a YAML spec in S3 (``s3://bucket/key``, read with ``aws_conn_id``).
+    :param overrides: ``key=value`` overrides (dotted keys), applied after the spec.
+    :param results_dir: the results directory: on the instance (absolute, or relative to the remote home; mounted at
+        ``/results`` and passed as TAO's ``results_dir``), or below ``/workspace`` in a Lepton job; the action writes
+        to ``<results_dir>/<action>/``.
+    :param num_gpus: ``"all"`` (the instance's GPUs, or the Lepton shape's) or a number (``--gpus N`` on Brev, and
+        ``<action>.num_gpus=N``).
+    :param container_env: plain environment variables for the container.
+    :param container_secret_env: secret environment variables for the container (templated): never on a command line
+        or in a job spec (a 0600 file on Brev, passed to docker by name only; a workspace secret on Lepton).
+    :param hf_conn_id: connection whose password is the Hugging Face token (or ``HF_TOKEN``); required only when
+        the spec references Hugging Face, then passed to the container as ``HF_TOKEN``.
+    :param s3_inputs: S3 URIs that must exist before anything is paid for.
+    :param require_new_checkpoint: require a checkpoint written by this run (default: ``action == "train"``).
+    """
+
+    template_fields: Sequence[str] = (
+        "image",
+        "spec",
+        "spec_file",
+        "spec_s3_uri",
+        "overrides",
+        "results_dir",
+        "container_env",
+        "container_secret_env",
+        "s3_inputs",
+        "hf_conn_id",
+    )
+    template_fields_renderers = {"spec": "json", "overrides": "json"}
+
+    def __init__(
+        self,
+        *,
+        image: str,
+        task: str,
+        action: str,
+        spec: dict[str, Any] | None = None,
+        spec_file: str | None = None,
+        spec_s3_uri: str | None = None,
+        overrides: dict[str, Any] | None = None,
+        results_dir: str = "tao-results",
+        num_gpus: int | str = "all",
+        container_env: dict[str, str] | None = None,
+        container_secret_env: dict[str, str] | None = None,
+        hf_conn_id: str | None = "hf_default",
+        s3_inputs: list[str] | None = None,
+        require_new_checkpoint: bool | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.image = image
+        self.task = task
+        self.action = action
+        self.spec = spec
+        self.spec_file = spec_file
+        self.spec_s3_uri = spec_s3_uri
+        self.overrides = overrides
+        self.results_dir = results_dir
+        self.num_gpus = num_gpus
+        self.container_env = container_env
+        self.container_secret_env = container_secret_env
+        self.hf_conn_id = hf_conn_id
+        self.s3_inputs = s3_inputs
+        self.require_new_checkpoint = action == "train" if require_new_checkpoint is None else require_new_checkpoint

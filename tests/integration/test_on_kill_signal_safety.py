@@ -33,7 +33,7 @@ def write_lock_of(logger) -> threading.Lock:
 
 def created_by_this_try(task: BrevCreateInstanceOperator, view: dict) -> None:
     """What ``execute`` leaves for ``on_kill`` once ``brev create`` returned: the instance, with its id."""
-    task.provisioner(task._validate()).created = BrevInstance(name=view["name"], id=view["id"], status=view["status"])
+    task.provisioner(task.spec()).created = BrevInstance(name=view["name"], id=view["id"], status=view["status"])
 
 
 def finish_cleanup(task: BrevCreateInstanceOperator) -> None:

@@ -13,6 +13,7 @@ import pytest
 from helpers import cli_calls, run_state, ssh_refused_until_a_try_times_out, task_states, wait_for_no_instances
 
 from airflow_provider_brev._compat import AIRFLOW_V_3_3_PLUS
+from airflow_provider_brev.core.instances.request import InstanceRequest
 from airflow_provider_brev.exceptions import BrevInstanceNotOwnedError
 from airflow_provider_brev.hooks.base import _reset_process_caches
 from airflow_provider_brev.hooks.brev import BrevHook
@@ -20,7 +21,6 @@ from airflow_provider_brev.instances.provisioning import (
     XCOM_INSTANCE_RECORD,
     InstanceProvisioner,
     InstanceRecord,
-    InstanceRequest,
 )
 from airflow_provider_brev.utils.task_memory import TaskMemory
 

@@ -19,7 +19,7 @@ One function, :func:`plan_sweep`, decides for the janitor operator
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 from airflow_provider_brev.core.instances.warm_pool import ALREADY_DELETING as RECORD_DELETING
@@ -35,6 +35,31 @@ if TYPE_CHECKING:
 
     from airflow_provider_brev.core.instances.warm_pool import RecordVerdict, ReuseEntry, Sighting
     from airflow_provider_brev.core.protocol.output import BrevInstance
+
+
+@dataclass(frozen=True)
+class SweepSpec:
+    """A janitor task's checked parameters (built by :func:`~airflow_provider_brev.core.validation.sweep_spec`).
+
+    :param name_prefix: the owner prefix to sweep (``None``: the connection's).
+    :param grace_period: extra time after an instance's expiry before it is deleted.
+    :param dry_run: only report what would be deleted or stopped.
+    :param wait_for_deletion: wait until ``brev ls`` no longer lists the deleted instances.
+    :param deletion_timeout: seconds to wait for that.
+    :param poll_interval: seconds between listings while waiting.
+    :param cli_retry_limit: attempts per ``brev`` call (``None``: the hook's).
+    :param cli_retry_delay: initial backoff between them (``None``: the hook's).
+    """
+
+    name_prefix: str | None
+    grace_period: timedelta
+    dry_run: bool
+    wait_for_deletion: bool
+    deletion_timeout: float
+    poll_interval: float
+    cli_retry_limit: int | None
+    cli_retry_delay: float | None
+
 
 # What the janitor does with a listed instance.
 DELETE = "delete"
