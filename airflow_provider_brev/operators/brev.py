@@ -11,8 +11,6 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from airflow_provider_brev._compat import conf, default_deferrable, deferral_settle_seconds
 from airflow_provider_brev.core.cost import unset_cap_warnings
 from airflow_provider_brev.core.instances.release import RELEASE_DELETE
-from airflow_provider_brev.core.instances.warm_pool import DEFAULT_MAX_IDLE
-from airflow_provider_brev.core.protocol.names import DEFAULT_MAX_LIFETIME
 from airflow_provider_brev.core.validation import create_spec, delete_spec
 from airflow_provider_brev.cost.meter import CostMeter
 from airflow_provider_brev.cost.report import report_lifetime
@@ -23,9 +21,8 @@ from airflow_provider_brev.instances.release import delete_named, release_record
 from airflow_provider_brev.instances.warm_pool import next_run_at
 from airflow_provider_brev.jobs.handle import XCOM_JOB
 from airflow_provider_brev.operators.base import BrevBaseOperator
-from airflow_provider_brev.sensors.brev import DEFAULT_READY_TIMEOUT
 from airflow_provider_brev.utils.events import EVENT_SUCCESS, EVENT_TIMEOUT, raise_for_error_event, validate_event
-from airflow_provider_brev.utils.mixins import brev_template_fields
+from airflow_provider_brev.utils.mixins import InstanceParams, brev_template_fields, parameter_names
 from airflow_provider_brev.utils.task_memory import TaskMemory
 
 if TYPE_CHECKING:
@@ -39,29 +36,21 @@ if TYPE_CHECKING:
 #: The create operator's parameters besides ``brev_conn_id``: every one templated, and read by its ``spec()``.
 CREATE_PARAMETERS = (
     "instance_name",
-    "gpu",
-    "instance_types",
-    "min_vram",
     "cloud_cred_id",
     "workspace_group_id",
     "wait_for_ready",
-    "ready_timeout",
-    "require_docker",
     "poll_interval",
     "deferrable",
     "delete_on_failure",
-    "max_lifetime",
     "name_prefix",
     "adopt_existing",
-    "max_price_per_hour",
-    "reuse_key",
-    "max_idle",
+    *parameter_names(InstanceParams),
 )
 #: The delete operator's parameters besides ``brev_conn_id`` (every one templated).
 DELETE_PARAMETERS = ("instance_name", "wait_for_deletion", "deletion_timeout", "release")
 
 
-class BrevCreateInstanceOperator(BrevBaseOperator):
+class BrevCreateInstanceOperator(InstanceParams, BrevBaseOperator):
     """Create a Brev instance (idempotently), optionally wait until it is usable, and return its name.
 
     Use it as the setup of a setup/teardown pair so the instance is deleted whatever happens to the work:
@@ -105,35 +94,21 @@ class BrevCreateInstanceOperator(BrevBaseOperator):
     value fails the task at once, without a retry, with
     :class:`~airflow_provider_brev.exceptions.BrevInvalidInputError` naming the parameter.
 
+    The instance it creates is described by the parameters of
+    :class:`~airflow_provider_brev.utils.mixins.InstanceParams` (``gpu``, ``instance_types``, ``min_vram``,
+    ``ready_timeout``, ``require_docker``, ``max_lifetime``, ``max_price_per_hour``, ``reuse_key``, ``max_idle``),
+    shared with a step's ephemeral instance; its own are:
+
     :param instance_name: explicit name (templated). Default: the deterministic, expiring, owner-prefixed name.
     :param adopt_existing: use an instance that already exists under ``instance_name`` although this task did
         not create it (it is then never deleted by the provider). Default: fail instead.
-    :param gpu: GPU request in the form ``"L40S:1"`` (name and count).
-    :param instance_types: explicit instance types, tried in order (``brev create --type a,b,c``).
-    :param min_vram: minimum VRAM per GPU in GB.
     :param cloud_cred_id: placement id, passed only where the installed CLI accepts it.
     :param workspace_group_id: placement id, passed only where the installed CLI accepts it.
     :param wait_for_ready: wait until the instance passes the layered readiness check.
-    :param ready_timeout: seconds to wait for readiness (default 20 minutes, sized for cold starts).
-    :param require_docker: readiness also requires ``docker info`` (container work).
     :param poll_interval: seconds between readiness checks.
     :param deferrable: wait in the triggerer (default: ``[operators] default_deferrable``).
     :param delete_on_failure: delete the instance when this task fails after it exists (default on).
-    :param max_lifetime: how long after the run the janitor may consider the instance expired (default 24 hours).
     :param name_prefix: owner prefix of derived names (default: connection extra ``name_prefix`` or ``afbrev``).
-    :param max_price_per_hour: the highest price (dollars per hour, ``brev search``) of the instance to create.
-    :param reuse_key: warm reuse across DAG runs (templated): first look for a STOPPED instance this provider created
-        and recorded under this key (identity by id), ``brev start`` it, wait for readiness as usual and return its
-        name -- its image cache and synced inputs are still there; otherwise create as usual and record the
-        instance under the key. A teardown with ``release="stop"`` then stops it instead of deleting it
-        (:class:`BrevDeleteInstanceOperator`). Two runs never share an instance: only one ``brev start`` of it
-        succeeds, the other run creates a fresh one. Each instance's record is the Airflow Variable
-        ``brev_warm_instance.<instance id>`` (:mod:`airflow_provider_brev.instances.warm_pool`), and only a record
-        that proves the provider created the instance is ever acted on (docs/howto/warm-reuse.md).
-    :param max_idle: how long the instance may stay stopped before the janitor
-        (:class:`~airflow_provider_brev.operators.janitor.BrevSweepInstancesOperator`) deletes it (``timedelta`` or
-        seconds; default 24 h); also the expected idle time of the stop-or-delete break-even when the DAG has no
-        schedule.
     """
 
     template_fields = brev_template_fields(*CREATE_PARAMETERS)
@@ -142,43 +117,25 @@ class BrevCreateInstanceOperator(BrevBaseOperator):
         self,
         *,
         instance_name: str | None = None,
-        gpu: str | None = None,
-        instance_types: list[str] | str | None = None,
-        min_vram: float | None = None,
         cloud_cred_id: str | None = None,
         workspace_group_id: str | None = None,
         wait_for_ready: bool = True,
-        ready_timeout: float = DEFAULT_READY_TIMEOUT,
-        require_docker: bool = False,
         poll_interval: float = 1.0,
         deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=False),
         delete_on_failure: bool = True,
-        max_lifetime: timedelta | float = DEFAULT_MAX_LIFETIME,
         name_prefix: str | None = None,
         adopt_existing: bool = False,
-        max_price_per_hour: float | str | None = None,
-        reuse_key: str | None = None,
-        max_idle: timedelta | float | str = DEFAULT_MAX_IDLE,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self.instance_name = instance_name
-        self.reuse_key = reuse_key
-        self.max_idle = max_idle
         self.adopt_existing = adopt_existing
-        self.max_price_per_hour = max_price_per_hour
-        self.gpu = gpu
-        self.instance_types = instance_types
-        self.min_vram = min_vram
         self.cloud_cred_id = cloud_cred_id
         self.workspace_group_id = workspace_group_id
         self.wait_for_ready = wait_for_ready
-        self.ready_timeout = ready_timeout
-        self.require_docker = require_docker
         self.poll_interval = poll_interval
         self.deferrable = deferrable
         self.delete_on_failure = delete_on_failure
-        self.max_lifetime = max_lifetime
         self.name_prefix = name_prefix
         self._provisioner: InstanceProvisioner | None = None
 

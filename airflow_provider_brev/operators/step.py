@@ -17,18 +17,20 @@ from airflow_provider_brev._compat import default_deferrable
 from airflow_provider_brev.core.cost import unset_cap_warnings
 from airflow_provider_brev.core.instances.recovery import DEFAULT_MAX_INSTANCE_RECOVERIES
 from airflow_provider_brev.core.instances.release import RELEASE_DELETE
-from airflow_provider_brev.core.instances.warm_pool import DEFAULT_MAX_IDLE
 from airflow_provider_brev.core.jobs.remote import DEFAULT_MAX_BYTES
-from airflow_provider_brev.core.protocol.names import DEFAULT_MAX_LIFETIME
 from airflow_provider_brev.core.staging.lineage import mapping_keys, mapping_values
 from airflow_provider_brev.operators.base import BrevBaseOperator, ProviderBaseOperator
-from airflow_provider_brev.sensors.brev import DEFAULT_READY_TIMEOUT
 from airflow_provider_brev.utils.lineage import BrevLineageMixin
-from airflow_provider_brev.utils.mixins import FollowParams, StepDataParams, brev_template_fields, parameter_names
+from airflow_provider_brev.utils.mixins import (
+    FollowParams,
+    InstanceParams,
+    StepDataParams,
+    brev_template_fields,
+    parameter_names,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
-    from datetime import timedelta
 
     from airflow.sdk import Context
     from airflow.triggers.base import BaseTrigger
@@ -41,21 +43,13 @@ if TYPE_CHECKING:
 STEP_PARAMETERS = (
     "brev_conn_id",
     "instance_name",
-    "gpu",
-    "instance_types",
-    "min_vram",
-    "ready_timeout",
-    "require_docker",
-    "max_lifetime",
+    *parameter_names(InstanceParams),
     "log_chunk_bytes",
     "progress_regex",
     "checkpoint_regex",
     "max_instance_recoveries",
     "create_task_id",
-    "max_price_per_hour",
     "max_run_cost",
-    "reuse_key",
-    "max_idle",
     "release",
     *parameter_names(FollowParams),
     *parameter_names(StepDataParams),
@@ -142,7 +136,7 @@ class StepOperatorBase(FollowParams, StepDataParams, ProviderBaseOperator):
             self._service.on_kill()
 
 
-class BrevStepOperator(BrevLineageMixin, StepOperatorBase, BrevBaseOperator):
+class BrevStepOperator(BrevLineageMixin, InstanceParams, StepOperatorBase, BrevBaseOperator):
     """Base of the GPU step operators: a workload runs exactly once on a Brev instance, durably.
 
     **Where.** On an existing instance (``instance_name``, e.g. ``create.output``), which must be ready and -- when
@@ -177,29 +171,21 @@ class BrevStepOperator(BrevLineageMixin, StepOperatorBase, BrevBaseOperator):
     ``inputs``, ``outputs``, ``aws_conn_id``, ``output_sync_interval``) and its Brev connection
     (:class:`~airflow_provider_brev.utils.mixins.BrevConnectionParams`: ``brev_conn_id``).
 
+    In ephemeral mode the instance it creates is described by the parameters of
+    :class:`~airflow_provider_brev.utils.mixins.InstanceParams` (``gpu``, ``instance_types``, ``min_vram``,
+    ``ready_timeout``, ``require_docker``, ``max_lifetime``, ``max_price_per_hour``, ``reuse_key``, ``max_idle``),
+    as on :class:`~airflow_provider_brev.operators.brev.BrevCreateInstanceOperator`; ``ready_timeout`` and
+    ``require_docker`` also apply to an instance re-created after a loss.
+
     :param instance_name: the instance (templated). Omit it for ephemeral mode.
-    :param gpu: ephemeral mode: GPU request such as ``"L40S:1"``.
-    :param instance_types: ephemeral mode: explicit instance types.
-    :param min_vram: ephemeral mode: minimum VRAM per GPU in GB.
-    :param ready_timeout: seconds to wait for a created (or re-created) instance (default 20 minutes).
-    :param require_docker: readiness of a created instance also requires ``docker info``.
-    :param max_lifetime: ephemeral mode: expiry written into the instance name for the janitor (default 24 hours).
     :param log_chunk_bytes: maximum log bytes fetched per poll.
     :param progress_regex: a regex with two groups ``(done, total)``; matching lines are logged as a percentage.
     :param checkpoint_regex: a log line matching it makes an output sync due at once.
     :param max_instance_recoveries: how often this task instance may re-create its lost instance (all tries).
     :param create_task_id: the task that created the instance (default: the upstream record naming it).
-    :param max_price_per_hour: ephemeral mode: the highest price (dollars per hour, ``brev search``) of the instance
-        it may create (templated); no candidate type within it fails with
-        :class:`~airflow_provider_brev.exceptions.BrevPriceCapError` before ``brev create``.
     :param max_run_cost: the highest estimated cost of the step in dollars (templated; needs ``timeout``): price x
         (``ready_timeout`` for an ephemeral instance + ``timeout``). Exceeding it fails with
         :class:`~airflow_provider_brev.exceptions.BrevCostCapError` before any ``brev create`` and any launch.
-    :param reuse_key: ephemeral mode: warm reuse across DAG runs (templated), as on
-        :class:`~airflow_provider_brev.operators.brev.BrevCreateInstanceOperator`: start the STOPPED instance recorded
-        under the key instead of creating one (docs/howto/warm-reuse.md).
-    :param max_idle: ephemeral mode, with ``reuse_key``: how long the instance may stay stopped before the janitor
-        deletes it (default 24 h).
     :param release: ephemeral mode: ``"delete"`` (default) or ``"stop"`` the instance when the step ends -- stopped
         only with a ``reuse_key``, a stoppable type and a break-even in favour (logged with both numbers).
     """
@@ -208,14 +194,9 @@ class BrevStepOperator(BrevLineageMixin, StepOperatorBase, BrevBaseOperator):
     step_parameters = STEP_PARAMETERS
     template_fields = brev_template_fields(
         *StepOperatorBase.template_fields,
+        *InstanceParams.template_fields,
         "instance_name",
-        "gpu",
-        "instance_types",
-        "min_vram",
-        "max_price_per_hour",
         "max_run_cost",
-        "reuse_key",
-        "max_idle",
         "release",
     )
 
@@ -223,41 +204,23 @@ class BrevStepOperator(BrevLineageMixin, StepOperatorBase, BrevBaseOperator):
         self,
         *,
         instance_name: str | None = None,
-        gpu: str | None = None,
-        instance_types: list[str] | str | None = None,
-        min_vram: float | None = None,
-        ready_timeout: float = DEFAULT_READY_TIMEOUT,
-        require_docker: bool = False,
-        max_lifetime: timedelta | float = DEFAULT_MAX_LIFETIME,
         log_chunk_bytes: int = DEFAULT_MAX_BYTES,
         progress_regex: str | None = None,
         checkpoint_regex: str | None = None,
         max_instance_recoveries: int = DEFAULT_MAX_INSTANCE_RECOVERIES,
         create_task_id: str | None = None,
-        max_price_per_hour: float | str | None = None,
         max_run_cost: float | str | None = None,
-        reuse_key: str | None = None,
-        max_idle: timedelta | float | str = DEFAULT_MAX_IDLE,
         release: str = RELEASE_DELETE,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self.instance_name = instance_name
-        self.gpu = gpu
-        self.instance_types = instance_types
-        self.min_vram = min_vram
-        self.ready_timeout = ready_timeout
-        self.require_docker = require_docker
-        self.max_lifetime = max_lifetime
         self.log_chunk_bytes = log_chunk_bytes
         self.progress_regex = progress_regex
         self.checkpoint_regex = checkpoint_regex
         self.max_instance_recoveries = max_instance_recoveries
         self.create_task_id = create_task_id
-        self.max_price_per_hour = max_price_per_hour
         self.max_run_cost = max_run_cost
-        self.reuse_key = reuse_key
-        self.max_idle = max_idle
         self.release = release
 
     def lineage_uris(self) -> tuple[list[Any], list[Any]]:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from airflow.sdk import PokeReturnValue
 
 from airflow_provider_brev._compat import conf, default_deferrable, deferral_settle_seconds
+from airflow_provider_brev.core.instances.readiness import DEFAULT_READY_TIMEOUT
 from airflow_provider_brev.core.validation import instance_name
 from airflow_provider_brev.core.values import bool_value, conn_id, duration_seconds, optional
 from airflow_provider_brev.exceptions import BrevInstanceFailedError, BrevTimeoutError
@@ -18,10 +19,6 @@ from airflow_provider_brev.utils.mixins import brev_template_fields
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
-
-DEFAULT_READY_TIMEOUT = 20 * 60
-"""Seconds a readiness wait lasts by default: 20 minutes, as cold starts (provisioning, sshd, image caches) take
-minutes."""
 
 
 class BrevReadySensor(BrevBaseSensor):

@@ -6,6 +6,7 @@ operators that take the group add to their own. The Brev and the Lepton operator
 
 * :class:`BrevConnectionParams` -- ``brev_conn_id`` (every Brev operator and sensor) and the lazily built hook
   (:class:`BrevBaseHookMixin`);
+* :class:`InstanceParams` -- the Brev instance a task creates (the create operator, and a step's ephemeral instance);
 * :class:`FollowParams` -- how a step's job is followed (every step operator, Brev or Lepton);
 * :class:`StepDataParams` -- a step's S3 inputs and outputs (every step operator);
 * :class:`CommandParams` -- a shell command (:class:`~airflow_provider_brev.operators.exec.BrevExecOperator` and
@@ -25,7 +26,10 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_brev._compat import BaseOperator, conf
+from airflow_provider_brev.core.instances.readiness import DEFAULT_READY_TIMEOUT
+from airflow_provider_brev.core.instances.warm_pool import DEFAULT_MAX_IDLE
 from airflow_provider_brev.core.protocol.config import DEFAULT_BREV_CONN_ID
+from airflow_provider_brev.core.protocol.names import DEFAULT_MAX_LIFETIME
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -87,6 +91,75 @@ class BrevConnectionParams(BrevBaseHookMixin, BaseOperator):
     def __init__(self, *, brev_conn_id: str = DEFAULT_BREV_CONN_ID, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.brev_conn_id = brev_conn_id
+
+
+class InstanceParams(BaseOperator):
+    """The Brev instance a task creates: what
+    :class:`~airflow_provider_brev.operators.brev.BrevCreateInstanceOperator` creates, and a step's **ephemeral**
+    instance (:class:`~airflow_provider_brev.operators.step.BrevStepOperator` with ``gpu`` or ``instance_types``
+    instead of ``instance_name``). Every one is templated and checked into a frozen
+    :class:`~airflow_provider_brev.core.instances.request.InstanceRequest` before any ``brev`` call.
+
+    :param gpu: GPU request in the form ``"L40S:1"`` (name and count).
+    :param instance_types: explicit instance types, tried in order (``brev create --type a,b,c``).
+    :param min_vram: minimum VRAM per GPU in GB.
+    :param ready_timeout: seconds to wait until a created, started or re-created instance is usable (default 20
+        minutes, sized for cold starts).
+    :param require_docker: readiness also requires ``docker info`` (container work).
+    :param max_lifetime: how long after the run the janitor may consider the instance expired (written into its
+        name; default 24 hours).
+    :param max_price_per_hour: the highest price (dollars per hour, ``brev search``) of the instance to create or
+        start; no candidate type within it fails with :class:`~airflow_provider_brev.exceptions.BrevPriceCapError`
+        before ``brev create``.
+    :param reuse_key: warm reuse across DAG runs: first look for a STOPPED instance this provider created and recorded
+        under this key (identity by id) whose type is one the request allows, within the price cap, and ``brev
+        start`` it -- its image cache and synced inputs are still there; otherwise create as usual and record the
+        instance under the key. Two runs never share an instance: only one ``brev start`` of it succeeds. Each
+        instance's record is the Airflow Variable ``brev_warm_instance.<instance id>``
+        (:mod:`airflow_provider_brev.instances.warm_pool`); only a record that proves the provider created the
+        instance is ever acted on (docs/howto/warm-reuse.md).
+    :param max_idle: with ``reuse_key``: how long the instance may stay stopped before the janitor
+        (:class:`~airflow_provider_brev.operators.janitor.BrevSweepInstancesOperator`) deletes it (``timedelta`` or
+        seconds; default 24 h); also the expected idle time of the stop-or-delete break-even when the DAG has no
+        schedule.
+    """
+
+    template_fields: Sequence[str] = (
+        "gpu",
+        "instance_types",
+        "min_vram",
+        "ready_timeout",
+        "require_docker",
+        "max_lifetime",
+        "max_price_per_hour",
+        "reuse_key",
+        "max_idle",
+    )
+
+    def __init__(
+        self,
+        *,
+        gpu: str | None = None,
+        instance_types: list[str] | str | None = None,
+        min_vram: float | None = None,
+        ready_timeout: float = DEFAULT_READY_TIMEOUT,
+        require_docker: bool = False,
+        max_lifetime: timedelta | float = DEFAULT_MAX_LIFETIME,
+        max_price_per_hour: float | str | None = None,
+        reuse_key: str | None = None,
+        max_idle: timedelta | float | str = DEFAULT_MAX_IDLE,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.gpu = gpu
+        self.instance_types = instance_types
+        self.min_vram = min_vram
+        self.ready_timeout = ready_timeout
+        self.require_docker = require_docker
+        self.max_lifetime = max_lifetime
+        self.max_price_per_hour = max_price_per_hour
+        self.reuse_key = reuse_key
+        self.max_idle = max_idle
 
 
 class FollowParams(BaseOperator):

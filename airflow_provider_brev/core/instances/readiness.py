@@ -53,6 +53,9 @@ STAGE_SSH = "ssh"
 STAGE_DOCKER = "docker"
 STAGE_READY = "ready"
 
+#: Seconds a created (or started, or re-created) instance may take to become usable: sized for cold starts.
+DEFAULT_READY_TIMEOUT = 20 * 60
+
 
 @dataclass(frozen=True)
 class Readiness:

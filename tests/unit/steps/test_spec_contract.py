@@ -69,5 +69,3 @@ def test_also_an_indirect_one():
         line_contents="import airflow_provider_brev.utils.task_memory",
     )
     assert not contract.check(graph, verbose=False).kept
-
-
