@@ -5,8 +5,8 @@ instance is owned by this provider and when it expires, and ``sweep`` runs
 :func:`~airflow_provider_brev.instances.sweep.sweep`, the janitor operator's sweep, so the command deletes exactly what
 the janitor would (owned and expired, by id). The warm-reuse records, and the XCom that proves one may act, are read
 from the metadata database (a task reads them through the Execution API):
-:class:`~airflow_provider_brev.instances.warm_pool.MetadataVariables` and
-:class:`~airflow_provider_brev.instances.warm_pool.MetadataXComs`.
+:class:`~airflow_provider_brev.instances.warm_pool_stores.MetadataVariables` and
+:class:`~airflow_provider_brev.instances.warm_pool_stores.MetadataXComs`.
 """
 
 from __future__ import annotations
@@ -55,7 +55,8 @@ def _hook(args: argparse.Namespace) -> tuple[BrevHook, str]:
 
 
 def _registry(log: logging.Logger) -> Any:
-    from airflow_provider_brev.instances.warm_pool import MetadataVariables, MetadataXComs, ReuseRegistry
+    from airflow_provider_brev.instances.warm_pool import ReuseRegistry
+    from airflow_provider_brev.instances.warm_pool_stores import MetadataVariables, MetadataXComs
 
     return ReuseRegistry(log, store=MetadataVariables(), xcoms=MetadataXComs())
 

@@ -11,12 +11,14 @@ import sys
 import pytest
 from helpers import clear_warm_records
 
-from airflow_provider_brev.instances.warm_pool import MetadataVariables, ReuseRegistry
+from airflow_provider_brev.instances.warm_pool import ReuseRegistry
+from airflow_provider_brev.instances.warm_pool_stores import MetadataVariables
 
 WRITER = """
 import logging, sys, time
 from airflow_provider_brev.core.instances.warm_pool import ReuseEntry
-from airflow_provider_brev.instances.warm_pool import MetadataVariables, ReuseRegistry
+from airflow_provider_brev.instances.warm_pool import ReuseRegistry
+from airflow_provider_brev.instances.warm_pool_stores import MetadataVariables
 
 key, first, count, tag = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 registry = ReuseRegistry(logging.getLogger("writer"), store=MetadataVariables())

@@ -26,7 +26,8 @@ from helpers import (
 from airflow_provider_brev.core.instances.warm_pool import STATE_IN_USE, STATE_STOPPED, ReuseEntry
 from airflow_provider_brev.core.protocol.names import managed_instance_name
 from airflow_provider_brev.exceptions import BrevError
-from airflow_provider_brev.instances.warm_pool import MetadataVariables, MetadataXComs, ReuseRegistry, claim_warm
+from airflow_provider_brev.instances.warm_pool import ReuseRegistry, claim_warm
+from airflow_provider_brev.instances.warm_pool_stores import MetadataVariables, MetadataXComs
 from airflow_provider_brev.testing.datasets import upload_synthetic_vcn_dataset
 
 NGC_KEY = "ngc-key-" + "7a3c" * 8

@@ -70,8 +70,10 @@ _AIR_NOQA = re.compile(r"#\s*noqa:\s*(AIR\d+)(?P<reason>.*)$")
 def test_airflows_rules_pass_and_each_exception_says_why():
     """``ruff check --select AIR`` (all of Airflow's rules, AIR202 included) is clean on the whole repository, and
     each line that silences one names the reason after the code."""
-    ruff = str(Path(sys.executable).parent / "ruff")
-    done = _run([ruff, "check", "--select", "AIR,AIR202", "--output-format", "concise"], cwd=ROOT)
+    ruff = Path(sys.executable).parent / "ruff"
+    if not ruff.exists():  # the floor venv (floor/requirements.txt) has no dev tools; `make test` runs this
+        pytest.skip("ruff (a dev tool) is not installed in this environment")
+    done = _run([str(ruff), "check", "--select", "AIR,AIR202", "--output-format", "concise"], cwd=ROOT)
     assert done.returncode == 0, done.stdout[-3000:]
     files = [p for folder in ("airflow_provider_brev", "dags_examples", "tests") for p in (ROOT / folder).rglob("*.py")]
     silenced = [
