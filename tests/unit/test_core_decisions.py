@@ -7,7 +7,6 @@ import asyncio
 import logging
 
 import pytest
-from machine_steps import probe, step
 
 from airflow_provider_brev.core.instances.readiness import (
     MAX_POLL_INTERVAL,
@@ -46,6 +45,7 @@ from airflow_provider_brev.exceptions import (
     retry_policy,
 )
 from airflow_provider_brev.hooks.listing import SharedListing
+from unit.machine_steps import probe, step
 
 
 def inst(status: str = "RUNNING", build: str = "COMPLETED", shell: str = "READY") -> BrevInstance:

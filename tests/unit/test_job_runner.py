@@ -5,7 +5,7 @@ The subject is :class:`~airflow_provider_brev.jobs.runner.JobRunner` and the pur
 one remote job (its log grows per poll, it finishes, is lost or is killed, some polls drop the connection), and
 the clock by a fake one that ``sleep`` advances, so deadlines are exact and nothing really sleeps. Each scenario
 runs through both drivers against the same model; calls, sleeps, log records and outcome must be identical. The
-end-to-end behaviour against the simulator is in tests/integration/test_exec_dags.py and tests/chaos.
+end-to-end behaviour against the simulator is in tests/integration/test_exec_dags.py and tests/integration/chaos.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ import logging
 from dataclasses import dataclass, field
 
 import pytest
-from machine_steps import step
 
 from airflow_provider_brev.core.jobs.follower import (
     MAX_BACKOFF,
@@ -47,6 +46,7 @@ from airflow_provider_brev.exceptions import (
     BrevTimeoutError,
 )
 from airflow_provider_brev.jobs.runner import JobRunner
+from unit.machine_steps import step
 
 START = 1_000_000.0
 NAME = "inst-1"

@@ -1,5 +1,5 @@
 """What a step's syncs did, in the task memory (airflow_provider_brev/staging/step_data.py ``SyncReports``), told and
-read by a real task (tests/dags/task_memory_cases.py)."""
+read by a real task (tests/integration/dags/task_memory_cases.py)."""
 
 from __future__ import annotations
 
