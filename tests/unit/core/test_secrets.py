@@ -13,6 +13,7 @@ from airflow_provider_brev.core.jobs.shell import redact_filter
 from airflow_provider_brev.core.lepton.agent import PLAN_ENV, agent_source, encode_plan, job_plan
 from airflow_provider_brev.core.lepton.report import parse_result
 from airflow_provider_brev.core.secrets import redact, redaction_fragments, secret_fragments
+from unit.core.jobs.shell_helpers import SECRET_LINES
 from unit.core.jobs.test_shell import CREDENTIAL, PEM, awks, with_awk
 
 #: Sets of secret values (name -> value), each a case of the rule.
@@ -101,3 +102,54 @@ def test_the_fragments_of_a_set_are_replaced_longest_first_in_name_order():
     assert redaction_fragments({"U": "é€é\nabcdef"}) == ["é€é", "abcdef"]  # 7 bytes before 6, not 3 characters
     assert redact("abcde-12wxyz", redaction_fragments({"B": "e-12wxyz", "A": "abcde-12"})) == "***wxyz"
     assert redaction_fragments({}) == [] and redact("text", []) == "text"
+
+
+def test_secret_fragments_of_single_and_multi_line_values():
+    assert secret_fragments("") == []
+    assert secret_fragments("ab") == ["ab"]  # a one-line value is redacted whole, however short
+    assert secret_fragments(" padded ") == [" padded "]
+    assert secret_fragments(PEM) == ["-----BEGIN PRIVATE KEY-----", *SECRET_LINES[:2], "-----END PRIVATE KEY-----"]
+    assert secret_fragments(CREDENTIAL) == [
+        '"type": "service_account",',
+        *SECRET_LINES[2:],
+        '"scopes": [',
+        '"storage"',
+        '"n": 1',
+    ]
+    # Empty, tiny and punctuation-only lines are not secrets: redacting them would redact all output.
+    assert secret_fragments('{\n\n  },\n-----\n\t[""]\nab\nabcd\n') == []
+    assert secret_fragments("é€\nÄÖ\nü\n") == ["é€"]  # bytes count (5 and 4 here), as the filter counts them
+
+
+@pytest.mark.parametrize("awk", awks())
+@pytest.mark.parametrize(
+    "value",
+    [PEM, CREDENTIAL, "one-line", "x", "a\nb", "line one\r\nline two\r\n", "  spaced out  \n}\n", "ÄÖ\né€\nü\n"],
+)
+def test_the_filter_redacts_exactly_the_fragments_the_masker_knows(tmp_path, awk, value):
+    """The rule is written twice (awk on the instance, Python for Airflow's masker): they must agree."""
+    lines = [*value.split("\n"), value, "no secret here"]
+    done = subprocess.run(
+        ["bash", "-c", redact_filter(["V"])],
+        input=("\n".join(lines) + "\n").encode(),
+        env={**with_awk(tmp_path, awk), "V": value},
+        capture_output=True,
+    )
+    fragments = redaction_fragments({"V": value})
+    expected = [redact(line, fragments) for line in "\n".join(lines).split("\n")]
+    assert done.stdout.decode().split("\n")[:-1] == expected
+
+
+def test_the_airflow_masker_knows_every_line_of_a_multi_line_secret():
+    try:
+        from airflow.sdk.log import redact
+    except ImportError:  # Airflow 3.0
+        from airflow.sdk.execution_time.secrets_masker import redact
+
+    from airflow_provider_brev._compat import mask_secret
+
+    mask_secret(PEM)
+    mask_secret(CREDENTIAL)
+    for line in SECRET_LINES:
+        assert redact(f"[box] {line}") == "[box] ***"
+    assert redact("{") == "{" and redact("}") == "}"  # trivial lines stay

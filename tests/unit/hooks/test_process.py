@@ -9,8 +9,9 @@ import time
 
 import pytest
 
-from airflow_provider_brev.core.protocol.lines import squash_carriage_returns
+from airflow_provider_brev.core.protocol.environment import AgentAnnouncement
 from airflow_provider_brev.hooks.process import arun_process, run_process
+from unit.core.protocol.environment_helpers import _wait_gone
 
 
 def test_streams_lines_in_order_and_keeps_a_bounded_tail():
@@ -53,13 +54,6 @@ def test_timeout_kills_the_whole_process_group(tmp_path):
                 break
     else:
         raise AssertionError("grandchild survived the timeout")
-
-
-def test_carriage_returns_are_squashed():
-    assert squash_carriage_returns("10%\r50%\r100%") == "100%"
-    assert squash_carriage_returns("done\r") == "done"
-    result = run_process(["bash", "-c", "printf '1%%\\r2%%\\r3%%\\n'"], env=None, timeout=10)
-    assert result.stdout_lines == ["3%"]
 
 
 def test_long_lines_are_split_not_buffered_forever():
@@ -143,15 +137,22 @@ def test_a_cancelled_async_call_ends_even_when_a_descendant_outside_the_group_ho
     assert next(iter(done)).cancelled()
 
 
-@pytest.mark.parametrize("char", ["é", "€", "😀"])
-def test_over_long_lines_split_on_character_boundaries(char):
-    from airflow_provider_brev.core.protocol.lines import MAX_LINE, LineSplitter
+def _v0_6_319_exec(agent: str) -> list[str]:
+    """What v0.6.319's exec runs: a daemonised agent (running when announced, as ``ssh-agent -s`` does), its
+    announcement, then the remote command's output."""
+    daemonise = f"setsid {agent} 60 </dev/null >/dev/null 2>&1 & until [ $(cat /proc/$!/comm) = ssh-agent ]; do :; done"
+    return ["bash", "-c", f"{daemonise}; echo Agent pid $!; echo remote; echo done"]
 
-    lines: list[str] = []
-    splitter = LineSplitter(lines.append)
-    text = ("a" + char * (MAX_LINE // len(char.encode()))) * 2  # every cut point lands inside a character
-    splitter.feed(text.encode())
-    splitter.close()
-    assert "\ufffd" not in "".join(lines)
-    assert "".join(lines) == text
-    assert all(len(line.encode()) <= MAX_LINE for line in lines)
+
+@pytest.mark.parametrize("driver", ["sync", "async"])
+def test_the_announced_agent_is_stopped_and_kept_out_of_the_output(fake_agent, driver):
+    watch = AgentAnnouncement()
+    seen: list[str] = []
+    kwargs = {"env": None, "timeout": 10, "on_stdout": seen.append, "announcement": watch}
+    if driver == "sync":
+        result = run_process(_v0_6_319_exec(fake_agent), **kwargs)
+    else:
+        result = asyncio.run(arun_process(_v0_6_319_exec(fake_agent), **kwargs))
+    assert result.exit_code == 0
+    assert seen == result.stdout_lines == ["remote", "done"]
+    assert watch.pid is not None and _wait_gone(watch.pid)

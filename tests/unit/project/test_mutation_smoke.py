@@ -35,7 +35,7 @@ KILLED = [
     ),
     (
         "instances.recovery:validate_budget:compare-boundary:0a99b4e3",
-        "tests/unit/test_core_edges.py::test_zero_recoveries_is_a_valid_budget_that_turns_recovery_off",
+        "tests/unit/core/instances/test_recovery.py::test_zero_recoveries_is_a_valid_budget_that_turns_recovery_off",
         "max_instance_recoveries=0 is refused",
     ),
     (
@@ -65,7 +65,7 @@ KILLED = [
     ),
     (
         "jobs.handle:check_path:raise-delete:51b6aa83",
-        "tests/unit/core/jobs/test_follower.py::test_remote_paths_are_refused_for_their_reason",
+        "tests/unit/core/jobs/test_handle.py::test_remote_paths_are_refused_for_their_reason",
         "an empty secret-file path is accepted",
     ),
 ]

@@ -208,3 +208,39 @@ def test_a_test_file_that_imports_the_module_itself_counts_as_an_importer(tmp_pa
     )
     (frozen,) = [m for m in mutants if m.description == "True -> False"]
     assert Selector(coverage, package, tests).tests_for(frozen) == ["tests/unit/test_modules.py::test_frozen"]
+
+
+def test_the_mirrored_tree_and_its_helper_modules_count_as_importers(tmp_path):
+    """The unit tests mirror the source tree: ``tests/unit/core/geometry/test_shapes.py`` imports the module it
+    tests, and a helper module beside it imports for the test files that import the helper; each is named by its
+    node id's file part (the path from the root), as the coverage map names it."""
+    from mutation.select import CoverageMap, Selector
+
+    package = tmp_path / "airflow_provider_brev" / "core"
+    source = 'from dataclasses import dataclass\n\n\n@dataclass(frozen=True)\nclass Shape:\n    """A shape."""\n'
+    path = package / "geometry" / "shapes.py"
+    path.parent.mkdir(parents=True)
+    path.write_text(source + "\n    n: int\n")
+    (package / "geometry" / "__init__.py").write_text("")
+    mutants = list_mutants(path, package)
+    tests = tmp_path / "tests" / "unit"
+    nested = tests / "core" / "geometry"
+    nested.mkdir(parents=True)
+    (nested / "test_shapes.py").write_text("from airflow_provider_brev.core.geometry.shapes import Shape\n")
+    (nested / "shape_helpers.py").write_text("from airflow_provider_brev.core.geometry.shapes import Shape\n")
+    (nested / "test_drawing.py").write_text("from unit.core.geometry.shape_helpers import Shape\n")
+    (tests / "test_flat.py").write_text("import json\n")
+    coverage = CoverageMap(
+        tests=[
+            "tests/unit/test_flat.py::test_other",
+            "tests/unit/core/geometry/test_shapes.py::test_frozen",
+            "tests/unit/core/geometry/test_drawing.py::test_draw",
+        ],
+        durations={},
+        files={},
+    )
+    (frozen,) = [m for m in mutants if m.description == "True -> False"]
+    assert sorted(Selector(coverage, package, tests).tests_for(frozen)) == [
+        "tests/unit/core/geometry/test_drawing.py::test_draw",
+        "tests/unit/core/geometry/test_shapes.py::test_frozen",
+    ]

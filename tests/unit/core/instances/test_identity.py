@@ -30,7 +30,6 @@ from airflow_provider_brev.core.instances.recovery import (
     diagnose_loss,
     needs_probe,
 )
-from airflow_provider_brev.core.protocol.names import expiry_minute, managed_instance_name, parse_managed_name
 from airflow_provider_brev.core.protocol.output import BrevInstance
 from airflow_provider_brev.exceptions import BrevConnectionLostError, BrevInstanceNotFoundError, BrevJobLostError
 
@@ -132,26 +131,3 @@ def test_a_replaced_or_expired_instance_is_not_recreated(overrides, action, in_m
     decision = decide(**overrides)
     assert decision.action == action
     assert in_message in decision.message
-
-
-@pytest.mark.parametrize(
-    ("expires_at", "minute"),
-    [
-        (datetime(2026, 3, 1, 12, 30, 0, tzinfo=UTC), datetime(2026, 3, 1, 12, 30, tzinfo=UTC)),
-        (datetime(2026, 3, 1, 12, 30, 0, 1, tzinfo=UTC), datetime(2026, 3, 1, 12, 31, tzinfo=UTC)),
-        (datetime(2026, 3, 1, 12, 30, 59, tzinfo=UTC), datetime(2026, 3, 1, 12, 31, tzinfo=UTC)),
-        (datetime(2026, 3, 1, 23, 59, 30, tzinfo=UTC), datetime(2026, 3, 2, 0, 0, tzinfo=UTC)),
-    ],
-)
-def test_the_expiry_a_name_holds_is_rounded_up_never_down(expires_at, minute):
-    assert expiry_minute(expires_at) == minute
-
-
-@pytest.mark.parametrize("lifetime", [timedelta(seconds=1), timedelta(seconds=30), timedelta(seconds=59)])
-def test_a_lifetime_under_a_minute_does_not_expire_at_once(lifetime):
-    now = datetime(2026, 3, 1, 12, 30, 40, tzinfo=UTC)
-    name = managed_instance_name(dag_id="d", run_id="r", task_id="t", expires_at=now + lifetime)
-    parsed = parse_managed_name(name)
-    assert parsed is not None
-    assert not parsed.is_expired(now + lifetime - timedelta(microseconds=1))
-    assert parsed.expires_at >= now + lifetime

@@ -36,9 +36,12 @@ from airflow_provider_brev.core.instances.readiness import (
     probe_readiness,
     readiness_from_status,
 )
+from airflow_provider_brev.core.instances.ssh_probe import SSH_PROBE_INTERVAL, RefreshHostEntries, RunSshProbe
+from airflow_provider_brev.core.protocol.lines import ProcessResult
 from airflow_provider_brev.core.protocol.machine import Done, Fail, Failed, Sleep
 from airflow_provider_brev.core.protocol.output import BrevInstance
-from airflow_provider_brev.exceptions import BrevTransientError
+from airflow_provider_brev.exceptions import BrevCLINotFoundError, BrevTransientError
+from unit.core.instances.ssh_probe_helpers import ENTRY, REFUSED, echo, listed, refreshed_entry
 from unit.machine_steps import probe, step
 
 
@@ -285,3 +288,82 @@ def test_a_check_cancelled_at_the_deadline_ends_the_wait_as_a_timeout():
             "Readiness of w-1: Readiness check 1/5 of w-1 failed (a readiness check outlived the deadline); waiting on.",
         )
     ]
+
+
+@pytest.mark.parametrize(
+    "answers",
+    [
+        pytest.param([None, ProcessResult(0, [], []), "Host other\n"], id="still-no-entry-after-refresh"),
+        pytest.param([None, Failed(BrevTransientError("502"))], id="refresh-fails"),
+        pytest.param([ENTRY, Failed(BrevCLINotFoundError("no ssh"))], id="ssh-cannot-start"),
+        pytest.param([ENTRY, ProcessResult(255, [], ["Permission denied (publickey)."])], id="ssh-denied"),
+        pytest.param([ENTRY, ProcessResult(0, ["hello"], [])], id="no-nonce"),
+    ],
+)
+def test_anything_but_a_booting_sshd_hands_over_to_brev_exec(answers):
+    machine = ReadinessCheck("w-1", direct_ssh=True)
+    listed(machine)
+    for answer in answers:
+        machine.receive(answer, 0.0)
+        action = step(machine, 0.0)
+    assert isinstance(action, RunProbe)
+    assert machine.probed_with == "exec"
+    machine.receive(echo(action), 1.0)
+    assert step(machine, 1.0).result.stage == STAGE_READY
+
+
+def test_the_docker_stage_is_judged_from_the_direct_probe_and_status_still_comes_first():
+    machine = ReadinessCheck("w-1", direct_ssh=True, require_docker=True)
+    listed(machine)
+    machine.receive(ENTRY, 0.0)
+    call = step(machine, 0.0)
+    assert "docker info" in call.command
+    machine.receive(echo(call, docker=False), 0.0)
+    assert step(machine, 0.0).result.stage == STAGE_DOCKER
+    deploying = ReadinessCheck("w-1", direct_ssh=True)
+    step(deploying, 0.0)
+    deploying.receive(BrevInstance("w-1", "id-1", "DEPLOYING"), 0.0)
+    assert step(deploying, 0.0).result.stage == STAGE_PROVISIONING  # no probe, no refresh
+
+
+def test_a_retried_attempt_gets_what_is_left_when_it_starts_and_the_last_sleep_ends_with_the_window():
+    machine = ReadinessCheck("w-1", direct_ssh=True, probe_timeout=4.0)  # a 2 s window
+    refreshed_entry(machine, 10.0)
+    step(machine, 10.0)
+    machine.receive(REFUSED, 10.5)
+    assert step(machine, 10.5) == Sleep(SSH_PROBE_INTERVAL)
+    retry = step(machine, 10.6)
+    assert isinstance(retry, RunSshProbe) and retry.timeout == pytest.approx(3.4)  # 4 s less the 0.6 s spent
+    machine.receive(REFUSED, 11.95)
+    last = step(machine, 11.95)
+    assert isinstance(last, Sleep) and last.seconds == pytest.approx(0.05)  # not past the window's end
+    step(machine, 12.0)
+    machine.receive(REFUSED, 12.0)  # the window is over: brev exec gets the rest of the budget
+    handed = step(machine, 12.0)
+    assert isinstance(handed, RunProbe) and handed.timeout == 2.0
+
+
+@pytest.mark.parametrize(
+    ("handed_over_at", "exec_budget"),
+    [
+        (1.5, 1.5),
+        (2.0, 1.0),  # a second left: still worth a `brev exec`
+        (2.01, None),  # less: the check ends, not reachable yet
+    ],
+)
+def test_the_hand_over_to_brev_exec_needs_a_second_of_the_budget(handed_over_at, exec_budget):
+    machine = ReadinessCheck("w-1", direct_ssh=True, probe_timeout=3.0)
+    listed(machine, 0.0)
+    machine.receive(None, 0.0)
+    assert isinstance(step(machine, 0.0), RefreshHostEntries)
+    machine.receive(ProcessResult(0, [], []), handed_over_at)
+    step(machine, handed_over_at)
+    machine.receive("Host other\n", handed_over_at)  # still no entry: hand over
+    action = step(machine, handed_over_at)
+    if exec_budget is None:
+        assert isinstance(action, Done) and action.result.message.endswith(
+            "not reachable over SSH yet: probe timed out"
+        )
+    else:
+        assert isinstance(action, RunProbe) and action.timeout == exec_budget
+    assert machine.probed_with == "exec"

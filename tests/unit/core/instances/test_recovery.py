@@ -8,12 +8,15 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from airflow_provider_brev.core.instances.recovery import (
+    DEFAULT_MAX_INSTANCE_RECOVERIES,
+    EVENT_INSTANCE_LOST,
     GIVE_UP,
     LOST_FAILURE,
     LOST_MISSING,
     LOST_UNREACHABLE,
     RECOVER,
     decide_recovery,
+    describe_loss,
     diagnose_loss,
     may_be_lost,
     needs_probe,
@@ -26,6 +29,7 @@ from airflow_provider_brev.exceptions import (
     BrevCLIError,
     BrevCommandError,
     BrevConnectionLostError,
+    BrevInstanceFailedError,
     BrevInstanceNotFoundError,
     BrevInstanceNotReadyError,
     BrevInvalidInputError,
@@ -33,10 +37,10 @@ from airflow_provider_brev.exceptions import (
     BrevTimeoutError,
     BrevTransferConflictError,
     BrevTransferError,
+    BrevTransientError,
     TaoProgramFaultError,
     TaoVerificationError,
 )
-from airflow_provider_brev.staging.step_data import sync_seconds
 
 NAME = "afbrev-x"
 LOST_AT = datetime(2026, 3, 1, 12, 30, 5, tzinfo=UTC)
@@ -158,12 +162,40 @@ def test_bad_budgets_are_refused(value):
         validate_budget(value)
 
 
-@pytest.mark.parametrize(("value", "seconds"), [(300, 300.0), (0.5, 0.5), (timedelta(minutes=2), 120.0)])
-def test_sync_interval(value, seconds):
-    assert sync_seconds(value) == seconds
+def test_recovery_constants_and_words():
+    assert (DEFAULT_MAX_INSTANCE_RECOVERIES, EVENT_INSTANCE_LOST) == (2, "instance_lost")
+    assert describe_loss(LOST_MISSING) == "is gone (deleted, not listed by brev ls)"
+    assert describe_loss(LOST_FAILURE) == "is in FAILURE"
+    assert describe_loss(LOST_UNREACHABLE) == "is RUNNING but unreachable past its failure budget"
+    assert describe_loss("other") == "other"
 
 
-@pytest.mark.parametrize("value", [0, -5, timedelta(0), "soon", None])
-def test_bad_sync_intervals_are_refused(value):
-    with pytest.raises(BrevInvalidInputError, match="output_sync_interval"):
-        sync_seconds(value)
+def test_zero_recoveries_is_a_valid_budget_that_turns_recovery_off():
+    assert validate_budget(0) == 0
+    assert validate_budget(3) == 3
+    decision = decide_recovery(
+        name="w", loss=LOST_MISSING, owned=True, ephemeral=False, used=0, budget=0, lost_at=datetime.now(UTC)
+    )
+    assert decision.action == GIVE_UP
+
+
+def test_no_record_names_any_upstream_task():
+    decision = decide_recovery(
+        name="w", loss=LOST_MISSING, owned=None, ephemeral=False, used=0, budget=2, lost_at=datetime.now(UTC)
+    )
+    assert "(any upstream task has no XCom 'brev_instance' for it)" in decision.message
+
+
+def test_the_largest_count_wins_ties_included():
+    assert recoveries_used({"count": 2}, {"count": 2}, {"count": 1}) == 2
+    assert recoveries_used({"count": 0}) == 0
+
+
+def test_a_probe_is_needed_only_after_a_transient_error_on_a_running_instance():
+    running = BrevInstance("w", "i", "RUNNING")
+    assert needs_probe(BrevTransientError("502"), running)
+    assert not needs_probe(BrevInstanceFailedError("x"), running)
+    assert not needs_probe(BrevJobLostError("x"), running)
+    assert not needs_probe(BrevTimeoutError("x"), running)
+    assert not may_be_lost(BrevTimeoutError("x"))
+    assert may_be_lost(BrevInstanceFailedError("x"))

@@ -6,10 +6,7 @@ from __future__ import annotations
 import pytest
 
 from airflow_provider_brev.core.instances.readiness import (
-    STAGE_DOCKER,
-    STAGE_PROVISIONING,
     STAGE_READY,
-    ListInstance,
     ReadinessCheck,
     RunProbe,
 )
@@ -27,29 +24,9 @@ from airflow_provider_brev.core.instances.ssh_probe import (
     ssh_still_booting,
 )
 from airflow_provider_brev.core.protocol.lines import ProcessResult
-from airflow_provider_brev.core.protocol.machine import Done, Failed, Sleep
-from airflow_provider_brev.core.protocol.output import BrevInstance
-from airflow_provider_brev.exceptions import BrevCLINotFoundError, BrevTransientError
+from airflow_provider_brev.core.protocol.machine import Done, Sleep
+from unit.core.instances.ssh_probe_helpers import ENTRY, REFUSED, echo, listed, refreshed_entry
 from unit.machine_steps import step
-
-ENTRY = "# included in ~/.ssh/config\nHost w-1\n  Hostname 10.0.0.1\nHost w-1-host\n  Hostname 10.0.0.1\n"
-REFUSED = ProcessResult(255, [], ["ssh: connect to host 10.0.0.1 port 22: Connection refused"])
-
-
-def ready_listing() -> BrevInstance:
-    return BrevInstance("w-1", "id-1", "RUNNING", build_status="COMPLETED", shell_status="READY")
-
-
-def echo(call: RunSshProbe | RunProbe, docker: bool = True) -> ProcessResult:
-    nonce = call.command.split()[1].rstrip(";")
-    return ProcessResult(0, [nonce, f"{nonce}:docker"] if docker else [nonce], [])
-
-
-def listed(machine: ReadinessCheck, now: float = 0.0) -> object:
-    assert isinstance(step(machine, now), ListInstance)
-    machine.receive(ready_listing(), now)
-    return step(machine, now)
-
 
 #: (case, ~/.brev/ssh_config text, has a host entry for exactly "w-1")
 HOST_ENTRIES = [
@@ -120,16 +97,6 @@ def test_the_probe_never_prompts_and_reads_the_clis_host_entries():
     ]
 
 
-def refreshed_entry(machine: ReadinessCheck, now: float = 0.0) -> None:
-    """Drive ``machine`` to where it has just read the entry ``brev refresh`` wrote in this check."""
-    listed(machine, now)
-    machine.receive(None, now)
-    assert isinstance(step(machine, now), RefreshHostEntries)
-    machine.receive(ProcessResult(0, [], []), now)
-    assert isinstance(step(machine, now), ReadHostEntries)
-    machine.receive(ENTRY, now)
-
-
 def test_an_entry_that_exists_is_probed_at_once_and_rewritten_once_when_refused():
     """A name re-created or started again may answer elsewhere: an entry from before this check that meets a refused
     connection is rewritten (one ``brev refresh``), then probed again at the short interval."""
@@ -164,28 +131,6 @@ def test_a_missing_entry_is_written_once_with_brev_refresh_then_probed():
     assert isinstance(step(machine, 0.3), ReadHostEntries)
     machine.receive(ENTRY, 0.3)
     assert isinstance(step(machine, 0.3), RunSshProbe)
-
-
-@pytest.mark.parametrize(
-    "answers",
-    [
-        pytest.param([None, ProcessResult(0, [], []), "Host other\n"], id="still-no-entry-after-refresh"),
-        pytest.param([None, Failed(BrevTransientError("502"))], id="refresh-fails"),
-        pytest.param([ENTRY, Failed(BrevCLINotFoundError("no ssh"))], id="ssh-cannot-start"),
-        pytest.param([ENTRY, ProcessResult(255, [], ["Permission denied (publickey)."])], id="ssh-denied"),
-        pytest.param([ENTRY, ProcessResult(0, ["hello"], [])], id="no-nonce"),
-    ],
-)
-def test_anything_but_a_booting_sshd_hands_over_to_brev_exec(answers):
-    machine = ReadinessCheck("w-1", direct_ssh=True)
-    listed(machine)
-    for answer in answers:
-        machine.receive(answer, 0.0)
-        action = step(machine, 0.0)
-    assert isinstance(action, RunProbe)
-    assert machine.probed_with == "exec"
-    machine.receive(echo(action), 1.0)
-    assert step(machine, 1.0).result.stage == STAGE_READY
 
 
 def test_after_the_window_the_check_hands_over_to_brev_exec_with_what_is_left_of_the_budget():
@@ -231,20 +176,6 @@ def test_a_slow_sshd_is_probed_less_often_after_ten_seconds():
     assert step(machine, 12.0) == Sleep(SSH_SLOW_INTERVAL)
 
 
-def test_the_docker_stage_is_judged_from_the_direct_probe_and_status_still_comes_first():
-    machine = ReadinessCheck("w-1", direct_ssh=True, require_docker=True)
-    listed(machine)
-    machine.receive(ENTRY, 0.0)
-    call = step(machine, 0.0)
-    assert "docker info" in call.command
-    machine.receive(echo(call, docker=False), 0.0)
-    assert step(machine, 0.0).result.stage == STAGE_DOCKER
-    deploying = ReadinessCheck("w-1", direct_ssh=True)
-    step(deploying, 0.0)
-    deploying.receive(BrevInstance("w-1", "id-1", "DEPLOYING"), 0.0)
-    assert step(deploying, 0.0).result.stage == STAGE_PROVISIONING  # no probe, no refresh
-
-
 @pytest.mark.parametrize(
     ("probing_for", "interval"),
     [(0.0, 0.1), (9.99, 0.1), (10.0, 0.5), (39.9, 0.5)],
@@ -287,46 +218,3 @@ def test_brev_refresh_gets_what_is_left_of_the_probe_budget_within_a_second_and_
 def test_one_direct_attempt_gets_the_connect_timeout_plus_five_seconds_within_the_budget(probe_timeout, at, budget):
     probe = entry_read(probe_timeout, ENTRY, at)
     assert isinstance(probe, RunSshProbe) and probe.timeout == budget
-
-
-def test_a_retried_attempt_gets_what_is_left_when_it_starts_and_the_last_sleep_ends_with_the_window():
-    machine = ReadinessCheck("w-1", direct_ssh=True, probe_timeout=4.0)  # a 2 s window
-    refreshed_entry(machine, 10.0)
-    step(machine, 10.0)
-    machine.receive(REFUSED, 10.5)
-    assert step(machine, 10.5) == Sleep(SSH_PROBE_INTERVAL)
-    retry = step(machine, 10.6)
-    assert isinstance(retry, RunSshProbe) and retry.timeout == pytest.approx(3.4)  # 4 s less the 0.6 s spent
-    machine.receive(REFUSED, 11.95)
-    last = step(machine, 11.95)
-    assert isinstance(last, Sleep) and last.seconds == pytest.approx(0.05)  # not past the window's end
-    step(machine, 12.0)
-    machine.receive(REFUSED, 12.0)  # the window is over: brev exec gets the rest of the budget
-    handed = step(machine, 12.0)
-    assert isinstance(handed, RunProbe) and handed.timeout == 2.0
-
-
-@pytest.mark.parametrize(
-    ("handed_over_at", "exec_budget"),
-    [
-        (1.5, 1.5),
-        (2.0, 1.0),  # a second left: still worth a `brev exec`
-        (2.01, None),  # less: the check ends, not reachable yet
-    ],
-)
-def test_the_hand_over_to_brev_exec_needs_a_second_of_the_budget(handed_over_at, exec_budget):
-    machine = ReadinessCheck("w-1", direct_ssh=True, probe_timeout=3.0)
-    listed(machine, 0.0)
-    machine.receive(None, 0.0)
-    assert isinstance(step(machine, 0.0), RefreshHostEntries)
-    machine.receive(ProcessResult(0, [], []), handed_over_at)
-    step(machine, handed_over_at)
-    machine.receive("Host other\n", handed_over_at)  # still no entry: hand over
-    action = step(machine, handed_over_at)
-    if exec_budget is None:
-        assert isinstance(action, Done) and action.result.message.endswith(
-            "not reachable over SSH yet: probe timed out"
-        )
-    else:
-        assert isinstance(action, RunProbe) and action.timeout == exec_budget
-    assert machine.probed_with == "exec"

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import dataclasses
-import sys
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -13,15 +12,6 @@ from airflow_provider_brev.core.instances.sweep import ALREADY_DELETING, DELETE,
 from airflow_provider_brev.core.instances.warm_pool import STATE_IN_USE, STATE_STOPPED, ReuseEntry
 from airflow_provider_brev.core.protocol.names import managed_instance_name
 from airflow_provider_brev.core.protocol.output import BrevInstance
-from airflow_provider_brev.core.staging import lineage as lineage_rules
-from airflow_provider_brev.core.staging.lineage import (
-    bucket_uris,
-    mapping_keys,
-    mapping_values,
-    s3_dataset,
-    s3_datasets,
-)
-from airflow_provider_brev.utils.lineage import operator_lineage
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 
@@ -120,88 +110,6 @@ def test_deletions_run_recorded_instances_first_then_the_oldest_expiry():
     assert [v.instance.name for v in plan.of(KEEP)] == [FRESH]
 
 
-@pytest.mark.parametrize(
-    ("uri", "dataset"),
-    [
-        ("s3://data/train/", ("s3://data", "train")),
-        ("s3://data/train", ("s3://data", "train")),  # the same dataset as with the slash
-        ("s3://data/runs/r1/out//", ("s3://data", "runs/r1/out")),
-        ("s3://data/", ("s3://data", "/")),  # the whole bucket
-        ("s3://data", ("s3://data", "/")),
-        ("s3://data/specs/train.yaml", ("s3://data", "specs/train.yaml")),
-        ("s3://data/runs/X/", ("s3://data", "runs/X")),  # only the slash is dropped, not the letters before it
-        ("s3://data/BOX", ("s3://data", "BOX")),
-        ("s3://Bad_Bucket/x", None),
-        ("gs://data/x", None),
-        ("s3://data/a/../b", None),
-        ("s3://data/a\nb", None),
-        (42, None),
-        ("{{ params.bucket }}", None),
-        (None, None),
-    ],
-)
-def test_s3_dataset_names(uri, dataset):
-    assert s3_dataset(uri) == dataset
-
-
-def test_datasets_are_listed_once_in_order():
-    assert s3_datasets(["s3://bkt/a/", "s3://bkt/a", "s3://cat/x", "nope", "s3://bkt/a/"]) == [
-        ("s3://bkt", "a"),
-        ("s3://cat", "x"),
-    ]
-    assert bucket_uris("b", "in/") == ["s3://b/in/"]
-    assert bucket_uris("b", None, ["k1", "k2"]) == ["s3://b/k1", "s3://b/k2"]
-    assert bucket_uris("b", "", None) == ["s3://b/"]
-    assert bucket_uris(None, "x") == []
-
-
-@pytest.mark.parametrize(
-    ("bucket", "prefix", "keys", "uris"),
-    [
-        ("b", "in/", None, ["s3://b/in/"]),
-        ("b", None, None, ["s3://b/"]),
-        ("b", 7, None, ["s3://b/"]),  # a prefix that is no string: the whole bucket
-        ("b", "in/", ["k1", 2, "k2"], ["s3://b/k1", "s3://b/k2"]),  # keys win over the prefix
-        ("b", "in/", "k1", ["s3://b/k1"]),
-        ("b", "in/", [], ["s3://b/in/"]),
-        ("", "in/", None, []),
-        (None, "in/", None, []),
-        (["b"], "in/", None, []),
-    ],
-)
-def test_the_uris_a_transfer_names(bucket, prefix, keys, uris):
-    assert bucket_uris(bucket, prefix, keys) == uris
-
-
-@pytest.mark.parametrize(
-    ("value", "uris"),
-    [
-        (None, []),
-        ("s3://b/x", ["s3://b/x"]),
-        (["s3://b/x", "s3://b/y"], ["s3://b/x", "s3://b/y"]),
-        (("s3://b/x",), ["s3://b/x"]),
-        ({"s3://b/x": "d"}, []),  # neither one URI nor a list
-        (3, []),
-    ],
-)
-def test_a_parameter_of_one_or_several_uris(value, uris):
-    assert lineage_rules.listed(value) == uris
-
-
-@pytest.mark.parametrize(
-    ("value", "keys", "values"),
-    [
-        ({"s3://b/in/": "data", "s3://b/x": "more"}, ["s3://b/in/", "s3://b/x"], ["data", "more"]),
-        ({}, [], []),
-        (None, [], []),
-        (["s3://b/in/"], [], []),  # not a mapping
-        ("s3://b/in/", [], []),
-    ],
-)
-def test_the_uris_of_a_steps_inputs_and_outputs(value, keys, values):
-    assert (mapping_keys(value), mapping_values(value)) == (keys, values)
-
-
 def test_verdicts_and_plans_are_frozen_and_expiry_is_iso():
     verdict = plan_sweep([listed(EXPIRED)], prefix="afbrev", cutoff=NOW, records={}, now=NOW).verdicts[0]
     assert verdict.expires == "2026-06-01T10:00:00+00:00"
@@ -225,36 +133,3 @@ def test_deletions_without_a_known_expiry_come_first_among_the_named():
     dated = SweepVerdict(listed("a"), DELETE, "expired", NOW - timedelta(hours=1))
     undated = SweepVerdict(listed("b"), DELETE, "by hand")
     assert SweepPlan([dated, undated]).deletions() == [undated, dated]
-
-
-def test_operator_lineage_is_none_without_the_openlineage_provider(monkeypatch):
-    monkeypatch.setitem(sys.modules, "airflow.providers.openlineage.extractors", None)  # import raises ImportError
-    assert operator_lineage(["s3://bkt/a/"], []) is None
-
-
-def test_operator_lineage_with_the_openlineage_provider():
-    pytest.importorskip("airflow.providers.openlineage.extractors")
-    lineage = operator_lineage(["s3://bkt/in/", "s3://bkt/in"], ["s3://out/out/"])
-    assert [(d.namespace, d.name) for d in lineage.inputs] == [("s3://bkt", "in")]
-    assert [(d.namespace, d.name) for d in lineage.outputs] == [("s3://out", "out")]
-
-
-@pytest.mark.parametrize(
-    ("operator", "inputs", "outputs"),
-    [
-        (dict(kind="download", s3_prefix="inputs/"), [("s3://bkt", "inputs")], []),
-        (dict(kind="download", s3_keys=["a/x.txt", "b.txt"]), [("s3://bkt", "a/x.txt"), ("s3://bkt", "b.txt")], []),
-        (dict(kind="download", s3_prefix=""), [("s3://bkt", "/")], []),
-        (dict(kind="upload", s3_prefix="runs/r1/out"), [], [("s3://bkt", "runs/r1/out")]),
-    ],
-)
-def test_transfers_report_the_s3_side(operator, inputs, outputs):
-    pytest.importorskip("airflow.providers.openlineage.extractors")
-    from airflow_provider_brev.transfers.s3 import BrevToS3Operator, S3ToBrevOperator
-
-    kind = operator.pop("kind")
-    cls = S3ToBrevOperator if kind == "download" else BrevToS3Operator
-    task = cls(task_id=kind, instance_name="box", s3_bucket="bkt", remote_dir="work", **operator)
-    lineage = task.get_openlineage_facets_on_complete(None)
-    assert [(d.namespace, d.name) for d in lineage.inputs] == inputs
-    assert [(d.namespace, d.name) for d in lineage.outputs] == outputs

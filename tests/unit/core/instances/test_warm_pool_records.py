@@ -21,29 +21,15 @@ from airflow_provider_brev.core.instances.warm_pool import (
 from airflow_provider_brev.core.instances.warm_pool_records import (
     TaskRef,
     awake_variable,
-    ownership_problem,
     record_variable,
     tasks_named,
 )
-from airflow_provider_brev.core.protocol.names import managed_instance_name
 from airflow_provider_brev.core.protocol.output import BrevInstance
+from unit.core.instances.warm_pool_records_helpers import CREATOR, HOLDER, NOW, OURS, entry_for, managed
 
-NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 MAX_IDLE, MAX_LIFETIME, GRACE = 3600.0, 7200.0, CLAIM_GRACE_SECONDS
 #: The example janitor DAG sweeps hourly: a bound is "by the first sweep after ...".
 SWEEP = 3600.0
-CREATOR = TaskRef("weekly", "scheduled__2026-05-01", "create")
-
-
-def managed(expires_in_hours: float, task: TaskRef = CREATOR, prefix: str = "afbrev") -> str:
-    return managed_instance_name(
-        dag_id=task.dag_id,
-        run_id=task.run_id,
-        task_id=task.task_id,
-        map_index=task.map_index,
-        expires_at=NOW + timedelta(hours=expires_in_hours),
-        prefix=prefix,
-    )
 
 
 #: The age of a record (seconds since it entered its state): before max_idle; past max_idle but within the claim
@@ -191,76 +177,6 @@ def test_the_plan_keeps_a_sighting_only_while_the_instance_is_running_on_a_stopp
 
 
 # --- who may act on a record ----------------------------------------------------------------------------------------
-
-OURS = BrevInstance(name=managed(-2), id="i-warm", status="STOPPED")
-HOLDER = TaskRef("weekly", "scheduled__2026-05-08", "create")
-
-
-def entry_for(instance: BrevInstance, **fields) -> ReuseEntry:
-    values = {"key": "weekly", "id": instance.id, "name": instance.name, "created_by": CREATOR.text, **fields}
-    return ReuseEntry(**values)
-
-
-@pytest.mark.parametrize(
-    ("instance", "fields", "owned", "problem"),
-    [
-        pytest.param(OURS, {}, {CREATOR: {"i-warm"}}, None, id="creator-recorded-it"),
-        pytest.param(
-            OURS, {"claimed_by": HOLDER.text}, {CREATOR: None, HOLDER: {"i-warm"}}, None, id="its-last-holder-did"
-        ),
-        pytest.param(
-            OURS, {"created_by": "", "claimed_by": HOLDER.text}, {HOLDER: {"i-warm"}}, None, id="earlier-release"
-        ),
-        pytest.param(
-            BrevInstance(name="my-notebook", id="i-nb", status="STOPPED"),
-            {},
-            {CREATOR: {"i-nb"}},
-            "my-notebook is not a name this provider makes",
-            id="hand-made-name",
-        ),
-        pytest.param(
-            BrevInstance(name=managed(-2, prefix="team2"), id="i-warm", status="STOPPED"),
-            {},
-            {CREATOR: {"i-warm"}},
-            "does not carry the owner prefix 'afbrev'",
-            id="other-owner",
-        ),
-        pytest.param(
-            OURS,
-            {"created_by": HOLDER.text},
-            {HOLDER: {"i-warm"}},
-            "was not derived from the task the record names as its creator",
-            id="name-of-another-task",
-        ),
-        pytest.param(OURS, {"created_by": "not a task"}, {}, "was not derived from the task", id="creator-unparseable"),
-        pytest.param(
-            OURS,
-            {},
-            {CREATOR: {"i-other"}},
-            "no task it names (weekly/scheduled__2026-05-01/create/-1) recorded creating or starting id i-warm",
-            id="id-not-in-xcom",
-        ),
-        pytest.param(
-            OURS, {}, {CREATOR: None}, "XCom not readable: weekly/scheduled__2026-05-01/create/-1", id="xcom-gone"
-        ),
-        pytest.param(OURS, {"created_by": ""}, {}, "it names no task", id="names-no-task"),
-        pytest.param(
-            OURS,
-            {"name": managed(-2, task=HOLDER)},
-            {CREATOR: {"i-warm"}},
-            "but id i-warm is listed as",
-            id="record-of-another-name",
-        ),
-        pytest.param(OURS, {"id": "i-other"}, {CREATOR: {"i-other"}}, "but id i-warm is listed as", id="another-id"),
-    ],
-)
-def test_a_record_acts_only_on_an_instance_the_provider_demonstrably_made(instance, fields, owned, problem):
-    entry = entry_for(instance, **fields)
-    found = ownership_problem(entry, instance, prefix="afbrev", owned_ids=owned)
-    if problem is None:
-        assert found is None
-    else:
-        assert found is not None and problem in found
 
 
 def test_tasks_named_are_the_creator_then_the_last_holder():

@@ -4,15 +4,12 @@ poll and launch parsers (``core/jobs/remote.py``), and which values of the pure 
 
 from __future__ import annotations
 
-import base64
 import dataclasses
 import logging
-import re
 
 import pytest
 
 from airflow_provider_brev.core.instances import readiness, recovery
-from airflow_provider_brev.core.jobs.attempts import COLLECT, IGNORE, REATTACH, RELAUNCH, earlier_job_verdict
 from airflow_provider_brev.core.jobs.follower import (
     MAX_BACKOFF,
     SYNC_DUE,
@@ -27,27 +24,9 @@ from airflow_provider_brev.core.jobs.follower import (
     outcome_error,
 )
 from airflow_provider_brev.core.jobs.handle import (
-    DEFAULT_BASE_DIR,
-    DEFAULT_MAX_BYTES,
-    KILLED_EXIT_CODE,
-    MAX_COMMAND_LENGTH,
-    MAX_JOB_ID_LENGTH,
     MAX_POLL_WAIT,
-    SETUP_FAILED_EXIT_CODE,
-    TERMINATED_EXIT_CODE,
-    RemoteJob,
-    check_path,
-    generate_job_id,
-    job_id_prefix,
-    shell_path,
 )
-from airflow_provider_brev.core.jobs.remote import PollResult, parse_launch_output, parse_poll_output
-from airflow_provider_brev.core.jobs.scripts import (
-    build_kill_command,
-    build_launch_command,
-    build_poll_command,
-    build_secret_env_file,
-)
+from airflow_provider_brev.core.jobs.remote import PollResult
 from airflow_provider_brev.core.protocol import argv, classify, config, invocation, machine, names, output
 from airflow_provider_brev.core.protocol.machine import Done, Fail, Failed, Sleep
 from airflow_provider_brev.core.staging import manifest
@@ -63,202 +42,16 @@ from airflow_provider_brev.exceptions import (
     BrevTimeoutError,
     BrevTransientError,
 )
+from unit.core.jobs.follower_helpers import JOB, _poll
 from unit.machine_steps import step
 
-JOB = RemoteJob("job-1")
-
-
 # ----------------------------------------------------------------------------------------------- handles
-
-
-def test_job_limits_and_exit_codes():
-    assert (DEFAULT_BASE_DIR, DEFAULT_MAX_BYTES, MAX_COMMAND_LENGTH) == (".airflow-brev/jobs", 4194304, 102400)
-    assert (MAX_JOB_ID_LENGTH, SETUP_FAILED_EXIT_CODE, TERMINATED_EXIT_CODE, KILLED_EXIT_CODE) == (80, 125, 143, 137)
-
-
-def test_job_ids_are_deterministic_slugs():
-    prefix = job_id_prefix(dag_id="My DAG", task_id="train.step", run_id="r", map_index=2)
-    assert re.fullmatch(r"my-dag-train-step-[0-9a-f]{10}", prefix)
-    assert job_id_prefix(dag_id="My DAG", task_id="train.step", run_id="r", map_index=3) != prefix
-    assert job_id_prefix(dag_id="--", task_id="..", run_id="r").startswith("job-")
-    long = generate_job_id(dag_id="d" * 100, task_id="t" * 100, run_id="r", try_number=9_999_999_999)
-    assert len(long) <= MAX_JOB_ID_LENGTH and long.endswith("-t9999999999")
-    assert len(job_id_prefix(dag_id="d" * 100, task_id="t", run_id="r")) == 56 + 1 + 10
-    assert generate_job_id(dag_id="d", task_id="t", run_id="r", try_number=0).endswith("-t0")
-    for bad in (-1, 10**10, True, 1.0, "1"):
-        with pytest.raises(ValueError, match="try_number must be a non-negative integer"):
-            generate_job_id(dag_id="d", task_id="t", run_id="r", try_number=bad)
-
-
-@pytest.mark.parametrize(
-    ("value", "message"),
-    [
-        ("", "must be a non-empty string"),
-        ("  ", "must be a non-empty string"),
-        (None, "must be a non-empty string"),
-        ("a'b", "must not contain quotes"),
-        ('a"b', "must not contain quotes"),
-        ("a\nb", "must not contain quotes"),
-        ("a\rb", "must not contain quotes"),
-        ("a\x00b", "must not contain quotes"),
-    ],
-)
-def test_remote_paths_are_refused_for_their_reason(value, message):
-    with pytest.raises(ValueError, match=message):
-        check_path(value, "secret_env_path")
-
-
-@pytest.mark.parametrize(
-    ("base_dir", "message"),
-    [
-        ("a/../b", "must not contain '..'"),
-        ("/", "must name a directory"),
-        ("~/", "must name a directory"),
-        (".", "must name a directory"),
-        ("~", "must name a directory"),
-        ("", "must be a non-empty string"),
-    ],
-)
-def test_bad_base_dirs(base_dir, message):
-    with pytest.raises(ValueError, match=message):
-        RemoteJob("j", base_dir=base_dir)
-
-
-def test_handle_paths_and_round_trip():
-    job = RemoteJob("j.1", base_dir="~/work/jobs/")
-    assert job.base_dir == "work/jobs"
-    assert (job.job_dir, job.log_path, job.pid_path) == ("work/jobs/j.1", "work/jobs/j.1/log", "work/jobs/j.1/pid")
-    assert (job.exit_code_path, job.script_path) == ("work/jobs/j.1/exit_code", "work/jobs/j.1/job.sh")
-    assert (job.launched_path, job.killed_path) == ("work/jobs/j.1/launched", "work/jobs/j.1/killed")
-    assert job.to_dict() == {
-        "job_id": "j.1",
-        "base_dir": "work/jobs",
-        "job_dir": "work/jobs/j.1",
-        "log_path": "work/jobs/j.1/log",
-    }
-    assert RemoteJob.from_dict(job.to_dict()) == job
-    assert RemoteJob.from_dict({"job_id": "x", "base_dir": ""}).base_dir == DEFAULT_BASE_DIR
-    assert RemoteJob("x", base_dir="/abs/dir/").base_dir == "/abs/dir"
-    for bad in ({"base_dir": "x"}, ["job_id"]):
-        with pytest.raises(ValueError, match="Not a remote job handle"):
-            RemoteJob.from_dict(bad)  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="Invalid job id"):
-        RemoteJob(3)  # type: ignore[arg-type]
-    assert shell_path("~", relative_to_home=True) == '"$HOME"'
-    assert shell_path("~/", relative_to_home=True) == '"$HOME"'
-    assert shell_path("~//a b", relative_to_home=True) == "\"$HOME\"/'a b'"
-    assert shell_path("rel", relative_to_home=False) == "rel"
-    assert shell_path("rel", relative_to_home=True) == '"$HOME"/rel'
-    assert JOB.shell_path("/abs") == "/abs"
 
 
 # ----------------------------------------------------------------------------------------------- scripts
 
 
-@pytest.mark.parametrize(
-    ("kwargs", "message"),
-    [
-        ({"command": ""}, "command must be a non-empty string"),
-        ({"command": None}, "command must be a non-empty string"),
-        ({"command": "a\x00b"}, "command must not contain NUL"),
-        ({"env": {"A": "x\x00"}}, "Environment variable A must not contain NUL"),
-        ({"cwd": ""}, "cwd must be a non-empty path"),
-        ({"cwd": "  "}, "cwd must be a non-empty path"),
-        ({"cwd": 3}, "cwd must be a non-empty path"),
-        ({"cwd": "a\x00"}, "cwd must be a non-empty path"),
-        ({"secret_env_path": ""}, "secret_env_path must be a non-empty string"),  # the empty secret-file guard
-        ({"secret_env_path": "a'b"}, "must not contain quotes"),
-    ],
-)
-def test_launch_arguments_are_checked(kwargs, message):
-    with pytest.raises(ValueError, match=message):
-        build_launch_command(JOB, **{"command": "echo", **kwargs})
-
-
-def test_poll_and_kill_arguments_are_checked():
-    for offset, max_bytes, message in (
-        (-1, 1, "offset must be an integer >= 0"),
-        (0, 0, "max_bytes must be an integer >= 1"),
-    ):
-        with pytest.raises(ValueError, match=message):
-            build_poll_command(JOB, offset=offset, max_bytes=max_bytes)
-    with pytest.raises(ValueError, match="offset must be an integer >= 0, got True"):
-        build_poll_command(JOB, offset=True)
-    with pytest.raises(ValueError, match="max_bytes must be an integer >= 1, got 1.5"):
-        build_poll_command(JOB, offset=0, max_bytes=1.5)  # type: ignore[arg-type]
-    assert "__BJ_OFFSET=7\n__BJ_MAX=1\n__BJ_WAIT=0\n" in build_poll_command(JOB, offset=7, max_bytes=1)
-    for wait, tenths in ((2.0, 20), (0.04, 0), (0.06, 1), (-1.0, 0), (MAX_POLL_WAIT + 1, int(MAX_POLL_WAIT * 10))):
-        assert f"__BJ_WAIT={tenths}\n" in build_poll_command(JOB, offset=0, wait=wait), wait
-    for wait in (True, "1", float("nan")):
-        with pytest.raises(ValueError, match="wait must be a number of seconds"):
-            build_poll_command(JOB, offset=0, wait=wait)  # type: ignore[arg-type]
-    for grace in (-0.1, 3600.1, True, "1"):
-        with pytest.raises(ValueError, match="grace_seconds must be between 0 and 3600"):
-            build_kill_command(JOB, grace_seconds=grace)  # type: ignore[arg-type]
-    assert "__BJ_TICKS=1\n" in build_kill_command(JOB, grace_seconds=0)
-    assert "__BJ_TICKS=36000\n" in build_kill_command(JOB, grace_seconds=3600)
-    assert "__BJ_TICKS=25\n__BJ_GRACE=3\n" in build_kill_command(JOB, grace_seconds=2.5)
-    with pytest.raises(ValueError, match="longer than 102400 bytes"):
-        build_launch_command(JOB, "x" * MAX_COMMAND_LENGTH)
-    build_launch_command(JOB, "x" * (MAX_COMMAND_LENGTH - 8000))
-
-
-def test_the_secret_env_file():
-    assert build_secret_env_file({"A": "it's", "B": 2}) == "export A='it'\\''s'\nexport B='2'\n"
-    with pytest.raises(ValueError, match="Secret environment variable A must not contain NUL"):
-        build_secret_env_file({"A": "x\x00"})
-    assert build_secret_env_file({}) == ""
-
-
 # ----------------------------------------------------------------------------------------------- parsers
-
-
-def _status(state="finished", rc="0", size="3", pid="42", body=b"abc"):
-    return [
-        f"BREV_JOB_STATUS job-1 {state} {rc} {size} {pid}",
-        "BREV_JOB_LOG_BEGIN",
-        base64.b64encode(body).decode(),
-        "BREV_JOB_LOG_END",
-    ]
-
-
-def test_poll_output_parsing_details():
-    poll = parse_poll_output(["noise", *_status(), "w-1"], "job-1", 5)
-    assert (poll.state, poll.exit_code, poll.log_size, poll.pid, poll.chunk, poll.offset) == (
-        "finished",
-        0,
-        3,
-        42,
-        b"abc",
-        5,
-    )
-    assert (poll.next_offset, poll.done, poll.complete) == (8, True, True)
-    assert parse_poll_output(_status(rc="-", pid="-"), "job-1", 0).exit_code is None
-    with pytest.raises(ValueError, match="Truncated output"):
-        parse_poll_output(_status()[:3], "job-1", 0)
-    with pytest.raises(ValueError, match="Truncated output"):
-        parse_poll_output(_status()[:1], "job-1", 0)
-    with pytest.raises(ValueError, match=r"first lines: \['a', 'b', 'c'\]"):
-        parse_poll_output(["a", "b", "c", "d"], "job-1", 0)
-    with pytest.raises(ValueError, match="Corrupt log chunk"):
-        parse_poll_output([*_status()[:2], "!!!", "BREV_JOB_LOG_END"], "job-1", 0)
-    twice = parse_poll_output([*_status(state="running", size="1", body=b"a"), *_status()[:2]], "job-1", 0)
-    assert twice.state == "running"  # the last *complete* block wins
-    running = PollResult("running", None, 10, 1, b"abc", 0)
-    assert not running.done and not running.complete
-
-
-def test_launch_output_parsing_details():
-    launched = parse_launch_output(["BREV_JOB_LAUNCHED job-1 77"], "job-1")
-    assert (launched.launched, launched.pid, launched.existing, launched.error) == (True, 77, None, None)
-    existing = parse_launch_output(["BREV_JOB_EXISTS job-1", *_status(state="running", pid="9")], "job-1")
-    assert (existing.launched, existing.pid, existing.existing.state) == (False, 9, "running")
-    both = parse_launch_output(["BREV_JOB_LAUNCHED job-1 5", "BREV_JOB_EXISTS job-1", *_status(pid="9")], "job-1")
-    assert both.pid == 5  # this call's launch wins over the re-run's report
-    failed = parse_launch_output(["BREV_JOB_LAUNCH_FAILED job-1 base-dir"], "job-1")
-    assert (failed.launched, failed.error) == (False, "base-dir")
-    with pytest.raises(ValueError, match=r"first lines: \['x', 'y', 'z'\]"):
-        parse_launch_output(["x", "y", "z", "w"], "job-1")
 
 
 # ---------------------------------------------------------------------------------------------- follower
@@ -276,10 +69,6 @@ def test_outcomes_and_their_errors():
         error = outcome_error(lost, "w-1", "j")
         assert isinstance(error, BrevJobLostError)
         assert f"is {lost.state}" in error.message
-
-
-def _poll(state="running", size=0, chunk=b"", offset=0, rc=None):
-    return PollResult(state, rc, size, 1, chunk, offset)
 
 
 def test_progress_lines_report_each_new_percentage():
@@ -450,20 +239,6 @@ def test_an_answer_of_an_unknown_kind_is_refused():
     follower.next_action(0.0)
     with pytest.raises(RuntimeError, match="answer to int while waiting for PollJob"):
         follower.receive(42, 0.0)
-
-
-@pytest.mark.parametrize(
-    ("poll", "verdict"),
-    [
-        (_poll("running"), REATTACH),
-        (_poll("finished", rc=0), COLLECT),
-        (_poll("finished", rc=2), RELAUNCH),
-        (_poll("lost"), RELAUNCH),
-        (_poll("missing", rc=0), IGNORE),
-    ],
-)
-def test_what_an_earlier_try_means(poll, verdict):
-    assert earlier_job_verdict(poll) == verdict
 
 
 # ------------------------------------------------------------------------------------------------ frozen

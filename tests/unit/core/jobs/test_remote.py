@@ -36,6 +36,22 @@ from airflow_provider_brev.core.jobs.remote import (
 
 if TYPE_CHECKING:
     from pathlib import Path
+import base64
+import logging
+
+from airflow_provider_brev.core.jobs.attempts import (
+    COLLECT,
+    IGNORE,
+    REATTACH,
+    RELAUNCH,
+    SUPERSEDED,
+    earlier_job_verdict,
+)
+from airflow_provider_brev.core.jobs.pulls import pull_start
+from airflow_provider_brev.core.jobs.remote import FINISHED, LOST, MISSING, RUNNING, LaunchResult
+from airflow_provider_brev.exceptions import BrevConnectionLostError
+from unit.core.jobs.pulls_helpers import poll
+from unit.job_runner_helpers import JOB, NAME, SCENARIOS, START, drive
 
 #: How long a wait may take before the test gives up: a bound against hanging, not a speed check. Draining ten
 #: thousand lines takes some 40 polls of a few ``bash`` processes each, 2 s on an idle machine and over 10 s under
@@ -581,3 +597,140 @@ def test_log_line_assembler_squashes_progress_bars_and_flushes():
     assert assembler.feed(b"partial") == []
     assert assembler.flush() == ["partial"]
     assert assembler.flush() == []
+
+
+def _status(state="finished", rc="0", size="3", pid="42", body=b"abc"):
+    return [
+        f"BREV_JOB_STATUS job-1 {state} {rc} {size} {pid}",
+        "BREV_JOB_LOG_BEGIN",
+        base64.b64encode(body).decode(),
+        "BREV_JOB_LOG_END",
+    ]
+
+
+def test_poll_output_parsing_details():
+    poll = parse_poll_output(["noise", *_status(), "w-1"], "job-1", 5)
+    assert (poll.state, poll.exit_code, poll.log_size, poll.pid, poll.chunk, poll.offset) == (
+        "finished",
+        0,
+        3,
+        42,
+        b"abc",
+        5,
+    )
+    assert (poll.next_offset, poll.done, poll.complete) == (8, True, True)
+    assert parse_poll_output(_status(rc="-", pid="-"), "job-1", 0).exit_code is None
+    with pytest.raises(ValueError, match="Truncated output"):
+        parse_poll_output(_status()[:3], "job-1", 0)
+    with pytest.raises(ValueError, match="Truncated output"):
+        parse_poll_output(_status()[:1], "job-1", 0)
+    with pytest.raises(ValueError, match=r"first lines: \['a', 'b', 'c'\]"):
+        parse_poll_output(["a", "b", "c", "d"], "job-1", 0)
+    with pytest.raises(ValueError, match="Corrupt log chunk"):
+        parse_poll_output([*_status()[:2], "!!!", "BREV_JOB_LOG_END"], "job-1", 0)
+    twice = parse_poll_output([*_status(state="running", size="1", body=b"a"), *_status()[:2]], "job-1", 0)
+    assert twice.state == "running"  # the last *complete* block wins
+    running = PollResult("running", None, 10, 1, b"abc", 0)
+    assert not running.done and not running.complete
+
+
+def test_launch_output_parsing_details():
+    launched = parse_launch_output(["BREV_JOB_LAUNCHED job-1 77"], "job-1")
+    assert (launched.launched, launched.pid, launched.existing, launched.error) == (True, 77, None, None)
+    existing = parse_launch_output(["BREV_JOB_EXISTS job-1", *_status(state="running", pid="9")], "job-1")
+    assert (existing.launched, existing.pid, existing.existing.state) == (False, 9, "running")
+    both = parse_launch_output(["BREV_JOB_LAUNCHED job-1 5", "BREV_JOB_EXISTS job-1", *_status(pid="9")], "job-1")
+    assert both.pid == 5  # this call's launch wins over the re-run's report
+    failed = parse_launch_output(["BREV_JOB_LAUNCH_FAILED job-1 base-dir"], "job-1")
+    assert (failed.launched, failed.error) == (False, "base-dir")
+    with pytest.raises(ValueError, match=r"first lines: \['x', 'y', 'z'\]"):
+        parse_launch_output(["x", "y", "z", "w"], "job-1")
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.id for s in SCENARIOS])
+def test_sync_and_async_drivers_decide_alike(scenario):
+    sync, async_ = drive(scenario, "sync"), drive(scenario, "async")
+    assert sync == async_
+
+    shown = [message.split("] ", 1)[1] for _, message in sync["records"] if message.startswith(f"[{NAME}] ")]
+    assert len(shown) == scenario.expect_lines
+    log = scenario.hook["log"].decode()
+    assert "\n".join(shown) == log.rstrip("\n")[: len("\n".join(shown))]  # in order, none lost, none repeated
+    if scenario.raises is not None:
+        assert sync["outcome"] is None
+        assert sync["error"][0] is scenario.raises
+        return
+    outcome = sync["outcome"]
+    assert (outcome.state, outcome.exit_code) == (scenario.state, scenario.exit_code)
+    assert outcome.offset == len(scenario.hook["log"])  # the whole log was drained
+    assert outcome.last_line == shown[-1]
+
+
+def test_retries_back_off_and_the_budget_resets_after_a_good_poll():
+    result = drive(SCENARIOS[2], "sync")
+    times = [call[-1] - START for call in result["calls"]]
+    # poll 1 ok (wait 2), polls 2-4 drop (back-off 2, 4, 6), poll 5 ok and final
+    assert times == [0.0, 2.0, 4.0, 8.0, 14.0]
+    warnings = [message for level, message in result["records"] if level == logging.WARNING]
+    assert [w.split(" of job")[0] for w in warnings] == ["Poll 1", "Poll 2", "Poll 3"]
+    assert all("the job keeps running, retrying" in w for w in warnings)
+
+
+def test_giving_up_keeps_the_error_and_warns_within_the_budget_only():
+    result = drive(SCENARIOS[3], "async")
+    assert result["error"] == (BrevConnectionLostError, "ssh dropped on poll 4")
+    assert len([r for r in result["records"] if r[0] == logging.WARNING]) == 2
+
+
+def test_large_log_is_drained_without_sleeping():
+    result = drive(SCENARIOS[7], "sync")
+    assert len(result["calls"]) > 5
+    assert result["end"] == START  # every poll came at once: more log was waiting
+    assert [call[1] for call in result["calls"]] == sorted({call[1] for call in result["calls"]})
+
+
+def test_progress_is_reported_once_per_percentage():
+    result = drive(SCENARIOS[8], "sync")
+    progress = [message for _, message in result["records"] if "progress:" in message]
+    assert progress == [f"Job {JOB.job_id} progress: {p}" for p in ("25% (1/4)", "50% (2/4)", "100% (4/4)")]
+    assert result["outcome"].last_line == "no newline at the end"
+
+
+@pytest.mark.parametrize(
+    ("state", "exit_code", "collectable", "verdict"),
+    [
+        (RUNNING, None, True, REATTACH),
+        (RUNNING, None, False, REATTACH),  # a running job is never started a second time, whatever generation
+        (FINISHED, 0, True, COLLECT),
+        (FINISHED, 0, False, SUPERSEDED),  # the task was cleared since: run the command again
+        (FINISHED, 1, True, RELAUNCH),
+        (FINISHED, 1, False, RELAUNCH),
+        (FINISHED, None, True, RELAUNCH),
+        (LOST, None, True, RELAUNCH),
+        (MISSING, None, True, IGNORE),
+        (MISSING, None, False, IGNORE),
+    ],
+)
+def test_earlier_job_verdicts(state, exit_code, collectable, verdict):
+    poll = PollResult(state=state, exit_code=exit_code, log_size=0, pid=None)
+    assert earlier_job_verdict(poll, collectable=collectable) == verdict
+
+
+@pytest.mark.parametrize(
+    ("launch", "found"),
+    [
+        (LaunchResult(launched=True, pid=7), "started"),
+        (LaunchResult(launched=False, existing=poll(RUNNING)), "running"),
+        (LaunchResult(launched=False, existing=poll(FINISHED, 0)), "done"),
+        (LaunchResult(launched=False, existing=poll(FINISHED, 1)), "restart"),
+        (LaunchResult(launched=False, existing=poll(FINISHED, None)), "restart"),
+        (LaunchResult(launched=False, existing=poll(LOST)), "restart"),
+        (LaunchResult(launched=False, existing=poll(MISSING)), "restart"),
+        # the state decides, not an exit code alone: only a finished pull is the image's done-marker
+        (LaunchResult(launched=False, existing=poll(LOST, 0)), "restart"),
+        (LaunchResult(launched=False, existing=poll(MISSING, 0)), "restart"),
+        (LaunchResult(launched=False), "restart"),
+    ],
+)
+def test_what_starting_a_pull_finds(launch, found):
+    assert pull_start(launch) == found

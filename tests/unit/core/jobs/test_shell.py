@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 import time
@@ -14,16 +13,19 @@ from airflow_provider_brev.core.jobs.scripts import build_secret_env_file
 from airflow_provider_brev.core.jobs.shell import (
     FOREGROUND_KILLED,
     FOREGROUND_NONE,
+    STALE_SECRET_MINUTES,
+    STARTED_ELSEWHERE,
     build_foreground_kill_command,
     build_once_command,
     env_prefix,
     parse_once_marker,
-    redact_filter,
+    secret_file_name,
     stale_secret_cleanup,
     strip_once_stdout,
     validate_env,
 )
-from airflow_provider_brev.core.secrets import redact, redaction_fragments, secret_fragments
+from airflow_provider_brev.core.protocol.remote_scripts import load_script
+from unit.core.jobs.shell_helpers import CREDENTIAL, PEM, SECRET_LINES, awks, with_awk
 
 MARKER = "BREV_AIRFLOW_RC_test0001"
 
@@ -204,65 +206,6 @@ def test_stale_secret_cleanup_removes_named_and_old_files_only(tmp_path):
 
 # --- multi-line secrets: a PEM key, a pretty-printed JSON credential ------------------------------------------
 
-PEM = (
-    "-----BEGIN PRIVATE KEY-----\n"
-    "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7VJTUt9Us8cKj\n"
-    "MzEfYyjiWA4R4/M2bS1GB4t7NXp98C3SC6dVMvDuictGeurT8jNbvJZHtCSuYEvu\n"
-    "Zw==\n"
-    "-----END PRIVATE KEY-----\n"
-)
-CREDENTIAL = (
-    "{\n"
-    '  "type": "service_account",\n'
-    '  "private_key_id": "5f1e0c2a9b7d4e3f8a6b",\n'
-    '  "client_email": "trainer@example-project.iam.gserviceaccount.com",\n'
-    '  "scopes": [\n'
-    '    "storage"\n'
-    "  ],\n"
-    '  "n": 1\r\n'
-    "}"
-)
-#: What must leave the instance redacted: every line that carries part of a secret.
-SECRET_LINES = [
-    "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7VJTUt9Us8cKj",
-    "MzEfYyjiWA4R4/M2bS1GB4t7NXp98C3SC6dVMvDuictGeurT8jNbvJZHtCSuYEvu",
-    '"private_key_id": "5f1e0c2a9b7d4e3f8a6b",',
-    '"client_email": "trainer@example-project.iam.gserviceaccount.com",',
-]
-
-
-def awks() -> list[str]:
-    """The awks this machine has: the filter must work with mawk (Ubuntu's awk) and gawk alike."""
-    found = [name for name in ("mawk", "gawk") if shutil.which(name)]
-    assert found
-    return found
-
-
-def with_awk(tmp_path, awk: str) -> dict[str, str]:
-    """PATH whose ``awk`` is ``awk``."""
-    bin_dir = tmp_path / f"bin-{awk}"
-    bin_dir.mkdir(exist_ok=True)
-    (bin_dir / "awk").unlink(missing_ok=True)
-    (bin_dir / "awk").symlink_to(shutil.which(awk))
-    return {"HOME": str(tmp_path), "PATH": f"{bin_dir}:/usr/bin:/bin"}
-
-
-def test_secret_fragments_of_single_and_multi_line_values():
-    assert secret_fragments("") == []
-    assert secret_fragments("ab") == ["ab"]  # a one-line value is redacted whole, however short
-    assert secret_fragments(" padded ") == [" padded "]
-    assert secret_fragments(PEM) == ["-----BEGIN PRIVATE KEY-----", *SECRET_LINES[:2], "-----END PRIVATE KEY-----"]
-    assert secret_fragments(CREDENTIAL) == [
-        '"type": "service_account",',
-        *SECRET_LINES[2:],
-        '"scopes": [',
-        '"storage"',
-        '"n": 1',
-    ]
-    # Empty, tiny and punctuation-only lines are not secrets: redacting them would redact all output.
-    assert secret_fragments('{\n\n  },\n-----\n\t[""]\nab\nabcd\n') == []
-    assert secret_fragments("é€\nÄÖ\nü\n") == ["é€"]  # bytes count (5 and 4 here), as the filter counts them
-
 
 @pytest.mark.parametrize("awk", awks())
 def test_every_line_of_a_multi_line_secret_leaves_redacted(tmp_path, awk):
@@ -285,35 +228,40 @@ def test_every_line_of_a_multi_line_secret_leaves_redacted(tmp_path, awk):
     assert parse_once_marker(done.stderr.splitlines(), MARKER) == 0
 
 
-@pytest.mark.parametrize("awk", awks())
+def test_the_once_wrapper_reports_the_word_its_parser_knows():
+    assert "|| echo started)" in load_script("once") and STARTED_ELSEWHERE == "started"
+
+
+def test_shell_wrapper_checks_and_words():
+    assert (FOREGROUND_KILLED, FOREGROUND_NONE, STALE_SECRET_MINUTES) == ("BREV_FG_KILLED", "BREV_FG_NONE", 60)
+    assert secret_file_name("c-1") == ".airflow-brev-secret-c-1.env"
+    for bad in ("a b", "", "x;y"):
+        with pytest.raises(ValueError, match="must be alphanumeric"):
+            secret_file_name(bad)
+        with pytest.raises(ValueError, match="run_id .* must be alphanumeric"):
+            build_foreground_kill_command(bad)
+        with pytest.raises(ValueError, match="run_id .* must be alphanumeric"):
+            build_once_command("true", run_id=bad, marker="m")
+    with pytest.raises(ValueError, match="marker must be alphanumeric"):
+        build_once_command("true", run_id="r", marker="a-b")
+    assert "__B_STALE_MINUTES=60\n" in stale_secret_cleanup()
+    assert "__B_GRACE=1\n" in build_foreground_kill_command("r")
+    assert "__B_GRACE=2.5\n" in build_foreground_kill_command("r", grace_seconds=2.5)
+    with pytest.raises(ValueError, match="Invalid environment variable name 3"):
+        validate_env({3: "x"})  # type: ignore[dict-item]
+
+
 @pytest.mark.parametrize(
-    "value",
-    [PEM, CREDENTIAL, "one-line", "x", "a\nb", "line one\r\nline two\r\n", "  spaced out  \n}\n", "ÄÖ\né€\nü\n"],
+    ("lines", "kept"),
+    [
+        (["out", "", "w-1"], ["out"]),
+        (["out", "w-1"], ["out"]),
+        (["out", ""], ["out"]),
+        (["w-1 "], []),
+        ([], []),
+        ([""], []),
+        (["out", "other"], ["out", "other"]),
+    ],
 )
-def test_the_filter_redacts_exactly_the_fragments_the_masker_knows(tmp_path, awk, value):
-    """The rule is written twice (awk on the instance, Python for Airflow's masker): they must agree."""
-    lines = [*value.split("\n"), value, "no secret here"]
-    done = subprocess.run(
-        ["bash", "-c", redact_filter(["V"])],
-        input=("\n".join(lines) + "\n").encode(),
-        env={**with_awk(tmp_path, awk), "V": value},
-        capture_output=True,
-    )
-    fragments = redaction_fragments({"V": value})
-    expected = [redact(line, fragments) for line in "\n".join(lines).split("\n")]
-    assert done.stdout.decode().split("\n")[:-1] == expected
-
-
-def test_the_airflow_masker_knows_every_line_of_a_multi_line_secret():
-    try:
-        from airflow.sdk.log import redact
-    except ImportError:  # Airflow 3.0
-        from airflow.sdk.execution_time.secrets_masker import redact
-
-    from airflow_provider_brev._compat import mask_secret
-
-    mask_secret(PEM)
-    mask_secret(CREDENTIAL)
-    for line in SECRET_LINES:
-        assert redact(f"[box] {line}") == "[box] ***"
-    assert redact("{") == "{" and redact("}") == "}"  # trivial lines stay
+def test_strip_once_stdout(lines, kept):
+    assert strip_once_stdout(list(lines), "w-1") == kept

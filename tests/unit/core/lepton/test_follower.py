@@ -5,7 +5,6 @@ and the triggerer do -- when they poll, how long they wait, when they stop the j
 from __future__ import annotations
 
 import dataclasses
-import logging
 
 import pytest
 
@@ -13,14 +12,14 @@ from airflow_provider_brev.core.lepton import follower, report, states
 from airflow_provider_brev.core.lepton.follower import (
     TIMED_OUT,
     LeptonFollowPolicy,
-    LeptonJobFollower,
     LeptonJobPoll,
     LeptonOutcome,
     PollLeptonJob,
     StopLeptonJob,
     outcome_error,
 )
-from airflow_provider_brev.core.protocol.machine import Done, Emit, Fail, Failed, Sleep
+from airflow_provider_brev.core.lepton.report import JobReport
+from airflow_provider_brev.core.protocol.machine import Done, Fail
 from airflow_provider_brev.exceptions import (
     BrevTimeoutError,
     LeptonAuthError,
@@ -31,77 +30,15 @@ from airflow_provider_brev.exceptions import (
     LeptonTransientError,
     LeptonTTLTooShortError,
 )
+from unit.core.lepton.follower_helpers import DONE, logs, poll, run
+from unit.core.lepton.script_helpers import Script, follow, job
 
-DONE = report.render_result(report.JobReport(exit_code=0))
 FLAKY = LeptonTransientError("503")
-
-
-def job(state: str | None) -> dict[str, object]:
-    return {"status": {"state": state}}
-
-
-def poll(state: str | None = "Running", entries=(), complete: bool = True) -> LeptonJobPoll:
-    return LeptonJobPoll(None if state is None else job(state), list(entries), complete)
-
-
-def run(answers, policy: LeptonFollowPolicy | None = None, **kwargs):
-    """Drive a follower (started at t=1000) with ``answers``; returns the trace and the end."""
-    machine = LeptonJobFollower(policy or LeptonFollowPolicy(poll_interval=1.0), job="j", since_ns=100, **kwargs)
-    answers, trace, now = list(answers), [], 1000.0
-    while True:
-        action = machine.next_action(now)
-        if isinstance(action, Sleep):
-            trace.append(("sleep", round(action.seconds, 3)))
-            now += action.seconds
-        elif isinstance(action, Emit):
-            trace.append((logging.getLevelName(action.level), action.message))
-        elif isinstance(action, PollLeptonJob | StopLeptonJob):
-            trace.append(("poll", action.since_ns) if isinstance(action, PollLeptonJob) else ("stop",))
-            answer = answers.pop(0)
-            machine.receive(Failed(answer) if isinstance(answer, BaseException) else answer, now)
-        else:
-            assert answers == [], "the follow ended before every scripted answer was used"
-            return machine, trace, action
-
-
-def logs(trace, *levels):
-    """The messages of the trace's log records of ``levels``."""
-    return [step[1] for step in trace if step[0] in levels]
 
 
 def calls(trace):
     """The trace without its log records."""
     return [step for step in trace if step[0] in ("poll", "stop", "sleep")]
-
-
-# -- the log: each line once, the result line read, not shown ----------------------------------------------------
-@pytest.mark.parametrize(
-    ("answers", "shown", "cursor"),
-    [
-        ([poll("Completed", [(100, "a"), (100, "b"), (100, DONE)])], ["a", "b"], (100, 3)),
-        (
-            [poll("Running", [(100, "a"), (200, "b")]), poll("Completed", [(200, "b"), (200, "c"), (300, DONE)])],
-            ["a", "b", "c"],
-            (300, 1),
-        ),
-        (
-            [
-                poll("Running", [(100, "a"), (200, "b"), (200, "c")]),
-                poll("Completed", [(200, "b"), (200, "c"), (200, "d"), (300, DONE)]),
-            ],
-            ["a", "b", "c", "d"],
-            (300, 1),
-        ),
-        ([poll("Running", [(50, "old"), (100, "a")]), poll("Completed", [(100, "a"), (100, DONE)])], ["a"], (100, 2)),
-        ([poll("Completed", [(100, "a\n"), (100, ""), (100, DONE)])], ["a", ""], (100, 3)),
-    ],
-)
-def test_each_log_line_is_shown_once(answers, shown, cursor):
-    machine, trace, end = run(answers)
-    assert [m.removeprefix("[j] ") for m in logs(trace, "INFO")] == shown
-    assert (machine.cursor_ns, machine.skip) == cursor
-    assert isinstance(end, Done) and end.result.tail == shown and end.result.report == report.JobReport(exit_code=0)
-    assert end.result.last_line == [line for line in shown if line][-1]  # an empty line is no last line
 
 
 def test_a_resumed_follower_skips_the_lines_it_showed_and_keeps_its_tail():
@@ -493,3 +430,83 @@ def test_polls_and_policies_are_frozen_values():
             setattr(value, name, 1)
     assert follower.NS == 10**9 and follower.MAX_BACKOFF == 30.0
     assert {follower.SUCCEEDED} <= states.ENDED
+
+
+# -- billed time: as the follower saw the job --------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("answers", "seconds"),
+    [
+        # queued (not billed), starting, running twice, ended: boot until running, work until ended
+        (
+            [poll("Queueing"), poll("Starting"), poll("Running"), poll("Running"), poll("Completed", [(200, DONE)])],
+            {"boot": 1.0, "work": 2.0},
+        ),
+        ([poll("Running"), poll("Completed", [(200, DONE)])], {"work": 1.0}),
+        ([poll("Starting"), poll("Failed", [(200, DONE)])], {"boot": 1.0}),
+        ([poll("Completed", [(200, DONE)])], {}),  # first seen ended (an earlier try's job collected): none
+    ],
+)
+def test_the_billed_time_is_what_the_follower_saw_starting_and_running(answers, seconds):
+    _machine, _trace, end = run(answers, LeptonFollowPolicy(poll_interval=1.0))
+    assert end.result.seconds == seconds
+    assert LeptonOutcome.from_dict(end.result.to_dict()) == end.result  # it crosses a deferral
+
+
+@pytest.mark.parametrize(
+    ("outcome", "line"),
+    [
+        (
+            LeptonOutcome("succeeded", "Completed", "", [], JobReport(0, 2, 3), {"boot": 1.25, "work": 60}),
+            "Lepton job j ended (Completed, exit code 0) after 1.2 s starting, 60.0 s running; 2 input file(s) "
+            "downloaded, 3 output file(s) uploaded.",
+        ),
+        (
+            LeptonOutcome("failed", "Failed", "", [], JobReport(3, 0, 1, ["a.bin"]), {"work": 5}),
+            "Lepton job j ended (Failed, exit code 3) after 5.0 s running; 0 input file(s) downloaded, 1 output "
+            "file(s) uploaded, 1 failed.",
+        ),
+        (LeptonOutcome("missing", "", "", [], None), "Lepton job j ended (missing, no exit code reported)."),
+        (LeptonOutcome("succeeded", "Completed", "", [], JobReport(0)), "Lepton job j ended (Completed, exit code 0)."),
+    ],
+)
+def test_the_completion_line_says_how_the_job_ended(outcome, line):
+    assert outcome.summary("j") == line
+
+
+def test_the_follower_shows_each_line_once_and_reads_the_result():
+    done = report.render_result(report.JobReport(exit_code=0))
+    script = Script(
+        LeptonJobPoll(job("Running"), [(100, "a"), (100, "b")]),
+        LeptonJobPoll(job("Running"), [(100, "a"), (100, "b"), (100, "c"), (200, "d")]),
+        LeptonJobPoll(job("Completed"), [(200, "d"), (300, done)]),
+    )
+    _machine, outcome = follow(script)
+    assert outcome.phase == states.SUCCEEDED and outcome.report == report.JobReport(exit_code=0)
+    assert outcome.tail == ["a", "b", "c", "d"] and outcome.last_line == "d"
+    assert [call.since_ns for call in script.calls] == [100, 100, 200]
+    assert outcome_error(outcome, "j") is None
+
+
+def test_a_job_queued_past_its_limit_is_stopped_and_fails_typed_when_followed():
+    script = Script(*[LeptonJobPoll(job("Queueing"))] * 4, True)
+    with pytest.raises(LeptonResourcesUnavailableError, match="queue_timeout"):
+        follow(script, LeptonFollowPolicy(poll_interval=1.0, queue_timeout=2.5))
+    assert isinstance(script.calls[-1], StopLeptonJob) and len(script.calls) == 5
+
+
+def test_the_deadline_stops_the_job_and_times_out():
+    running = [LeptonJobPoll(job("Running"))] * 3  # at 1000, 1001 and at the deadline (the wait is clamped to it)
+    script = Script(*running, True, *[LeptonJobPoll(job("Stopped"))] * 4)
+    _machine, outcome = follow(script, LeptonFollowPolicy(poll_interval=1.0, deadline=1001.5))
+    assert isinstance(script.calls[3], StopLeptonJob)
+    assert outcome.phase == TIMED_OUT and isinstance(outcome_error(outcome, "j"), BrevTimeoutError)
+
+
+def test_ends_without_a_result_are_typed():
+    _m, failed = follow(Script(*[LeptonJobPoll(job("Failed"), [(101, "Error: image pull")])] * 4))
+    assert isinstance(outcome_error(failed, "j"), LeptonJobFailedError) and "image pull" in str(
+        outcome_error(failed, "j")
+    )
+    _m, gone = follow(Script(LeptonJobPoll(None)))
+    assert isinstance(outcome_error(gone, "j"), LeptonJobLostError)
+    assert isinstance(PollLeptonJob(1), PollLeptonJob)

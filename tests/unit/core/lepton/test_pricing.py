@@ -7,10 +7,7 @@ from __future__ import annotations
 import pytest
 
 from airflow_provider_brev.core.lepton import pricing
-from airflow_provider_brev.core.lepton.follower import LeptonFollowPolicy, LeptonOutcome
-from airflow_provider_brev.core.lepton.report import JobReport
 from airflow_provider_brev.exceptions import BrevInvalidInputError
-from unit.core.lepton.test_follower import DONE, poll, run
 
 
 @pytest.mark.parametrize(
@@ -91,47 +88,6 @@ def test_the_steps_price_wins_then_the_connections_then_the_estimate():
 )
 def test_the_cost_line_says_it_is_an_estimate_and_whose_rate_it_is(source, said):
     assert said in pricing.ShapePrice("s.x", 1.0, source).note()
-
-
-# -- billed time: as the follower saw the job --------------------------------------------------------------------
-@pytest.mark.parametrize(
-    ("answers", "seconds"),
-    [
-        # queued (not billed), starting, running twice, ended: boot until running, work until ended
-        (
-            [poll("Queueing"), poll("Starting"), poll("Running"), poll("Running"), poll("Completed", [(200, DONE)])],
-            {"boot": 1.0, "work": 2.0},
-        ),
-        ([poll("Running"), poll("Completed", [(200, DONE)])], {"work": 1.0}),
-        ([poll("Starting"), poll("Failed", [(200, DONE)])], {"boot": 1.0}),
-        ([poll("Completed", [(200, DONE)])], {}),  # first seen ended (an earlier try's job collected): none
-    ],
-)
-def test_the_billed_time_is_what_the_follower_saw_starting_and_running(answers, seconds):
-    _machine, _trace, end = run(answers, LeptonFollowPolicy(poll_interval=1.0))
-    assert end.result.seconds == seconds
-    assert LeptonOutcome.from_dict(end.result.to_dict()) == end.result  # it crosses a deferral
-
-
-@pytest.mark.parametrize(
-    ("outcome", "line"),
-    [
-        (
-            LeptonOutcome("succeeded", "Completed", "", [], JobReport(0, 2, 3), {"boot": 1.25, "work": 60}),
-            "Lepton job j ended (Completed, exit code 0) after 1.2 s starting, 60.0 s running; 2 input file(s) "
-            "downloaded, 3 output file(s) uploaded.",
-        ),
-        (
-            LeptonOutcome("failed", "Failed", "", [], JobReport(3, 0, 1, ["a.bin"]), {"work": 5}),
-            "Lepton job j ended (Failed, exit code 3) after 5.0 s running; 0 input file(s) downloaded, 1 output "
-            "file(s) uploaded, 1 failed.",
-        ),
-        (LeptonOutcome("missing", "", "", [], None), "Lepton job j ended (missing, no exit code reported)."),
-        (LeptonOutcome("succeeded", "Completed", "", [], JobReport(0)), "Lepton job j ended (Completed, exit code 0)."),
-    ],
-)
-def test_the_completion_line_says_how_the_job_ended(outcome, line):
-    assert outcome.summary("j") == line
 
 
 def test_the_documented_default_estimates_are_the_shipped_ones():

@@ -20,6 +20,7 @@ from airflow_provider_brev.core.protocol.classify import (
     is_logged_out,
     last_error_text,
     login_failure,
+    should_relogin,
     strip_breadcrumbs,
 )
 from airflow_provider_brev.exceptions import (
@@ -35,6 +36,7 @@ from airflow_provider_brev.exceptions import (
     BrevNoMatchingTypeError,
     BrevPlacementRequiredError,
     BrevTransientError,
+    retry_policy,
 )
 
 API = "https://brevapi.us-west-2-prod.control-plane.brev.dev"
@@ -394,3 +396,229 @@ def test_a_failed_login_is_transient_only_for_server_trouble(stdout, stderr, exp
 def test_a_failed_login_quotes_stdout_when_stderr_is_empty():
     error = login_failure(1, "no oauth found for token\ninvalid token\n", "")
     assert error.cli_message == "invalid token"
+
+
+def test_logged_out_detection():
+    assert is_logged_out("You are currently logged out, would you like to log in? [Y/n]: ", "EOF\n")
+    assert is_logged_out("", "https://x/api/me?x 401 Unauthorized {}")
+    # a breadcrumb is not a diagnosis: this session prints it on every call, logged in or not
+    assert not is_logged_out("no oauth found for token\n", "something")
+    assert not is_logged_out("fine", "unexpected EOF while reading")
+
+
+@pytest.mark.parametrize(
+    ("stderr", "error_type"),
+    [
+        ("EOF", BrevAuthError),
+        ("unknown flag: --yes", BrevInvalidInputError),
+        (
+            "placement error: this organization has 2 cloud credentials; pass --cloud-cred-id",
+            BrevPlacementRequiredError,
+        ),
+        (
+            "Error: workspace 'x' already exists. Use a different name\ncould only create 0/1 instances",
+            BrevDuplicateNameError,
+        ),
+        ("name must be 63 characters or fewer (got 70)", BrevInvalidInputError),
+        ("no GPU instances match the specified filters. Try 'brev search'", BrevNoMatchingTypeError),
+        ("instance type \"zz\" is not a recognized type; run 'brev search'", BrevNoMatchingTypeError),
+        ("[Worker 1] g6e Failed: no capacity available\ncould only create 0/1 instances", BrevNoCapacityError),
+        (
+            'could not resolve workspace group for "X" (instance-type listing was unavailable); please retry',
+            BrevTransientError,
+        ),
+        ("https://brevapi/api/x 502 Bad Gateway <html>", BrevTransientError),
+        ("https://brevapi/api/x 500 Internal Server Error {}", BrevTransientError),
+        ("1 error occurred:\n\t* instance with id/name ghost not found\n\n", BrevInstanceNotFoundError),
+        ('ssh connection failed and could not look up instance "ghost": x\nPlease check', BrevInstanceNotFoundError),
+        ('instance "x" is in state "DEPLOYING" — please check with: brev ls', BrevInstanceNotReadyError),
+        (
+            'could not connect to instance "x": \nssh: connect to host 1.2.3.4 port 22: Connection refused',
+            BrevConnectionLostError,
+        ),
+        ("something nobody expected", BrevCLIError),
+    ],
+)
+def test_classify_failure(stderr, error_type):
+    error = classify_failure("create", 1, "", stderr)
+    assert type(error) is error_type
+    assert error.cli_message  # the CLI's own words travel with the error
+    assert error.cli_message.splitlines()[-1].strip() in str(error)
+
+
+def test_retry_policy_follows_the_type():
+    assert retry_policy(classify_failure("ls", 1, "", "https://api/x 503 Service Unavailable y")) == "hook"
+    assert retry_policy(classify_failure("ls", 1, "", "EOF")) != "hook"
+    assert retry_policy(classify_failure("create", 1, "", "no GPU instances match the specified filters")) == "never"
+
+
+@pytest.mark.parametrize(
+    ("stderr", "message"),
+    [
+        ("instance with id/name x not found", "The Brev instance does not exist."),
+        ('instance "x" is in state "STOPPING"', "The Brev instance is not running."),
+        ("name is required", "`brev create` rejected its input."),
+        ("please retry", "`brev create` hit a transient Brev error."),
+        (
+            "could only create 0/1 instances",
+            "Brev had no capacity for any candidate instance type; try later or allow more types.",
+        ),
+    ],
+)
+def test_classified_errors_say_what_happened(stderr, message):
+    assert classify_failure("create", 1, "", stderr).message == message
+
+
+MULTI = "1 error occurred:\n\t* [error] \ngithub.com/brevdev/brev-cli/pkg/cmd/delete.deleteWorkspace\ndelete.go:88\n: {}\n\n"
+
+
+# (command, stdout, stderr, expected type): what the CLI reports on stderr (and stdout where it prints there).
+ERRORS = [
+    ("delete", "", MULTI.format("instance with id/name gone-1 not found"), BrevInstanceNotFoundError),
+    ("delete", "", "unknown flag: --yes\n", BrevInvalidInputError),
+    ("delete", "", "unknown shorthand flag: 'y' in -y\n", BrevInvalidInputError),
+    ("orgs", "", 'unknown command "orgs" for "brev"\n\nDid you mean this?\n\torg\n', BrevInvalidInputError),
+    ("ls", "", "unknown flag: --json\n", BrevInvalidInputError),
+    ("create", "", "name is required\n", BrevInvalidInputError),
+    ("delete", "", "instance name required: provide as argument or pipe from another command\n", BrevInvalidInputError),
+    (
+        "create",
+        "",
+        "no GPU instances match the specified filters. Try 'brev search' to see available options\n",
+        BrevNoMatchingTypeError,
+    ),
+    (
+        "create",
+        "",
+        "instance type \"zz.large\" is not a recognized type; run 'brev search' to see available types\n",
+        BrevNoMatchingTypeError,
+    ),
+    (
+        "create",
+        "",
+        'instance type "g6e.xlarge" is currently unavailable (no capacity); try again later or run '
+        "'brev search' to find another type\n",
+        BrevNoCapacityError,
+    ),
+    (
+        "create",
+        "",
+        "[Worker 1] g6e.xlarge Failed: no capacity\nType g6e.xlarge had failures, trying next type...\n"
+        "Warning: Only created 0/1 instances\ncould only create 0/1 instances\n",
+        BrevNoCapacityError,
+    ),
+    (
+        "create",
+        "",
+        'could not resolve workspace group for "g6e.xlarge" (instance-type listing was unavailable); please retry\n',
+        BrevTransientError,
+    ),
+    (
+        "create",
+        "",
+        "[Worker 1] g6e.xlarge Failed: https://api/instances 502 Bad Gateway\ncould only create 0/1 instances\n",
+        BrevTransientError,
+    ),
+    (
+        "create",
+        "",
+        "[Worker 1] g6e.xlarge Failed: duplicate workspace name\nError: workspace 'w-1' already exists. "
+        "Use a different name or delete the existing workspace\n",
+        BrevDuplicateNameError,
+    ),
+    ("ls", "", "https://api/workspaces 503 Service Unavailable\n", BrevTransientError),
+    ("ls", "", "read tcp 1.2.3.4:5->6.7.8.9:443: read: connection reset by peer\n", BrevTransientError),
+    (
+        "exec",
+        "",
+        'Connection failed, checking instance status...\ninstance "w-1" is in state "DEPLOYING" — please check '
+        "with: brev ls\n",
+        BrevInstanceNotReadyError,
+    ),
+    (
+        "exec",
+        "",
+        'Connection failed, checking instance status...\nssh connection failed and could not look up instance "w-1": '
+        "exit status 255\nPlease check your instances with: brev ls\n",
+        BrevInstanceNotFoundError,
+    ),
+    (
+        "exec",
+        "",
+        'could not connect to instance "w-1": \nssh: connect to host 1.2.3.4 port 22: Connection refused\n'
+        "Please check with: brev ls\n",
+        BrevConnectionLostError,
+    ),
+    ("exec", "", "ssh: Could not resolve hostname w-1: Name or service not known\n", BrevConnectionLostError),
+    (
+        "ls",
+        "You are currently logged out, would you like to log in? [Y/n]: ",
+        "EOF\n",
+        BrevAuthError,
+    ),
+    ("ls", "", "https://api/me?x=1 401 Unauthorized {}\n", BrevAuthError),
+    ("ls", "", "declined to login\n", BrevAuthError),
+    ("stop", "", MULTI.format('instance "w-1" does not support stop.'), BrevCLIError),
+    # errors whose words reach only stdout: the breadcrumbs must not become part of the CLI's message
+    ("ls", "You are currently logged out, would you like to log in? [Y/n]: ", "", BrevAuthError),
+    ("ls", "https://api/workspaces 503 Service Unavailable\n", "", BrevTransientError),
+]
+
+
+BREADCRUMBS = [
+    "",
+    "no oauth found for token\n",
+    "WARN: malformed refresh token, logging out\n",
+    "warning: invalid refresh token | token expired\n",
+    "   ▸     Starting Login\ncurrent organization: acme\n",
+    "create an instance:\n\tbrev create my-instance\nlist your instances:\n\tbrev ls\n",
+    "💡 Detected an AI coding agent. Install the Brev skill\n👋 New to Brev? Start here\n",
+    "Agent pid 4242\n",
+    "no oauth found for token\nWARN: malformed refresh token, logging out\nAgent pid 7\n",
+]
+
+
+@pytest.mark.parametrize("breadcrumb", BREADCRUMBS, ids=[f"crumb{i}" for i in range(len(BREADCRUMBS))])
+@pytest.mark.parametrize(
+    ("command", "stdout", "stderr", "expected"),
+    ERRORS,
+    ids=[f"{e[0]}:{e[3].__name__}:{i}" for i, e in enumerate(ERRORS)],
+)
+def test_breadcrumbs_never_change_the_verdict(breadcrumb, command, stdout, stderr, expected):
+    plain = classify_failure(command, 1, stdout, stderr)
+    assert type(plain) is expected
+    crumbed = classify_failure(command, 1, breadcrumb + stdout, stderr)
+    assert type(crumbed) is expected
+    assert crumbed.cli_message == plain.cli_message  # the user sees the CLI's error, not the noise
+    assert is_logged_out(breadcrumb + stdout, stderr) is (expected is BrevAuthError)
+
+
+@pytest.mark.parametrize("breadcrumb", [b for b in BREADCRUMBS if b])
+def test_breadcrumb_alone_is_not_logged_out(breadcrumb):
+    assert not is_logged_out(breadcrumb, "")
+    assert not should_relogin(
+        authenticated=True, can_login=True, first_round=True, exit_code=1, stdout=breadcrumb, stderr="x"
+    )
+    assert strip_breadcrumbs(breadcrumb + "real error").strip() == "real error"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "expected"),
+    [
+        ({}, True),
+        ({"authenticated": False}, False),
+        ({"can_login": False}, False),
+        ({"first_round": False}, False),
+        ({"exit_code": 0}, False),
+    ],
+)
+def test_relogin_decision(kwargs, expected):
+    base = {
+        "authenticated": True,
+        "can_login": True,
+        "first_round": True,
+        "exit_code": 1,
+        "stdout": "no oauth found for token\nYou are currently logged out, would you like to log in? [Y/n]: ",
+        "stderr": "EOF",
+    }
+    assert should_relogin(**{**base, **kwargs}) is expected

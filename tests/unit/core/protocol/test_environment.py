@@ -4,14 +4,12 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import shutil
 import signal
 import subprocess
 import time
-from typing import TYPE_CHECKING
 
 import pytest
 
@@ -23,10 +21,8 @@ from airflow_provider_brev.core.protocol.environment import (
     is_announced_agent,
     login_environment,
 )
-from airflow_provider_brev.hooks.process import arun_process, run_process, stop_announced_agent
-
-if TYPE_CHECKING:
-    from pathlib import Path
+from airflow_provider_brev.hooks.process import run_process, stop_announced_agent
+from unit.core.protocol.environment_helpers import _alive, _wait_gone
 
 
 # ------------------------------------------------------------------------------------------------ environment
@@ -100,51 +96,6 @@ def test_only_the_first_announcement_is_the_clis():
 )
 def test_which_announced_process_may_be_stopped(name, owner, started, expected):
     assert is_announced_agent(name, owner, started, user=1000, call_started=100.0) is expected
-
-
-# ------------------------------------------------------------------------------------------- process driver
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
-def _wait_gone(pid: int, timeout: float = 5.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while _alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.02)
-    return not _alive(pid)
-
-
-@pytest.fixture
-def fake_agent(tmp_path: Path) -> str:
-    """An executable named ``ssh-agent`` (``sleep`` under that name)."""
-    link = tmp_path / "ssh-agent"
-    link.symlink_to(shutil.which("sleep") or "/bin/sleep")
-    return str(link)
-
-
-def _v0_6_319_exec(agent: str) -> list[str]:
-    """What v0.6.319's exec runs: a daemonised agent (running when announced, as ``ssh-agent -s`` does), its
-    announcement, then the remote command's output."""
-    daemonise = f"setsid {agent} 60 </dev/null >/dev/null 2>&1 & until [ $(cat /proc/$!/comm) = ssh-agent ]; do :; done"
-    return ["bash", "-c", f"{daemonise}; echo Agent pid $!; echo remote; echo done"]
-
-
-@pytest.mark.parametrize("driver", ["sync", "async"])
-def test_the_announced_agent_is_stopped_and_kept_out_of_the_output(fake_agent, driver):
-    watch = AgentAnnouncement()
-    seen: list[str] = []
-    kwargs = {"env": None, "timeout": 10, "on_stdout": seen.append, "announcement": watch}
-    if driver == "sync":
-        result = run_process(_v0_6_319_exec(fake_agent), **kwargs)
-    else:
-        result = asyncio.run(arun_process(_v0_6_319_exec(fake_agent), **kwargs))
-    assert result.exit_code == 0
-    assert seen == result.stdout_lines == ["remote", "done"]
-    assert watch.pid is not None and _wait_gone(watch.pid)
 
 
 def test_an_older_agent_or_a_process_that_is_no_agent_is_left_alone(fake_agent):

@@ -7,10 +7,13 @@ A ``md5sum`` on the fake instance's PATH records every file it reads, so "not re
 from __future__ import annotations
 
 import hashlib
+import os
+import subprocess
 
 import pytest
 
 from airflow_provider_brev.core.staging.listing import build_list_script, md5_cache_path
+from airflow_provider_brev.core.staging.paths import PathFilter
 from airflow_provider_brev.core.staging.reports import parse_list_output
 
 COUNTING_MD5SUM = """#!/bin/bash
@@ -123,3 +126,41 @@ def test_a_listing_of_the_home_directory_leaves_out_the_providers_own_state(inst
         listed = parse_list_output(instance.run(script).stdout.splitlines())
         assert sorted(f.relpath for f in listed.files) == sorted(f"results/{rel}" for rel in FILES)
     assert (instance.home / md5_cache_path(str(instance.home))).is_file()
+
+
+@pytest.mark.parametrize("exclude", [None, ["bad*"]])
+def test_list_script_skips_names_that_are_not_utf8_deliberately(instance, exclude):
+    """A file named with byte \\xff once failed the whole upload under a UTF-8 locale: bash's ``=~`` and the
+    S3 key. Matching is bytewise (LC_ALL=C); such names are skipped and counted (S3 keys are UTF-8)."""
+    root = instance.home / "odd"
+    root.mkdir()
+    (root / "good.txt").write_bytes(b"ok")
+    (root / "bad-but-valid.txt").write_bytes(b"ok")
+    with open(os.path.join(os.fsencode(root), b"bad\xff.bin"), "wb") as handle:
+        handle.write(b"x")
+    script = build_list_script("odd", PathFilter.create(exclude=exclude) if exclude else None)
+    done = subprocess.run(
+        ["bash", "-c", script], env=instance.env(), cwd=instance.home, capture_output=True, check=False
+    )
+    assert done.returncode == 0 and done.stderr == b""
+    lines = done.stdout.decode("utf-8", "replace").splitlines()  # as the hook decodes the CLI's output
+    listed = parse_list_output(lines)
+    assert listed.complete
+    if exclude:
+        assert [f.relpath for f in listed.files] == ["good.txt"]
+    else:
+        assert [f.relpath for f in listed.files] == ["bad-but-valid.txt", "good.txt"]
+        assert listed.skipped_names == 1
+
+
+def test_list_script_headers():
+    assert md5_cache_path("data") == ".airflow-brev/md5/" + __import__("hashlib").sha256(b"data").hexdigest()[:32]
+    plain = build_list_script("data")
+    assert "__L_MD5=1\n" in plain and "__L_MAN=0\n" in plain and "__L_C=''\n" in plain and "__L_DROP=0\n" in plain
+    assert "__L_SETTLE=2\n" in plain
+    cached = build_list_script("data", md5_cache="keep", manifest=True, settle_seconds=5)
+    assert f'__L_C="$HOME"/{md5_cache_path("data")}\n' in cached
+    assert "__L_MAN=1\n" in cached and "__L_SETTLE=5\n" in cached and "__L_DROP=0\n" in cached
+    assert "__L_DROP=1\n" in build_list_script("data", md5_cache="drop")
+    assert "__L_C=''\n" in build_list_script("data", checksums=False, md5_cache="keep")
+    assert "__L_MD5=0\n" in build_list_script("data", checksums=False)

@@ -9,12 +9,15 @@ import re
 import pytest
 
 from airflow_provider_brev.core.staging.manifest import (
+    MANIFEST_NAME,
     ManifestEntry,
     entry_of,
     handoff_manifest,
     manifest_remote_path,
     manifest_source,
+    normalize_directory,
     parse_manifest,
+    parse_s3_uri,
     plan_input_sync,
     render_manifest,
     validate_inputs,
@@ -223,3 +226,119 @@ def test_the_handoff_replaces_a_manifest_whose_header_cannot_be_read():
     text = handoff_manifest(SOURCE, unreadable, [("a", "ds/a", 10)], [stored("ds/a")])
     assert text is not None and parse_manifest(text.splitlines(), SOURCE) == {"a": ManifestEntry("a", "ds/a", 10, "e9")}
     assert handoff_manifest(SOURCE, unreadable, [], []) is None  # nothing verified: left as it is
+
+
+@pytest.mark.parametrize(
+    ("uri", "message"),
+    [
+        (3, "Expected an s3://bucket/prefix URI"),
+        ("gs://b/x", "Expected an s3://bucket/prefix URI"),
+        ("s3://bucket/a\nb", "contains a tab, newline or NUL"),
+        ("s3://bucket/a\rb", "contains a tab, newline or NUL"),
+        ("s3://bucket/a\tb", "contains a tab, newline or NUL"),
+        ("s3://bucket/a\x00b", "contains a tab, newline or NUL"),
+        ("s3://Bucket/x", "Invalid bucket name"),
+        ("s3://bucket/a/../b", "has a '..' component"),
+        ("s3://bucket/..", "has a '..' component"),
+    ],
+)
+def test_s3_uris_are_refused_for_their_reason(uri, message):
+    with pytest.raises(BrevInvalidInputError, match=message):
+        parse_s3_uri(uri)
+
+
+def test_s3_uris_keep_dots_that_are_not_a_component():
+    assert parse_s3_uri("s3://bucket/a..b/") == ("bucket", "a..b/")
+    assert parse_s3_uri("s3://my.bucket") == ("my.bucket", "")
+
+
+@pytest.mark.parametrize(
+    ("directory", "message"),
+    [
+        (None, "must be a non-empty path"),
+        ("  ", "must be a non-empty path"),
+        ("a\tb", "contains a tab, newline or NUL"),
+        ("a\rb", "contains a tab, newline or NUL"),
+        ("a\nb", "contains a tab, newline or NUL"),
+        ("a\x00b", "contains a tab, newline or NUL"),
+        ("/", "is the root directory"),
+        ("~/", "is the remote home itself"),
+        ("a//b", "must name a directory"),
+        ("a/./b", "must name a directory"),
+        ("a/../b", "must name a directory"),
+    ],
+)
+def test_remote_directories_are_refused_for_their_reason(directory, message):
+    with pytest.raises(BrevInvalidInputError, match=message):
+        normalize_directory(directory)
+
+
+def test_directories_are_normalised():
+    assert normalize_directory("/data/in/") == "/data/in"
+    assert normalize_directory("~/data/") == "~/data"
+    assert normalize_directory("data") == "data"
+    assert normalize_directory("a.b/c") == "a.b/c"
+    assert manifest_remote_path("~/data") == f"data/{MANIFEST_NAME}"
+    assert MANIFEST_NAME == ".brev-manifest.jsonl"
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "named"),
+    [
+        ("data", "~/data", "'~/data' and '~/data'"),  # relative paths are named as below the home
+        ("data", "data/sub", "'~/data' and '~/data/sub'"),
+        ("~/data/sub", "data", "'~/data/sub' and '~/data'"),
+        ("/x", "/x/y", "'/x' and '/x/y'"),  # absolute paths as they are
+        ("/x/y", "/x", "'/x/y' and '/x'"),
+    ],
+)
+def test_overlapping_directories_are_refused_by_name(a, b, named):
+    with pytest.raises(BrevInvalidInputError, match=f"^inputs: the directories {re.escape(named)} overlap.$"):
+        validate_inputs({"s3://bucket/a/": a, "s3://bucket/b/": b})
+
+
+def test_staging_pairs_are_validated_both_ways():
+    (pair,) = validate_inputs({"s3://bucket/in": "data/"})
+    assert (pair.uri, pair.bucket, pair.prefix, pair.directory) == ("s3://bucket/in/", "bucket", "in/", "data")
+    (out,) = validate_outputs({"~/results": "s3://bucket/out"})
+    assert (out.uri, out.directory) == ("s3://bucket/out/", "~/results")
+    assert validate_inputs(None) == [] and validate_outputs(None) == []
+    assert len(validate_inputs({"s3://bucket/a/": "data", "s3://bucket/b/": "data2"})) == 2
+    assert len(validate_inputs({"s3://bucket/a/": "/x", "s3://bucket/b/": "x"})) == 2  # /x is not ~/x
+    with pytest.raises(BrevInvalidInputError, match="outputs must be a mapping, got list"):
+        validate_outputs(["s3://bucket/x"])  # type: ignore[arg-type]
+    with pytest.raises(BrevInvalidInputError, match="outputs: the directories"):
+        validate_outputs({"d": "s3://bucket/a/", "d/e": "s3://bucket/b/"})
+
+
+def test_a_manifest_round_trips_and_other_sources_count_as_unknown():
+    entries = [ManifestEntry("b.txt", "in/b.txt", 2, "e2"), ManifestEntry("a.txt", "in/a.txt", 1, "e1")]
+    text = render_manifest("s3://bucket/in/", entries)
+    assert text.splitlines()[0] == '{"source": "s3://bucket/in/"}'
+    assert text.splitlines()[1] == '{"path": "a.txt", "key": "in/a.txt", "size": 1, "etag": "e1"}'
+    assert text.endswith("\n")
+    parsed = parse_manifest(text.splitlines(), "s3://bucket/in/")
+    assert parsed == {e.relpath: e for e in entries}
+    assert parse_manifest(text.splitlines(), "s3://bucket/other/") == {}
+    lines = [
+        "not json",
+        "[1]",
+        '{"source": "s3://b/"}',
+        '{"path": "x"}',
+        '{"path": "n", "key": "k", "size": null, "etag": "e"}',
+    ]
+    lines += [
+        '{"path": "neg", "key": "k", "size": -1, "etag": "e"}',
+        '{"path": "z", "key": "k", "size": 0, "etag": "e"}',
+    ]
+    assert parse_manifest(lines, "s3://b/") == {"z": ManifestEntry("z", "k", 0, "e")}
+    assert "é" in render_manifest("s", [ManifestEntry("é", "k", 1, "e")])
+
+
+def test_an_input_sync_downloads_only_what_changed():
+    a, b, c = (StagedDownload(f"in/{n}", n, 1, f"e-{n}") for n in "abc")
+    manifest = {"a": ManifestEntry("a", "in/a", 1, "e-a"), "b": ManifestEntry("b", "in/b", 1, "old")}
+    plan = plan_input_sync([a, b, c], manifest, {"a": 1, "b": 1, "c": 1})
+    assert ([i.relpath for i in plan.fetch], [i.relpath for i in plan.unchanged]) == (["b", "c"], ["a"])
+    assert [i.relpath for i in plan_input_sync([a], manifest, {"a": 2}).fetch] == ["a"]  # edited locally
+    assert [i.relpath for i in plan_input_sync([a], manifest, {}).fetch] == ["a"]  # deleted locally

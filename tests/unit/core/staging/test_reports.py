@@ -4,13 +4,7 @@ plan and task rules of ``core/staging/scripts.py``."""
 
 from __future__ import annotations
 
-import dataclasses
-import re
-
-import pytest
-
-from airflow_provider_brev.core.protocol.remote_scripts import load_script
-from airflow_provider_brev.core.staging.listing import build_list_script, md5_cache_path
+from airflow_provider_brev.core.staging.listing import build_list_script
 from airflow_provider_brev.core.staging.paths import PathFilter
 from airflow_provider_brev.core.staging.reports import (
     RemoteFile,
@@ -21,39 +15,16 @@ from airflow_provider_brev.core.staging.reports import (
     redact,
 )
 from airflow_provider_brev.core.staging.rounds import (
-    DEFAULT_URL_EXPIRES_IN,
-    MAX_NAMED_FAILURES,
-    MAX_URL_EXPIRES_IN,
     StagedDownload,
     StagedUpload,
-    describe_failures,
-    name_some,
-    parse_keys,
     plan_uploads,
-    select_downloads,
-    transfer_settings,
 )
-from airflow_provider_brev.core.staging.scripts import (
-    CHANGED,
-    FAIL_CODES,
-    MAX_SCRIPT_LENGTH,
-    OP_GET,
-    OP_PART,
-    OP_PUT,
-    PART_SUFFIX,
-    XFER_BASE,
-    TransferTask,
-    build_plan,
-    build_transfer_script,
-    plan_path,
-)
-from airflow_provider_brev.core.staging.types import S3Object, StagingPair
-from airflow_provider_brev.exceptions import BrevInvalidInputError
+from unit.core.staging.reports_helpers import MD5, URL
+from unit.core.staging.rounds_helpers import MD5_A, MD5_B
+from unit.core.staging.scripts_helpers import md5
 
-MD5 = "0" * 31 + "1"
 #: What the listing prints of a file's identity: size/mtime/ctime/inode (checked again before an upload reads it).
 SIG = "5/1700000000.5/1700000000.5/42"
-URL = "https://bucket.s3.amazonaws.com/k?X-Amz-Signature=abc"
 
 
 # ------------------------------------------------------------------------------------------------ reports
@@ -144,75 +115,6 @@ def test_redaction():
 # ------------------------------------------------------------------------------------------------- rounds
 
 
-def _settings(**overrides):
-    base = {
-        "instance_name": "w-1",
-        "s3_bucket": "bucket",
-        "s3_prefix": "in",
-        "remote_dir": "data",
-        "include": None,
-        "exclude": None,
-        "max_attempts": 3,
-        "concurrency": 4,
-        "curl_retries": 0,
-        "url_expires_in": DEFAULT_URL_EXPIRES_IN,
-        "transfer_timeout": 60,
-        "fail_on_empty": None,
-    }
-    return transfer_settings(**{**base, **overrides})
-
-
-def test_transfer_settings_and_their_limits():
-    settings = _settings(s3_bucket=" bucket ", instance_name=20261201, s3_prefix=2026)
-    assert (settings.instance_name, settings.bucket, settings.prefix) == ("20261201", "bucket", "2026/")
-    assert (settings.s3_uri, settings.remote) == ("s3://bucket/2026/", "20261201:data")
-    assert (settings.max_attempts, settings.concurrency, settings.curl_retries) == (3, 4, 0)
-    assert (settings.url_expires_in, settings.transfer_timeout, settings.fail_on_empty) == (3600, 60.0, False)
-    assert DEFAULT_URL_EXPIRES_IN == 3600 and MAX_URL_EXPIRES_IN == 604800
-    assert _settings(url_expires_in=MAX_URL_EXPIRES_IN).url_expires_in == MAX_URL_EXPIRES_IN
-    assert _settings(url_expires_in=1).url_expires_in == 1
-    assert _settings(concurrency=1, max_attempts=1).concurrency == 1
-    assert _settings(fail_on_empty="true").fail_on_empty is True
-
-
-@pytest.mark.parametrize(
-    ("overrides", "message"),
-    [
-        ({"url_expires_in": MAX_URL_EXPIRES_IN + 1}, "at most 604800 s"),
-        ({"url_expires_in": 0}, "url_expires_in"),
-        ({"concurrency": 0}, "concurrency"),
-        ({"max_attempts": 0}, "max_attempts"),
-        ({"curl_retries": -1}, "curl_retries"),
-        ({"s3_bucket": "  "}, "s3_bucket must be a non-empty bucket name"),
-        ({"s3_bucket": None}, "s3_bucket must be a non-empty bucket name"),
-        ({"remote_dir": "a\nb"}, "contains a tab, newline or NUL character"),
-        ({"s3_prefix": "a\x00"}, "Invalid S3 prefix"),
-        ({"include": ["a\tb"]}, "must not contain tabs"),
-        ({"instance_name": "-bad"}, "Invalid instance name"),
-        ({"transfer_timeout": 0}, "transfer_timeout"),
-    ],
-)
-def test_bad_transfer_settings_are_refused(overrides, message):
-    with pytest.raises(BrevInvalidInputError, match=message):
-        _settings(**overrides)
-
-
-def test_explicit_keys():
-    assert parse_keys(None) is None and parse_keys("") is None and parse_keys([]) is None
-    assert parse_keys("a/b") == ["a/b"]
-    assert parse_keys(("a", "b")) == ["a", "b"]
-    for bad in (["a/"], [" "], [3]):
-        with pytest.raises(BrevInvalidInputError, match="s3_keys must be object keys"):
-            parse_keys(bad)
-
-
-def test_failure_names_are_capped():
-    assert MAX_NAMED_FAILURES == 20
-    assert name_some(["a", "b"], limit=2) == "a, b"
-    assert name_some(["a", "b", "c"], limit=2) == "a, b, and 1 more"
-    assert describe_failures({"b": ("md5", "x"), "a": ("curl", "y")}) == "a (curl: y); b (md5: x)"
-
-
 def test_a_download_settles_only_with_the_right_size_and_md5():
     report = TransferReport(ok={"1": TaskResult(5, MD5, None), "2": TaskResult(4, None, None)})
     assert StagedDownload("k", "f", 5, "e", md5=MD5).settle("1", report) is None
@@ -231,30 +133,6 @@ def test_a_download_settles_only_with_the_right_size_and_md5():
     assert StagedDownload("k", "f", 5, "e").settle("1", TransferReport(failed={"1": ("curl", "x")})) == ("curl", "x")
     assert failed.outcome("1") is None
     assert StagedDownload("k", "f", 5, "e").settle("9", TransferReport(complete=True)) == report.outcome("9")
-
-
-def test_an_md5_mismatch_suspects_the_etag_only_when_the_md5_came_from_it():
-    assert StagedDownload("k", "f", 1, "e", md5=MD5, md5_from_etag=True).suspects_etag(("md5", "x"))
-    assert not StagedDownload("k", "f", 1, "e", md5=MD5).suspects_etag(("md5", "x"))
-    assert not StagedDownload("k", "f", 1, "e", md5=MD5, md5_from_etag=True).suspects_etag(("curl", "x"))
-
-
-def test_selected_downloads_by_prefix_or_basename():
-    objects = [S3Object("in/b.txt", 1, "e"), S3Object("in/a/x.pth", 2, "f"), S3Object("in/skip.tmp", 3, "g")]
-    found, skipped = select_downloads(objects, "in/", PathFilter.create(exclude="*.tmp"))
-    assert skipped == []
-    assert [(d.key, d.relpath, d.size, d.etag) for d in found] == [
-        ("in/a/x.pth", "a/x.pth", 2, "f"),
-        ("in/b.txt", "b.txt", 1, "e"),
-    ]
-    assert [d.relpath for d in select_downloads([S3Object("x/y/z.bin", 1, "e")], None, PathFilter())[0]] == ["z.bin"]
-    with pytest.raises(BrevInvalidInputError, match="Several keys map to the same file: z.bin"):
-        select_downloads([S3Object("a/z.bin", 1, "e"), S3Object("b/z.bin", 1, "e")], None, PathFilter())
-    # a key no safe path can hold is skipped and named, not the whole transfer failed
-    found, skipped = select_downloads([S3Object("in/a", 1, "e"), S3Object("in/a/b", 1, "e")], "in/", PathFilter())
-    assert ([d.key for d in found], skipped) == (["in/a/b"], ["in/a: also the directory of other keys"])
-    found, skipped = select_downloads([S3Object("in/../x", 1, "e")], "in/", PathFilter())
-    assert (found, skipped) == ([], ["in/../x: '../x' has an empty, '.' or '..' component"])
 
 
 def test_parts_settle_one_by_one():
@@ -292,99 +170,68 @@ def test_uploads_go_multipart_above_the_threshold():
 # -------------------------------------------------------------------------------------------- scripts
 
 
-def test_every_failure_code_is_one_the_transfer_script_prints():
-    printed = set(re.findall(r'__x_fail "\$\w+" "(\w+) ', load_script("transfer")))
-    assert set(FAIL_CODES) == printed
-    assert CHANGED == "changed"
-    assert (OP_GET, OP_PUT, OP_PART) == ("G", "S", "P")
-    assert (PART_SUFFIX, XFER_BASE, MAX_SCRIPT_LENGTH) == (".airflow-brev-part", ".airflow-brev/xfer", 100 * 1024)
-
-
-@pytest.mark.parametrize(
-    ("kwargs", "message"),
-    [
-        ({"key": "a"}, "Invalid task key"),
-        ({"op": "X"}, "Invalid task op"),
-        ({"relpath": "/abs"}, "is absolute"),
-        ({"file_size": -1}, "file_size must be a non-negative integer"),
-        ({"offset": True}, "offset must be a non-negative integer"),
-        ({"length": 1.5}, "length must be a non-negative integer"),
-        ({"url": "ftp://x"}, "A presigned URL must be an http"),
-        ({"url": None}, "A presigned URL must be an http"),
-        ({"md5": "xyz"}, "Invalid md5"),
-        ({"op": OP_PART, "length": 0, "file_size": 5}, "A part must have a positive length"),
-    ],
-)
-def test_bad_tasks_are_refused(kwargs, message):
-    base = {"key": "1", "op": OP_GET, "relpath": "f", "file_size": 1, "url": URL}
-    with pytest.raises(ValueError, match=message):
-        TransferTask(**{**base, **kwargs})
-
-
-def test_the_plan_file():
-    tasks = [
-        TransferTask("1", OP_GET, "a b", 5, URL, md5=MD5),
-        TransferTask("2", OP_PUT, "c", 6, URL, md5=MD5),
-        TransferTask("3.1", OP_PART, "d", 10, URL, offset=4, length=4, content_md5=True),
-        TransferTask("3.2", OP_PART, "d", 10, URL, offset=8, length=2),
-        TransferTask("4", OP_GET, "e", 0, URL),
-        TransferTask("5", OP_PART, "empty", 0, URL, length=0),  # the one part of an empty file
-    ]
-    lines = build_plan(tasks).splitlines()
-    assert lines[0] == f"T\t1\tG\t5\t0\t5\t{MD5}\t-\ta b"  # no listing signature: a download
-    assert lines[1] == "T\t2\tS\t6\t0\t6\tAAAAAAAAAAAAAAAAAAAAAQ==\t-\tc"
-    assert lines[2] == "T\t3.1\tP\t10\t4\t4\t+\t-\td"
-    assert lines[3] == "T\t3.2\tP\t10\t8\t2\t-\t-\td"
-    assert lines[4] == "T\t4\tG\t0\t0\t0\t-\t-\te"
-    assert lines[6] == f"U\t1\t{URL}"
-    assert lines[-1] == "N\t6"
-    with pytest.raises(ValueError, match="Task keys must be unique"):
-        build_plan([tasks[0], tasks[0]])
-
-
-def test_script_headers_and_ids():
-    assert plan_path("r-1") == ".airflow-brev-xfer-r-1.plan"
-    for bad in ("", "-x", "a b", None, "x" * 81):
-        with pytest.raises(ValueError, match="Invalid transfer id"):
-            plan_path(bad)  # type: ignore[arg-type]
-    script = build_transfer_script(
-        xfer_id="r-1", remote_dir="data", concurrency=3, curl_retries=2, parallel_downloads=False
+def test_list_script_lists_nested_files_with_sizes_md5_and_patterns(instance):
+    root = instance.home / "out dir"
+    files = {
+        "model.pth": b"weights",
+        "logs/train.log": b"log\n",
+        "logs/keep.txt": b"keep\n",
+        "a b/c d.json": b"{}",
+        "empty": b"",
+    }
+    for rel, data in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_bytes(data)
+    (root / "link.pth").symlink_to(root / "model.pth")  # symlinks are not followed
+    (root / "bad\nname").write_bytes(b"x")
+    everything = parse_list_output(instance.run(build_list_script("out dir")).stdout.splitlines())
+    assert everything.complete and not everything.missing_dir and everything.skipped_names == 1
+    assert [(f.relpath, f.size, f.md5) for f in everything.files] == sorted(
+        (rel, len(data), md5(data)) for rel, data in files.items()
     )
-    assert "__X_P=3\n" in script and "__X_BATCH=0\n" in script
-    assert "__X_RETRIES=2\n" in script and "__X_CONNECT_TIMEOUT=30\n" in script and "__X_STALL=120\n" in script
-    assert (
-        '__X_CURL=(curl --globoff --fail --silent --retry "$__X_RETRIES" --connect-timeout "$__X_CONNECT_TIMEOUT"\n'
-        '          --speed-limit 1024 --speed-time "$__X_STALL")'
-    ) in script
-    assert "__X_BATCH=1\n" in build_transfer_script(xfer_id="r-1", remote_dir="data")
-    for name, value in (("concurrency", 0), ("curl_retries", -1), ("connect_timeout", 0), ("stall_seconds", 0)):
-        with pytest.raises(ValueError, match=f"{name} must be an integer >= "):
-            build_transfer_script(xfer_id="r-1", remote_dir="data", **{name: value})
-    with pytest.raises(ValueError, match="concurrency must be an integer"):
-        build_transfer_script(xfer_id="r-1", remote_dir="data", concurrency=True)
+    selected = PathFilter.create(include=["*.pth", "logs/*", "a b/*"], exclude="*.log")
+    some = parse_list_output(instance.run(build_list_script("~/out dir", selected)).stdout.splitlines())
+    assert [f.relpath for f in some.files] == ["a b/c d.json", "logs/keep.txt", "model.pth"]
+    assert [f.relpath for f in some.files] == sorted(rel for rel in files if selected.matches(rel))
+    fast = parse_list_output(instance.run(build_list_script("out dir", checksums=False)).stdout.splitlines())
+    assert {f.md5 for f in fast.files} == {None}
+    missing = parse_list_output(instance.run(build_list_script("nope")).stdout.splitlines())
+    assert missing.missing_dir and not missing.files
 
 
-def test_list_script_headers():
-    assert md5_cache_path("data") == ".airflow-brev/md5/" + __import__("hashlib").sha256(b"data").hexdigest()[:32]
-    plain = build_list_script("data")
-    assert "__L_MD5=1\n" in plain and "__L_MAN=0\n" in plain and "__L_C=''\n" in plain and "__L_DROP=0\n" in plain
-    assert "__L_SETTLE=2\n" in plain
-    cached = build_list_script("data", md5_cache="keep", manifest=True, settle_seconds=5)
-    assert f'__L_C="$HOME"/{md5_cache_path("data")}\n' in cached
-    assert "__L_MAN=1\n" in cached and "__L_SETTLE=5\n" in cached and "__L_DROP=0\n" in cached
-    assert "__L_DROP=1\n" in build_list_script("data", md5_cache="drop")
-    assert "__L_C=''\n" in build_list_script("data", checksums=False, md5_cache="keep")
-    assert "__L_MD5=0\n" in build_list_script("data", checksums=False)
+def test_parse_transfer_output_is_robust():
+    report = parse_transfer_output(
+        [
+            "noise",
+            "BREV_XFER_FAIL 1 curl exit 7 (HTTP 000)",
+            "BREV_XFER_OK 1 5 " + md5(b"hello") + " -",  # a later success wins (a re-run after a drop)
+            "BREV_XFER_OK 2 5 - abc-3",
+            "BREV_XFER_OK bad 5 - -",
+            "BREV_XFER_OK 3 notanumber - -",
+            "BREV_XFER_FAIL 4 md5 got https://x/y?X-Amz-Signature=s3cr3t",
+            "BREV_XFER_DONE 4",
+        ]
+    )
+    assert report.complete
+    assert report.ok["1"].md5 == md5(b"hello") and report.ok["2"].etag == "abc-3"
+    assert set(report.ok) == {"1", "2"}
+    assert report.failed == {"4": ("md5", "got <url>")}
+    assert report.outcome("1") is None
+    assert report.outcome("9") == ("unreported", "no report from the instance (connection lost or script interrupted)")
 
 
-@pytest.mark.parametrize(
-    "value",
-    [S3Object("a/b.txt", 3, "abc"), StagingPair("s3://bkt/in/", "bkt", "in/", "work/in")],
-    ids=["S3Object", "StagingPair"],
-)
-def test_listed_objects_and_staging_pairs_are_hashable_values(value):
-    """Rounds put objects in sets and compare listings; a pair is the key of its sync report: neither may change."""
-    assert value in {value} and value == dataclasses.replace(value)
-    field = dataclasses.fields(value)[0].name
-    with pytest.raises(dataclasses.FrozenInstanceError):
-        setattr(value, field, "changed")
+def test_redact_removes_urls_and_signature_parameters():
+    text = "failed https://b.s3.amazonaws.com/k?X-Amz-Credential=AKIA/x&X-Amz-Signature=abc and X-Amz-Signature=def"
+    assert redact(text) == "failed <url> and X-Amz-Signature=***"
+    assert redact("AWSAccessKeyId=AKIAX&Signature=zz") == "AWSAccessKeyId=***&Signature=***"
+
+
+def test_a_download_settles_only_with_the_expected_size_and_md5():
+    item = StagedDownload("k", "a.bin", 1, MD5_A, md5=MD5_A, md5_from_etag=True)
+    assert item.settle("0", parse_transfer_output([f"BREV_XFER_OK 0 1 {MD5_A} -"])) is None
+    assert item.settle("0", parse_transfer_output([f"BREV_XFER_OK 0 1 {MD5_B} -"]))[0] == "verify"
+    failed = item.settle("0", parse_transfer_output([f"BREV_XFER_FAIL 0 md5 got {MD5_B}"]))
+    assert failed == ("md5", f"got {MD5_B}") and item.suspects_etag(failed)
+    assert item.settle("0", parse_transfer_output(["BREV_XFER_DONE 0"]))[0] == "unreported"
+    size_only = StagedDownload("k", "a.bin", 1, "abc-2")
+    assert size_only.settle("0", parse_transfer_output([f"BREV_XFER_OK 0 1 {MD5_B} -"])) is None

@@ -4,25 +4,21 @@ from __future__ import annotations
 
 import pytest
 
-from airflow_provider_brev.core.staging.checksums import MIB, S3_MAX_PARTS, multipart_etag
-from airflow_provider_brev.core.staging.paths import PathFilter, printable
-from airflow_provider_brev.core.staging.reports import RemoteFile, parse_transfer_output
+from airflow_provider_brev.core.staging.paths import PathFilter
 from airflow_provider_brev.core.staging.rounds import (
+    DEFAULT_URL_EXPIRES_IN,
+    MAX_NAMED_FAILURES,
+    MAX_URL_EXPIRES_IN,
     StagedDownload,
-    StagedUpload,
     describe_failures,
     name_some,
     parse_keys,
-    plan_uploads,
-    select_downloads,
     task_order,
     transfer_settings,
 )
-from airflow_provider_brev.core.staging.types import S3Object
 from airflow_provider_brev.exceptions import BrevInvalidInputError
+from unit.core.staging.reports_helpers import MD5
 
-MD5_A = "0cc175b9c0f1b6a831c399e269772661"
-MD5_B = "92eb5ffee6ae2fec3ad71c777531578f"
 GOOD = {
     "instance_name": "gpu-box",
     "s3_bucket": " bucket ",
@@ -93,78 +89,76 @@ def test_task_order_and_failure_descriptions():
     assert text.endswith("f19 (curl: exit 22); and 3 more")
 
 
-def test_downloads_land_relative_to_the_prefix_or_by_basename():
-    objects = [S3Object("in/b/x.bin", 2, MD5_B), S3Object("in/a.bin", 1, MD5_A), S3Object("in/a.txt", 1, MD5_A)]
-    selected, skipped = select_downloads(objects, "in/", PathFilter.create("*.bin"))
-    assert [(d.relpath, d.key) for d in selected] == [("a.bin", "in/a.bin"), ("b/x.bin", "in/b/x.bin")]
-    assert skipped == []
-    assert [d.relpath for d in select_downloads(objects[:2], None, PathFilter())[0]] == ["a.bin", "x.bin"]
-    with pytest.raises(BrevInvalidInputError, match="Several keys map to the same file: x.bin"):
-        select_downloads([S3Object("p/x.bin", 1, ""), S3Object("q/x.bin", 1, "")], None, PathFilter())
+def _settings(**overrides):
+    base = {
+        "instance_name": "w-1",
+        "s3_bucket": "bucket",
+        "s3_prefix": "in",
+        "remote_dir": "data",
+        "include": None,
+        "exclude": None,
+        "max_attempts": 3,
+        "concurrency": 4,
+        "curl_retries": 0,
+        "url_expires_in": DEFAULT_URL_EXPIRES_IN,
+        "transfer_timeout": 60,
+        "fail_on_empty": None,
+    }
+    return transfer_settings(**{**base, **overrides})
 
 
-def test_keys_no_safe_path_can_hold_are_skipped_and_named_not_fatal():
-    objects = [
-        S3Object("in/ok.txt", 1, MD5_A),
-        S3Object("in/junk//x", 1, MD5_A),
-        S3Object("in/../escape", 1, MD5_A),
-        S3Object("in/./dot", 1, MD5_A),
-        S3Object("in/tab\there", 1, MD5_A),
-        S3Object("in/a", 1, MD5_A),  # a file and the "directory" of in/a/b
-        S3Object("in/a/b", 1, MD5_B),
-    ]
-    selected, skipped = select_downloads(objects, "in/", PathFilter())
-    assert [d.relpath for d in selected] == ["a/b", "ok.txt"]
-    assert skipped == [
-        "in/junk//x: 'junk//x' has an empty, '.' or '..' component",
-        "in/../escape: '../escape' has an empty, '.' or '..' component",
-        "in/./dot: './dot' has an empty, '.' or '..' component",
-        "in/tab\there: 'tab\\there' contains a tab, newline or NUL character",
-        "in/a: also the directory of other keys",
-    ]
+def test_transfer_settings_and_their_limits():
+    settings = _settings(s3_bucket=" bucket ", instance_name=20261201, s3_prefix=2026)
+    assert (settings.instance_name, settings.bucket, settings.prefix) == ("20261201", "bucket", "2026/")
+    assert (settings.s3_uri, settings.remote) == ("s3://bucket/2026/", "20261201:data")
+    assert (settings.max_attempts, settings.concurrency, settings.curl_retries) == (3, 4, 0)
+    assert (settings.url_expires_in, settings.transfer_timeout, settings.fail_on_empty) == (3600, 60.0, False)
+    assert DEFAULT_URL_EXPIRES_IN == 3600 and MAX_URL_EXPIRES_IN == 604800
+    assert _settings(url_expires_in=MAX_URL_EXPIRES_IN).url_expires_in == MAX_URL_EXPIRES_IN
+    assert _settings(url_expires_in=1).url_expires_in == 1
+    assert _settings(concurrency=1, max_attempts=1).concurrency == 1
+    assert _settings(fail_on_empty="true").fail_on_empty is True
 
 
-def test_names_in_messages_never_carry_control_characters():
-    assert printable("ok/name é.txt") == "ok/name é.txt"
-    assert printable("evil\x1b[2Jname\x07\x7f\x9b") == "evil\\x1b[2Jname\\x07\\x7f\\x9b"
-    assert printable("invoice\u202efdp.exe") == "invoice\\u202efdp.exe"  # a bidi override: reads as "exe.pdf"
-    assert name_some(["a\x1b[31m", "b"]) == "a\\x1b[31m, b"
-    assert describe_failures({"x\x1b]0;t\x07": ("curl", "exit 22")}) == "x\\x1b]0;t\\x07 (curl: exit 22)"
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"url_expires_in": MAX_URL_EXPIRES_IN + 1}, "at most 604800 s"),
+        ({"url_expires_in": 0}, "url_expires_in"),
+        ({"concurrency": 0}, "concurrency"),
+        ({"max_attempts": 0}, "max_attempts"),
+        ({"curl_retries": -1}, "curl_retries"),
+        ({"s3_bucket": "  "}, "s3_bucket must be a non-empty bucket name"),
+        ({"s3_bucket": None}, "s3_bucket must be a non-empty bucket name"),
+        ({"remote_dir": "a\nb"}, "contains a tab, newline or NUL character"),
+        ({"s3_prefix": "a\x00"}, "Invalid S3 prefix"),
+        ({"include": ["a\tb"]}, "must not contain tabs"),
+        ({"instance_name": "-bad"}, "Invalid instance name"),
+        ({"transfer_timeout": 0}, "transfer_timeout"),
+    ],
+)
+def test_bad_transfer_settings_are_refused(overrides, message):
+    with pytest.raises(BrevInvalidInputError, match=message):
+        _settings(**overrides)
 
 
-def test_a_download_settles_only_with_the_expected_size_and_md5():
-    item = StagedDownload("k", "a.bin", 1, MD5_A, md5=MD5_A, md5_from_etag=True)
-    assert item.settle("0", parse_transfer_output([f"BREV_XFER_OK 0 1 {MD5_A} -"])) is None
-    assert item.settle("0", parse_transfer_output([f"BREV_XFER_OK 0 1 {MD5_B} -"]))[0] == "verify"
-    failed = item.settle("0", parse_transfer_output([f"BREV_XFER_FAIL 0 md5 got {MD5_B}"]))
-    assert failed == ("md5", f"got {MD5_B}") and item.suspects_etag(failed)
-    assert item.settle("0", parse_transfer_output(["BREV_XFER_DONE 0"]))[0] == "unreported"
-    size_only = StagedDownload("k", "a.bin", 1, "abc-2")
-    assert size_only.settle("0", parse_transfer_output([f"BREV_XFER_OK 0 1 {MD5_B} -"])) is None
+def test_explicit_keys():
+    assert parse_keys(None) is None and parse_keys("") is None and parse_keys([]) is None
+    assert parse_keys("a/b") == ["a/b"]
+    assert parse_keys(("a", "b")) == ["a", "b"]
+    for bad in (["a/"], [" "], [3]):
+        with pytest.raises(BrevInvalidInputError, match="s3_keys must be object keys"):
+            parse_keys(bad)
 
 
-def test_uploads_are_planned_with_multipart_above_the_threshold():
-    files = [RemoteFile("big.bin", 12 * MIB, MD5_A), RemoteFile("small.txt", 10, MD5_B), RemoteFile("x", 1, None)]
-    uploads, bad = plan_uploads(files, "out/", multipart_threshold=5 * MIB, part_size=5 * MIB)
-    assert [(u.key, u.multipart, u.part_size, u.part_count) for u in uploads] == [
-        ("out/big.bin", True, 5 * MIB, 3),
-        ("out/small.txt", False, 0, 1),
-    ]
-    assert bad == ["x: no md5"]
-    (huge,), _ = plan_uploads([RemoteFile("h", 10**12, MD5_A)], "", multipart_threshold=0, part_size=5 * MIB)
-    assert huge.part_count <= S3_MAX_PARTS and huge.part_size % MIB == 0
+def test_failure_names_are_capped():
+    assert MAX_NAMED_FAILURES == 20
+    assert name_some(["a", "b"], limit=2) == "a, b"
+    assert name_some(["a", "b", "c"], limit=2) == "a, b, and 1 more"
+    assert describe_failures({"b": ("md5", "x"), "a": ("curl", "y")}) == "a (curl: y); b (md5: x)"
 
 
-def test_multipart_parts_settle_one_by_one():
-    upload = StagedUpload("big.bin", "out/big.bin", 11 * MIB, MD5_A, multipart=True, part_size=5 * MIB)
-    report = parse_transfer_output(
-        [f"BREV_XFER_OK 0.1 {5 * MIB} {MD5_A} e1", "BREV_XFER_FAIL 0.2 curl exit 56", f"BREV_XFER_OK 0.3 10 {MD5_B} e3"]
-    )
-    assert upload.settle_parts("0", report) == ("curl", "part 2: exit 56")
-    assert upload.parts == {1: ("e1", MD5_A)}  # part 3 reported the wrong length: not kept
-    assert [n for n, _, _ in upload.missing_parts()] == [2, 3]
-    report = parse_transfer_output([f"BREV_XFER_OK 0.2 {5 * MIB} {MD5_B} e2", f"BREV_XFER_OK 0.3 {MIB} {MD5_A} e3"])
-    assert upload.settle_parts("0", report) is None
-    assert upload.expected_etag() == multipart_etag([MD5_A, MD5_B, MD5_A])
-    upload.restart()
-    assert (upload.upload_id, upload.parts, len(upload.missing_parts())) == (None, {}, 3)
+def test_an_md5_mismatch_suspects_the_etag_only_when_the_md5_came_from_it():
+    assert StagedDownload("k", "f", 1, "e", md5=MD5, md5_from_etag=True).suspects_etag(("md5", "x"))
+    assert not StagedDownload("k", "f", 1, "e", md5=MD5).suspects_etag(("md5", "x"))
+    assert not StagedDownload("k", "f", 1, "e", md5=MD5, md5_from_etag=True).suspects_etag(("curl", "x"))

@@ -6,60 +6,40 @@ presigned URL is ever on its command line.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import random
+import re
 import signal
 import subprocess
 import time
 
 import pytest
 
+from airflow_provider_brev.core.protocol.remote_scripts import load_script
 from airflow_provider_brev.core.staging.checksums import (
     MIB,
-    choose_part_size,
     md5_hex_to_base64,
-    multipart_etag,
-    split_parts,
 )
-from airflow_provider_brev.core.staging.listing import build_list_script
-from airflow_provider_brev.core.staging.paths import (
-    PathFilter,
-    find_path_conflicts,
-    normalize_prefix,
-    remote_path_word,
-    validate_relpath,
-)
-from airflow_provider_brev.core.staging.reports import parse_list_output, parse_transfer_output, redact
+from airflow_provider_brev.core.staging.reports import parse_transfer_output
 from airflow_provider_brev.core.staging.scripts import (
+    CHANGED,
+    FAIL_CODES,
+    MAX_SCRIPT_LENGTH,
     OP_GET,
     OP_PART,
     OP_PUT,
     PART_SUFFIX,
+    XFER_BASE,
     TransferTask,
     build_cleanup_script,
     build_plan,
     build_transfer_script,
     plan_path,
 )
-
-BUCKET = "brev-unit-transfers"
-
-
-def md5(data: bytes) -> str:
-    return hashlib.md5(data).hexdigest()
-
+from unit.core.staging.reports_helpers import MD5, URL
+from unit.core.staging.scripts_helpers import BUCKET, listed_signature, md5
 
 # ------------------------------------------------------------------------------------------- fixtures
-
-
-@pytest.fixture(scope="module")
-def s3(moto_s3):
-    from airflow_provider_brev.testing.local_s3 import s3_client
-
-    client = s3_client(moto_s3)
-    client.create_bucket(Bucket=BUCKET)
-    return client
 
 
 def get_url(s3, key: str) -> str:
@@ -78,45 +58,6 @@ def get_task(s3, key: str, n: int, relpath: str, data: bytes, *, md5_hex: str | 
 
 
 # ---------------------------------------------------------------------------------------------- paths
-
-
-@pytest.mark.parametrize("bad", ["", "/abs", "a/../b", "../x", "a//b", "./a", "a/", "new\nline", "tab\there", "nul\0"])
-def test_unsafe_relative_paths_are_rejected(bad):
-    with pytest.raises(ValueError):
-        validate_relpath(bad)
-
-
-def test_path_helpers(instance):
-    assert validate_relpath("a b/c.d") == "a b/c.d"
-    assert find_path_conflicts(["a", "a/b", "c/d", "c"]) == ["a", "c"]
-    assert find_path_conflicts(["a/b", "a/c"]) == []
-    assert [normalize_prefix(p) for p in (None, "", "/", "x", "x/", "/x//", "a/b")] == [
-        "",
-        "",
-        "",
-        "x/",
-        "x/",
-        "x/",
-        "a/b/",
-    ]
-    words = [remote_path_word(p) for p in ("~", "~/d x", "rel/$(touch pwned)", "/abs/'q'")]
-    done = instance.run("printf '%s|' " + " ".join(words))
-    home = str(instance.home)
-    assert done.stdout == f"{home}|{home}/d x|{home}/rel/$(touch pwned)|/abs/'q'|"
-    assert not (instance.home / "pwned").exists()
-
-
-def test_parts_and_etags():
-    assert split_parts(0, 5) == [(1, 0, 0)]
-    assert split_parts(11, 5) == [(1, 0, 5), (2, 5, 5), (3, 10, 1)]
-    assert choose_part_size(100 * MIB, 5 * MIB) == 5 * MIB
-    grown = choose_part_size(10_001 * 5 * MIB, 5 * MIB)
-    assert grown % MIB == 0 and len(split_parts(10_001 * 5 * MIB, grown)) <= 10_000
-    assert (
-        multipart_etag([md5(b"a"), md5(b"b")])
-        == hashlib.md5(hashlib.md5(b"a").digest() + hashlib.md5(b"b").digest()).hexdigest() + "-2"
-    )
-    assert md5_hex_to_base64(md5(b"")) == "1B2M2Y8AsgTpgAmY7PhCfg=="
 
 
 # ---------------------------------------------------------------------------------------------- plans
@@ -284,75 +225,6 @@ def test_cleanup_script_removes_a_round(instance):
 # -------------------------------------------------------------------------------------------- uploads
 
 
-def test_upload_single_and_multipart_then_complete(s3, instance):
-    rng = random.Random(3)
-    small, big = rng.randbytes(10_000), rng.randbytes(11 * MIB + 5)
-    src = instance.home / "results"
-    (src / "nested").mkdir(parents=True)
-    (src / "nested/small.bin").write_bytes(small)
-    (src / "big.bin").write_bytes(big)
-    created = s3.create_multipart_upload(Bucket=BUCKET, Key="up1/big.bin")
-    upload_id = created["UploadId"]
-    tasks = [
-        TransferTask(
-            key="0",
-            op=OP_PUT,
-            relpath="nested/small.bin",
-            file_size=len(small),
-            md5=md5(small),
-            url=s3.generate_presigned_url(
-                "put_object",
-                Params={"Bucket": BUCKET, "Key": "up1/nested/small.bin", "ContentMD5": md5_hex_to_base64(md5(small))},
-            ),
-        )
-    ]
-    part_size = 5 * MIB
-    for number, offset, length in split_parts(len(big), part_size):
-        url = s3.generate_presigned_url(
-            "upload_part", Params={"Bucket": BUCKET, "Key": "up1/big.bin", "UploadId": upload_id, "PartNumber": number}
-        )
-        tasks.append(
-            TransferTask(
-                key=f"1.{number}",
-                op=OP_PART,
-                relpath="big.bin",
-                file_size=len(big),
-                offset=offset,
-                length=length,
-                url=url,
-                content_md5=True,
-            )
-        )
-    instance.ship("u1", tasks)
-    done = instance.run(build_transfer_script(xfer_id="u1", remote_dir="results", concurrency=2))
-    report = parse_transfer_output(done.stdout.splitlines())
-    assert report.complete and not report.failed
-    assert report.ok["0"].etag == md5(small)
-    part_md5s = []
-    for number, offset, length in split_parts(len(big), part_size):
-        result = report.ok[f"1.{number}"]
-        assert (result.size, result.md5) == (length, md5(big[offset : offset + length]))
-        assert result.etag == result.md5
-        part_md5s.append(result.md5)
-    s3.complete_multipart_upload(
-        Bucket=BUCKET,
-        Key="up1/big.bin",
-        UploadId=upload_id,
-        MultipartUpload={"Parts": [{"PartNumber": n + 1, "ETag": f'"{m}"'} for n, m in enumerate(part_md5s)]},
-    )
-    head = s3.head_object(Bucket=BUCKET, Key="up1/big.bin")
-    assert head["ETag"].strip('"') == multipart_etag(part_md5s)
-    assert s3.get_object(Bucket=BUCKET, Key="up1/big.bin")["Body"].read() == big
-    assert s3.get_object(Bucket=BUCKET, Key="up1/nested/small.bin")["Body"].read() == small
-    argv = instance.curl_log.read_text()
-    assert "X-Amz" not in argv and "http://" not in argv
-    assert f"Content-MD5: {md5_hex_to_base64(md5(small))}" in argv
-    for m in part_md5s:  # each part carried its own Content-MD5 computed on the instance
-        assert f"Content-MD5: {md5_hex_to_base64(m)}" in argv
-    assert instance.leftovers() == []
-    assert (src / "big.bin").read_bytes() == big  # sources untouched
-
-
 def test_upload_of_a_changed_file_is_refused(s3, instance):
     (instance.home / "r").mkdir()
     (instance.home / "r/f").write_bytes(b"grew since it was listed")
@@ -364,13 +236,6 @@ def test_upload_of_a_changed_file_is_refused(s3, instance):
     assert report.failed["0"][0] == "changed"
     with pytest.raises(s3.exceptions.ClientError):
         s3.head_object(Bucket=BUCKET, Key="up2/f")
-
-
-def listed_signature(instance, directory: str, relpath: str) -> str:
-    report = parse_list_output(instance.run(build_list_script(directory)).stdout.splitlines())
-    (entry,) = [f for f in report.files if f.relpath == relpath]
-    assert entry.signature
-    return entry.signature
 
 
 def test_a_put_whose_file_is_rewritten_in_place_while_curl_sends_it_fails_as_changed(s3, instance):
@@ -390,37 +255,6 @@ def test_a_put_whose_file_is_rewritten_in_place_while_curl_sends_it_fails_as_cha
     assert report.failed.get("0") == ("changed", "while it was uploaded"), done.stdout
 
 
-def test_a_part_of_a_file_rewritten_after_an_earlier_part_was_read_fails_as_changed(s3, instance):
-    (instance.home / "r").mkdir()
-    (instance.home / "r/big").write_bytes(b"A" * (6 * MIB))
-    signature = listed_signature(instance, "r", "big")
-    rewrite = f"echo B >> {instance.home}/r/big; truncate -s {6 * MIB} {instance.home}/r/big"  # same size, in place
-    once = instance.home / "rewritten"
-    instance.set_curl(pre=f"[[ $* == *-T* && ! -e {once} ]] && touch {once} && {{ {rewrite}; }}")
-    upload_id = s3.create_multipart_upload(Bucket=BUCKET, Key="up4/big")["UploadId"]
-    tasks = [
-        TransferTask(
-            key=f"0.{number}",
-            op=OP_PART,
-            relpath="big",
-            file_size=6 * MIB,
-            offset=offset,
-            length=length,
-            url=s3.generate_presigned_url(
-                "upload_part", Params={"Bucket": BUCKET, "Key": "up4/big", "UploadId": upload_id, "PartNumber": number}
-            ),
-            signature=signature,
-        )
-        for number, offset, length in split_parts(6 * MIB, 5 * MIB)
-    ]
-    instance.ship("u4", tasks)
-    done = instance.run(build_transfer_script(xfer_id="u4", remote_dir="r", concurrency=1))
-    report = parse_transfer_output(done.stdout.splitlines())
-    assert "0.1" in report.ok  # read and sent before the file changed: its bytes are the listed ones
-    assert report.failed["0.2"] == ("changed", "rewritten since it was listed")
-    s3.abort_multipart_upload(Bucket=BUCKET, Key="up4/big", UploadId=upload_id)
-
-
 def test_plan_carries_the_listed_signature_and_refuses_a_malformed_one():
     ok = {"key": "0", "op": OP_PUT, "relpath": "a b", "file_size": 1, "url": "https://h/b/k?X-Amz-Signature=abc"}
     plan = build_plan([TransferTask(**ok, signature="1/1733061234.1234567890/1733061234.1234567890/42")])
@@ -434,85 +268,76 @@ def test_plan_carries_the_listed_signature_and_refuses_a_malformed_one():
 # -------------------------------------------------------------------------------------------- listing
 
 
-def test_list_script_lists_nested_files_with_sizes_md5_and_patterns(instance):
-    root = instance.home / "out dir"
-    files = {
-        "model.pth": b"weights",
-        "logs/train.log": b"log\n",
-        "logs/keep.txt": b"keep\n",
-        "a b/c d.json": b"{}",
-        "empty": b"",
-    }
-    for rel, data in files.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_bytes(data)
-    (root / "link.pth").symlink_to(root / "model.pth")  # symlinks are not followed
-    (root / "bad\nname").write_bytes(b"x")
-    everything = parse_list_output(instance.run(build_list_script("out dir")).stdout.splitlines())
-    assert everything.complete and not everything.missing_dir and everything.skipped_names == 1
-    assert [(f.relpath, f.size, f.md5) for f in everything.files] == sorted(
-        (rel, len(data), md5(data)) for rel, data in files.items()
-    )
-    selected = PathFilter.create(include=["*.pth", "logs/*", "a b/*"], exclude="*.log")
-    some = parse_list_output(instance.run(build_list_script("~/out dir", selected)).stdout.splitlines())
-    assert [f.relpath for f in some.files] == ["a b/c d.json", "logs/keep.txt", "model.pth"]
-    assert [f.relpath for f in some.files] == sorted(rel for rel in files if selected.matches(rel))
-    fast = parse_list_output(instance.run(build_list_script("out dir", checksums=False)).stdout.splitlines())
-    assert {f.md5 for f in fast.files} == {None}
-    missing = parse_list_output(instance.run(build_list_script("nope")).stdout.splitlines())
-    assert missing.missing_dir and not missing.files
-
-
 # -------------------------------------------------------------------------------------------- parsing
 
 
-def test_parse_transfer_output_is_robust():
-    report = parse_transfer_output(
-        [
-            "noise",
-            "BREV_XFER_FAIL 1 curl exit 7 (HTTP 000)",
-            "BREV_XFER_OK 1 5 " + md5(b"hello") + " -",  # a later success wins (a re-run after a drop)
-            "BREV_XFER_OK 2 5 - abc-3",
-            "BREV_XFER_OK bad 5 - -",
-            "BREV_XFER_OK 3 notanumber - -",
-            "BREV_XFER_FAIL 4 md5 got https://x/y?X-Amz-Signature=s3cr3t",
-            "BREV_XFER_DONE 4",
-        ]
+def test_every_failure_code_is_one_the_transfer_script_prints():
+    printed = set(re.findall(r'__x_fail "\$\w+" "(\w+) ', load_script("transfer")))
+    assert set(FAIL_CODES) == printed
+    assert CHANGED == "changed"
+    assert (OP_GET, OP_PUT, OP_PART) == ("G", "S", "P")
+    assert (PART_SUFFIX, XFER_BASE, MAX_SCRIPT_LENGTH) == (".airflow-brev-part", ".airflow-brev/xfer", 100 * 1024)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"key": "a"}, "Invalid task key"),
+        ({"op": "X"}, "Invalid task op"),
+        ({"relpath": "/abs"}, "is absolute"),
+        ({"file_size": -1}, "file_size must be a non-negative integer"),
+        ({"offset": True}, "offset must be a non-negative integer"),
+        ({"length": 1.5}, "length must be a non-negative integer"),
+        ({"url": "ftp://x"}, "A presigned URL must be an http"),
+        ({"url": None}, "A presigned URL must be an http"),
+        ({"md5": "xyz"}, "Invalid md5"),
+        ({"op": OP_PART, "length": 0, "file_size": 5}, "A part must have a positive length"),
+    ],
+)
+def test_bad_tasks_are_refused(kwargs, message):
+    base = {"key": "1", "op": OP_GET, "relpath": "f", "file_size": 1, "url": URL}
+    with pytest.raises(ValueError, match=message):
+        TransferTask(**{**base, **kwargs})
+
+
+def test_the_plan_file():
+    tasks = [
+        TransferTask("1", OP_GET, "a b", 5, URL, md5=MD5),
+        TransferTask("2", OP_PUT, "c", 6, URL, md5=MD5),
+        TransferTask("3.1", OP_PART, "d", 10, URL, offset=4, length=4, content_md5=True),
+        TransferTask("3.2", OP_PART, "d", 10, URL, offset=8, length=2),
+        TransferTask("4", OP_GET, "e", 0, URL),
+        TransferTask("5", OP_PART, "empty", 0, URL, length=0),  # the one part of an empty file
+    ]
+    lines = build_plan(tasks).splitlines()
+    assert lines[0] == f"T\t1\tG\t5\t0\t5\t{MD5}\t-\ta b"  # no listing signature: a download
+    assert lines[1] == "T\t2\tS\t6\t0\t6\tAAAAAAAAAAAAAAAAAAAAAQ==\t-\tc"
+    assert lines[2] == "T\t3.1\tP\t10\t4\t4\t+\t-\td"
+    assert lines[3] == "T\t3.2\tP\t10\t8\t2\t-\t-\td"
+    assert lines[4] == "T\t4\tG\t0\t0\t0\t-\t-\te"
+    assert lines[6] == f"U\t1\t{URL}"
+    assert lines[-1] == "N\t6"
+    with pytest.raises(ValueError, match="Task keys must be unique"):
+        build_plan([tasks[0], tasks[0]])
+
+
+def test_script_headers_and_ids():
+    assert plan_path("r-1") == ".airflow-brev-xfer-r-1.plan"
+    for bad in ("", "-x", "a b", None, "x" * 81):
+        with pytest.raises(ValueError, match="Invalid transfer id"):
+            plan_path(bad)  # type: ignore[arg-type]
+    script = build_transfer_script(
+        xfer_id="r-1", remote_dir="data", concurrency=3, curl_retries=2, parallel_downloads=False
     )
-    assert report.complete
-    assert report.ok["1"].md5 == md5(b"hello") and report.ok["2"].etag == "abc-3"
-    assert set(report.ok) == {"1", "2"}
-    assert report.failed == {"4": ("md5", "got <url>")}
-    assert report.outcome("1") is None
-    assert report.outcome("9") == ("unreported", "no report from the instance (connection lost or script interrupted)")
-
-
-def test_redact_removes_urls_and_signature_parameters():
-    text = "failed https://b.s3.amazonaws.com/k?X-Amz-Credential=AKIA/x&X-Amz-Signature=abc and X-Amz-Signature=def"
-    assert redact(text) == "failed <url> and X-Amz-Signature=***"
-    assert redact("AWSAccessKeyId=AKIAX&Signature=zz") == "AWSAccessKeyId=***&Signature=***"
-
-
-@pytest.mark.parametrize("exclude", [None, ["bad*"]])
-def test_list_script_skips_names_that_are_not_utf8_deliberately(instance, exclude):
-    """A file named with byte \\xff once failed the whole upload under a UTF-8 locale: bash's ``=~`` and the
-    S3 key. Matching is bytewise (LC_ALL=C); such names are skipped and counted (S3 keys are UTF-8)."""
-    root = instance.home / "odd"
-    root.mkdir()
-    (root / "good.txt").write_bytes(b"ok")
-    (root / "bad-but-valid.txt").write_bytes(b"ok")
-    with open(os.path.join(os.fsencode(root), b"bad\xff.bin"), "wb") as handle:
-        handle.write(b"x")
-    script = build_list_script("odd", PathFilter.create(exclude=exclude) if exclude else None)
-    done = subprocess.run(
-        ["bash", "-c", script], env=instance.env(), cwd=instance.home, capture_output=True, check=False
-    )
-    assert done.returncode == 0 and done.stderr == b""
-    lines = done.stdout.decode("utf-8", "replace").splitlines()  # as the hook decodes the CLI's output
-    listed = parse_list_output(lines)
-    assert listed.complete
-    if exclude:
-        assert [f.relpath for f in listed.files] == ["good.txt"]
-    else:
-        assert [f.relpath for f in listed.files] == ["bad-but-valid.txt", "good.txt"]
-        assert listed.skipped_names == 1
+    assert "__X_P=3\n" in script and "__X_BATCH=0\n" in script
+    assert "__X_RETRIES=2\n" in script and "__X_CONNECT_TIMEOUT=30\n" in script and "__X_STALL=120\n" in script
+    assert (
+        '__X_CURL=(curl --globoff --fail --silent --retry "$__X_RETRIES" --connect-timeout "$__X_CONNECT_TIMEOUT"\n'
+        '          --speed-limit 1024 --speed-time "$__X_STALL")'
+    ) in script
+    assert "__X_BATCH=1\n" in build_transfer_script(xfer_id="r-1", remote_dir="data")
+    for name, value in (("concurrency", 0), ("curl_retries", -1), ("connect_timeout", 0), ("stall_seconds", 0)):
+        with pytest.raises(ValueError, match=f"{name} must be an integer >= "):
+            build_transfer_script(xfer_id="r-1", remote_dir="data", **{name: value})
+    with pytest.raises(ValueError, match="concurrency must be an integer"):
+        build_transfer_script(xfer_id="r-1", remote_dir="data", concurrency=True)

@@ -5,31 +5,19 @@ from __future__ import annotations
 
 import base64
 import json
+import subprocess
 
 import pytest
 
 from airflow_provider_brev.core.protocol.remote_scripts import load_script, script_body
-from airflow_provider_brev.core.staging.manifest import validate_outputs
-from airflow_provider_brev.core.tao.checkpoints import (
-    CHECKPOINT_LOG_REGEX,
-    checkpoint_order,
-    checkpoints_after,
-    checkpoints_uri,
-    newest_checkpoint,
-    resume_overrides,
-)
-from airflow_provider_brev.core.tao.command import (
-    STARTED_MARKER,
-    build_tao_command,
-    format_override,
-    image_registry,
-    remote_path,
-    spec_references_hugging_face,
-    validate_image,
-)
 from airflow_provider_brev.core.tao.report import (
+    COMMAND_FAILED,
     MAX_REPORT_FILE_BYTES,
+    NOT_VERIFIED,
+    PROGRAM_FAULT,
     PROGRAM_FAULTS,
+    UNREACHABLE_KPI,
+    VERIFIED,
     TaoReport,
     build_report_command,
     classify_fault,
@@ -37,97 +25,9 @@ from airflow_provider_brev.core.tao.report import (
     verify_tao_run,
 )
 
-IMAGE = "nvcr.io/nvidia/tao/tao-toolkit:6.26.3-pyt"
-
 
 def b64(text: str) -> str:
     return base64.b64encode(text.encode()).decode()
-
-
-def test_the_docker_run_line_is_exact():
-    command = build_tao_command(
-        image=IMAGE,
-        task="visual_changenet",
-        action="train",
-        spec_file="train.yaml",
-        results_dir="runs/r1/",
-        overrides={"train.num_epochs": 3},
-        mounts={"data": "/data"},
-        env={"PLAIN": "a b"},
-        secret_env_names=["NGC_KEY"],
-        num_gpus=2,
-        ipc="host",
-        container_name="tao-1",
-        extra_docker_args=["--ulimit", "memlock=-1"],
-    )
-    assert command == (
-        'mkdir -p "$HOME"/runs/r1/train && touch "$HOME"/runs/r1/train/.brev-tao-started && '
-        "docker run --rm --gpus 2 --name tao-1 --shm-size 8g --ipc host "
-        '-v "$HOME"/runs/r1/:/results -v "$HOME"/runs/r1/specs:/specs:ro -v "$HOME"/data:/data '
-        "-e 'PLAIN=a b' -e NGC_KEY --ulimit memlock=-1 "
-        f"{IMAGE} visual_changenet train -e /specs/train.yaml results_dir=/results train.num_epochs=3 train.num_gpus=2"
-    )
-    assert STARTED_MARKER == ".brev-tao-started"
-
-
-def test_gap_analysis_writes_into_its_action_directory_and_gets_no_gpu_override():
-    command = build_tao_command(
-        image=IMAGE,
-        task="gap_analysis",
-        action="analyze",
-        spec_file="g.yaml",
-        results_dir="/abs",
-        num_gpus=1,
-        shm_size=None,
-    )
-    assert command.endswith("gap_analysis analyze -e /specs/g.yaml results_dir=/results/analyze")
-    assert "--shm-size" not in command and "num_gpus" not in command
-    assert " --gpus 1 " in command
-    assert "--gpus all" in build_tao_command(image=IMAGE, task="t", action="a", spec_file="s", results_dir="r")
-
-
-@pytest.mark.parametrize(
-    ("kwargs", "match"),
-    [
-        ({"task": "Bad-Task"}, "Invalid TAO task"),
-        ({"action": ""}, "Invalid TAO action"),
-        ({"task": None}, "Invalid TAO task"),  # an unset templated value: refused, not a TypeError
-        ({"action": None}, "Invalid TAO action"),
-        ({"spec_file": "a b.yaml"}, "Invalid spec file name"),
-        ({"mounts": {"data": "relative"}}, "must be absolute"),
-        ({"env": {"1BAD": "x"}}, "Invalid environment variable name"),
-        ({"secret_env_names": ["BAD-NAME"]}, "Invalid environment variable name"),
-        ({"image": "tao-toolkit:latest"}, "Invalid TAO image"),
-        ({"results_dir": "a\nb"}, "Invalid remote path"),
-    ],
-)
-def test_bad_tao_arguments_are_refused(kwargs, match):
-    base = {"image": IMAGE, "task": "t", "action": "a", "spec_file": "s.yaml", "results_dir": "r"}
-    with pytest.raises(ValueError, match=match):
-        build_tao_command(**{**base, **kwargs})
-
-
-def test_images_paths_and_overrides():
-    assert validate_image(f"  {IMAGE} ") == IMAGE
-    with pytest.raises(ValueError, match="Invalid TAO image"):
-        validate_image(None)  # type: ignore[arg-type]
-    assert image_registry(IMAGE) == "nvcr.io"
-    assert remote_path("/abs/x") == "/abs/x"
-    assert remote_path("~/x y") == "\"$HOME\"/'x y'"
-    assert remote_path("rel") == '"$HOME"/rel'
-    for bad in ("", "a\nb", "a\x00b"):
-        with pytest.raises(ValueError, match="Invalid remote path"):
-            remote_path(bad)
-    assert [format_override("k", v) for v in (True, False, None, [1, "a"], {"x": 1}, 2.5)] == [
-        "k=true",
-        "k=false",
-        "k=null",
-        'k=[1,"a"]',
-        'k={"x":1}',
-        "k=2.5",
-    ]
-    with pytest.raises(ValueError, match="Invalid override key"):
-        format_override("bad key", 1)
 
 
 @pytest.mark.parametrize(
@@ -226,25 +126,6 @@ def test_report_edge_cases():
     assert parse_report(["BREV_TAO_FAULT !!!", "BREV_TAO_END"]).fault_lines == [""]
 
 
-#: (case, a spec or a value in it, references Hugging Face)
-HF_SPECS = [
-    ("a model deep in a mapping", {"a": [{"b": "hf_model://x/y"}]}, True),
-    ("upper case, in a tuple", ("HF://x",), True),
-    ("a dataset", "hf_dataset://d", True),
-    ("the hub's web address", "https://huggingface.co/x", True),
-    ("S3, a number, a null", {"a": ["s3://b/k", 1, None]}, False),
-    ("a number alone", 3, False),
-    ("a mapping of local paths", {"a": "/results/x.pth"}, False),
-    ("hf:// not at the start", "s3://b/hf://x", False),
-    ("nothing", {}, False),
-]
-
-
-@pytest.mark.parametrize(("case", "spec", "hf"), HF_SPECS, ids=[r[0] for r in HF_SPECS])
-def test_hugging_face_references_anywhere_in_a_spec(case, spec, hf):
-    assert spec_references_hugging_face(spec) is hf, case
-
-
 def _verdict(report: TaoReport, **kwargs):
     base = {"exit_code": 0, "task": "t", "action": "train", "results_dir": "r/", "require_new_checkpoint": True}
     return verify_tao_run(report, **{**base, **kwargs})
@@ -266,34 +147,103 @@ def test_verdict_messages():
     assert unreachable.kind == "unreachable_kpi" and "k" * 300 + ")" in unreachable.message
 
 
-def test_checkpoints_and_resume():
-    assert checkpoint_order("a/b/model_epoch_010_step_200.pth") == (10, 200)
-    assert checkpoint_order("model_epoch_1_step_2.pth.tmp") is None
-    names = ["x/model_epoch_002_step_9.pth", "model_epoch_010_step_1.pth", "model_epoch_010_step_3.pth", "notes.txt"]
-    assert newest_checkpoint(names) == "model_epoch_010_step_3.pth"
-    assert newest_checkpoint(["notes.txt"]) is None
-    assert checkpoints_after(names, "model_epoch_010_step_1.pth") == ["model_epoch_010_step_3.pth"]
-    assert checkpoints_after(names, "custom.pth") == names[:3]  # not a training checkpoint: every one is later
-    assert resume_overrides("s3/k/model_epoch_003_step_1.pth", action="train") == {
-        "train.resume_training_checkpoint_path": "/results/train/model_epoch_003_step_1.pth"
-    }
-    outputs = validate_outputs({"runs/r1": "s3://bucket/out/", "/abs/other": "s3://bucket/abs/"})
-    assert checkpoints_uri(outputs, results_dir="~/runs/r1/", action="train") == "s3://bucket/out/train/"
-    assert checkpoints_uri(
-        validate_outputs({"runs/r1/train": "s3://bucket/t/"}), results_dir="runs/r1", action="train"
-    ) == ("s3://bucket/t/")
-    assert checkpoints_uri(outputs, results_dir="elsewhere", action="train") is None
+def test_report_command_round_trip_in_bash(tmp_path):
+    action = tmp_path / "runs" / "train"
+    action.mkdir(parents=True)
+    (action / ".brev-tao-started").touch()
+    (action / "status.json").write_text(
+        json.dumps({"status": "STARTED"}) + "\n" + json.dumps({"status": "SUCCESS", "kpi": {"val_loss": 0.1}}) + "\n"
+    )
+    (action / "model_epoch_004_step_40.pth").write_bytes(b"x")
+    (action / "metrics.json").write_text(json.dumps({"f1": 0.9, "nested": {"x": 1}}))
+    (action / "threshold.txt").write_text("0.42\n")
+    log = tmp_path / "job.log"
+    log.write_text("fine\ntorch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 2 GiB\n")
+    script = build_report_command(results_dir=str(tmp_path / "runs"), action="train", job_log=str(log))
+    done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, check=True)
+    report = parse_report(done.stdout.splitlines())
+    assert report.last_status == {"status": "SUCCESS", "kpi": {"val_loss": 0.1}}
+    assert report.new_checkpoints == ["model_epoch_004_step_40.pth"]
+    assert report.kpis() == {"val_loss": 0.1, "f1": 0.9, "threshold": 0.42}
+    assert classify_fault(report.fault_lines)[0] == "out of memory"
+    assert report.unreachable_kpi is None
+
+
+def test_report_cut_short_is_an_error():
+    with pytest.raises(ValueError, match="cut short"):
+        parse_report(["BREV_TAO_STATUS " + base64.b64encode(b"{}").decode()])
+
+
+def report(status=None, *, started=100.0, checkpoints=(), unreachable=None, faults=()):
+    """A :class:`TaoReport` as :func:`parse_report` builds it."""
+    return TaoReport(
+        last_status=None if status is None else {"status": status},
+        started_at=started,
+        checkpoints=list(checkpoints),
+        files={} if unreachable is None else {"unreachable_kpi.txt": unreachable},
+        fault_lines=list(faults),
+    )
+
+
+NEW_CKPT = [(150.0, 10, "model_epoch_001.pth")]
+
+
+OLD_CKPT = [(50.0, 10, "model_epoch_001.pth")]
+
+
+OOM = "torch.cuda.OutOfMemoryError: CUDA out of memory."
 
 
 @pytest.mark.parametrize(
-    ("line", "seen"),
+    ("exit_code", "tao_report", "require_ckpt", "kind", "in_message"),
     [
-        ("Saved checkpoint to /results/train/model_epoch_003_step_120.pth", True),
-        ("saving checkpoint model_epoch_1_step_2.pth", True),
-        ("loaded checkpoint model_epoch_1_step_2.pth", False),
+        (0, report("SUCCESS", checkpoints=NEW_CKPT), True, VERIFIED, "succeeded"),
+        (0, report("SUCCESS"), False, VERIFIED, "succeeded"),
+        (0, report("SUCCESS", checkpoints=OLD_CKPT), True, NOT_VERIFIED, "no new checkpoint"),
+        (0, report("SUCCESS"), True, NOT_VERIFIED, "no new checkpoint"),
+        (0, report("RUNNING", checkpoints=NEW_CKPT), True, NOT_VERIFIED, "last status.json record is RUNNING"),
+        (0, report(None, checkpoints=NEW_CKPT), True, NOT_VERIFIED, "record is missing (in runs/train/status.json)"),
+        (1, report("FAILURE", faults=[OOM]), True, PROGRAM_FAULT, "out of memory"),
+        (1, report(None, faults=["omegaconf.errors.ConfigKeyError: Key 'x' not in"]), False, PROGRAM_FAULT, "spec"),
+        (137, report("STARTED"), True, COMMAND_FAILED, "exit code 137"),
+        (0, report("SUCCESS", unreachable="recall 0.99 unreachable"), False, UNREACHABLE_KPI, "unreachable"),
+        (2, report(None, unreachable="x", faults=[OOM]), False, UNREACHABLE_KPI, "no retry"),
     ],
 )
-def test_the_checkpoint_log_line(line, seen):
-    import re
+def test_verify_tao_run(exit_code, tao_report, require_ckpt, kind, in_message):
+    verdict = judge(tao_report, exit_code, require_ckpt)
+    assert verdict.kind == kind
+    assert verdict.ok == (kind == VERIFIED)
+    assert in_message in verdict.message
+    assert verdict.message.startswith("TAO visual_changenet train")
 
-    assert (re.search(CHECKPOINT_LOG_REGEX, line) is not None) is seen
+
+def judge(tao_report, exit_code=0, require_ckpt=True, resumed_from=None):
+    return verify_tao_run(
+        tao_report,
+        exit_code=exit_code,
+        task="visual_changenet",
+        action="train",
+        results_dir="runs/",
+        require_new_checkpoint=require_ckpt,
+        resumed_from=resumed_from,
+    )
+
+
+RESTORED = "model_epoch_005_step_00036.pth"
+
+
+@pytest.mark.parametrize(
+    ("checkpoints", "kind", "in_message"),
+    [
+        # the restored file was written just before the launch: it looks new, but it is not training
+        ([(150.0, 10, RESTORED)], NOT_VERIFIED, f"no checkpoint beyond {RESTORED}"),
+        ([], NOT_VERIFIED, "resume trained nothing"),
+        ([(150.0, 10, RESTORED), (160.0, 10, "model_epoch_006_step_00042.pth")], VERIFIED, "succeeded"),
+        ([(160.0, 10, "model_epoch_009_step_00060.pth")], VERIFIED, "succeeded"),
+        ([(150.0, 10, "model_epoch_004_step_00030.pth")], NOT_VERIFIED, "resume trained nothing"),
+    ],
+)
+def test_a_resume_must_write_a_checkpoint_beyond_the_restored_one(checkpoints, kind, in_message):
+    verdict = judge(report("SUCCESS", checkpoints=checkpoints), resumed_from=RESTORED)
+    assert (verdict.kind, in_message in verdict.message) == (kind, True)

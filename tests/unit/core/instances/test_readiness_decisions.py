@@ -3,7 +3,6 @@ arguments, the shared listing, and the error types that cross a deferral."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 
 import pytest
@@ -28,12 +27,8 @@ from airflow_provider_brev.core.instances.readiness import (
     probe_passed,
     readiness_from_status,
 )
-from airflow_provider_brev.core.protocol.argv import create_args, instance_type_list, ls_args, search_args
-from airflow_provider_brev.core.protocol.config import BrevCapabilities, BrevConnectionConfig, login_args
 from airflow_provider_brev.core.protocol.machine import Done, Fail, Failed, Sleep
-from airflow_provider_brev.core.protocol.output import BrevInstance
 from airflow_provider_brev.exceptions import (
-    BrevCLIError,
     BrevCommandError,
     BrevConfigurationError,
     BrevError,
@@ -44,12 +39,8 @@ from airflow_provider_brev.exceptions import (
     error_from_event,
     retry_policy,
 )
-from airflow_provider_brev.hooks.listing import SharedListing
+from unit.instance_helpers import inst
 from unit.machine_steps import probe, step
-
-
-def inst(status: str = "RUNNING", build: str = "COMPLETED", shell: str = "READY") -> BrevInstance:
-    return BrevInstance(name="w-1", id="abc", status=status, build_status=build, shell_status=shell)
 
 
 @pytest.mark.parametrize(
@@ -164,97 +155,6 @@ def test_readiness_wait_cadence_deadline_and_budget():
     assert isinstance(timeout, Done) and timeout.result.action == "timeout" and "after 100 s" in timeout.result.message
 
 
-def test_ls_and_search_args():
-    caps = BrevCapabilities(version=(0, 6, 327), version_text="v0.6.327")
-    assert ls_args(BrevConnectionConfig(conn_id="c"), caps) == ["ls", "--json"]
-    assert ls_args(BrevConnectionConfig(conn_id="c", org="acme"), caps) == ["ls", "--json", "--org", "acme"]
-    api_key = BrevConnectionConfig(conn_id="c", org="acme", api_key="bak-1", org_id="o")
-    assert ls_args(api_key, caps) == ["ls", "--json"]  # --org is refused under API-key auth
-    with pytest.raises(BrevCLIError, match="upgrade"):
-        ls_args(BrevConnectionConfig(conn_id="c"), BrevCapabilities(version=(0, 6, 300), version_text="old"))
-    assert search_args(gpu_name="L40S", min_vram=40, include_cpu=True) == [
-        "search",
-        "cpu",
-        "--gpu-name",
-        "L40S",
-        "--min-vram",
-        "40",
-        "--json",
-    ]
-
-
-@pytest.mark.parametrize(
-    ("flags", "gpu", "types", "placement", "expected_tail", "warned"),
-    [
-        (
-            frozenset(),
-            "L40S:1",
-            ["g6e.xlarge", "g6e.2xlarge"],
-            None,
-            ["--type", "g6e.xlarge,g6e.2xlarge", "--detached"],
-            False,
-        ),
-        (frozenset({"gpu"}), "L40S:2", ["x"], None, ["--gpu", "L40S:2", "--detached"], False),
-        (frozenset({"gpu"}), None, ["g6e.xlarge"], None, ["--type", "g6e.xlarge", "--detached"], False),
-        (frozenset(), None, ["g6e.xlarge"], "cc-1", ["--type", "g6e.xlarge", "--detached"], True),
-        (
-            frozenset({"cloud-cred-id"}),
-            None,
-            ["g6e.xlarge"],
-            "cc-1",
-            ["--type", "g6e.xlarge", "--cloud-cred-id", "cc-1", "--detached"],
-            False,
-        ),
-    ],
-)
-def test_create_args(flags, gpu, types, placement, expected_tail, warned):
-    caps = BrevCapabilities(version=(0, 6, 327), version_text="v", create_flags=flags)
-    plan = create_args(
-        "w-1",
-        caps=caps,
-        config=BrevConnectionConfig(conn_id="c"),
-        gpu=gpu,
-        types=types,
-        min_vram=None,
-        cloud_cred_id=placement,
-        workspace_group_id=None,
-        wait=False,
-        timeout=600,
-    )
-    assert plan.args == ["create", "w-1", *expected_tail]
-    assert bool(plan.warnings) is warned
-
-
-@pytest.mark.parametrize(
-    ("gpu", "types", "expected"),
-    [
-        ("L40S:1", None, ("L40S:1", None)),
-        ("  ", "a.b, c.d", (None, ["a.b", "c.d"])),
-        ("", [], (None, None)),
-        (None, ["g6e.xlarge"], (None, ["g6e.xlarge"])),
-    ],
-)
-def test_instance_type_list(gpu, types, expected):
-    assert instance_type_list(gpu, types) == expected
-
-
-@pytest.mark.parametrize(("gpu", "types"), [("L40S:1", ["g6e.xlarge"]), ("L40S:0", None), (None, ["bad type"])])
-def test_instance_type_list_rejects(gpu, types):
-    with pytest.raises(BrevInvalidInputError):
-        instance_type_list(gpu, types)
-
-
-def test_login_args_and_config_validation():
-    assert login_args(BrevConnectionConfig(conn_id="c")) is None
-    assert login_args(BrevConnectionConfig(conn_id="c", token="t")) == ["login", "--token", "t"]
-    key = BrevConnectionConfig(conn_id="c", token="t", api_key="bak-1", org_id="o")
-    assert login_args(key) == ["login", "--api-key", "bak-1", "--org-id", "o"]  # the API key wins
-    with pytest.raises(BrevConfigurationError, match="bak-"):
-        BrevConnectionConfig(conn_id="c", api_key="nope", org_id="o").validate()
-    with pytest.raises(BrevConfigurationError, match="org id"):
-        BrevConnectionConfig(conn_id="c", api_key="bak-1").validate()
-
-
 @pytest.mark.parametrize(
     ("error_type", "expected", "policy"),
     [
@@ -273,53 +173,3 @@ def test_error_types_cross_a_deferral(error_type, expected, policy):
     assert retry_policy(error) == policy
     assert "it broke" in str(error)
     assert not isinstance(error, BrevCommandError)
-
-
-def test_shared_listing_serves_one_fetch_to_concurrent_waits_and_never_an_older_one():
-    async def scenario() -> tuple[int, list[float], list[float]]:
-        listing = SharedListing()
-        fetches = 0
-        release = asyncio.Event()
-
-        async def fetch() -> list[BrevInstance]:
-            nonlocal fetches
-            fetches += 1
-            await release.wait()
-            return [inst()]
-
-        loop = asyncio.get_running_loop()
-        since = loop.time() - 10  # any listing started after this serves
-        waits = [asyncio.ensure_future(listing.get(fetch, since=since)) for _ in range(20)]
-        await asyncio.sleep(0)
-        release.set()
-        results = await asyncio.gather(*waits)
-        first = [started for _, started in results]
-        # a wait that needs a listing newer than the one it saw gets a new fetch, not the cached one
-        newer = await listing.get(fetch, since=first[0] + 1e-6)
-        return fetches, first, [newer[1]]
-
-    fetches, first, newer = asyncio.run(scenario())
-    assert fetches == 2
-    assert len(set(first)) == 1
-    assert newer[0] > first[0]
-
-
-def test_shared_listing_failure_reaches_its_waiters_and_the_next_get_fetches_again():
-    async def scenario() -> tuple[int, int, bool]:
-        listing = SharedListing()
-        calls = 0
-
-        async def fetch() -> list[BrevInstance]:
-            nonlocal calls
-            calls += 1
-            if calls == 1:
-                raise BrevTransientError("502")
-            return [inst()]
-
-        results = await asyncio.gather(*(listing.get(fetch, since=0.0) for _ in range(5)), return_exceptions=True)
-        failed = sum(isinstance(r, BrevTransientError) for r in results)
-        value, _ = await listing.get(fetch, since=0.0)
-        return failed, calls, bool(value)
-
-    failed, calls, ok = asyncio.run(scenario())
-    assert (failed, calls, ok) == (5, 2, True)
