@@ -13,12 +13,14 @@ from airflow_provider_brev.core.jobs.attempts import (
     IGNORE,
     REATTACH,
     RELAUNCH,
+    SUPERSEDED,
     EarlierJob,
     earlier_job_verdict,
     earlier_jobs,
     generation_start,
     try_job_ids,
 )
+from airflow_provider_brev.core.jobs.remote import FINISHED, LOST, MISSING, RUNNING, PollResult
 from unit.core.jobs.follower_helpers import _poll
 
 IDS = {"dag_id": "d", "task_id": "t", "run_id": "r"}
@@ -73,3 +75,23 @@ def test_earlier_jobs_are_newest_first_and_collectable_only_in_this_generation()
 )
 def test_what_an_earlier_try_means(poll, verdict):
     assert earlier_job_verdict(poll) == verdict
+
+
+@pytest.mark.parametrize(
+    ("state", "exit_code", "collectable", "verdict"),
+    [
+        (RUNNING, None, True, REATTACH),
+        (RUNNING, None, False, REATTACH),  # a running job is never started a second time, whatever generation
+        (FINISHED, 0, True, COLLECT),
+        (FINISHED, 0, False, SUPERSEDED),  # the task was cleared since: run the command again
+        (FINISHED, 1, True, RELAUNCH),
+        (FINISHED, 1, False, RELAUNCH),
+        (FINISHED, None, True, RELAUNCH),
+        (LOST, None, True, RELAUNCH),
+        (MISSING, None, True, IGNORE),
+        (MISSING, None, False, IGNORE),
+    ],
+)
+def test_earlier_job_verdicts(state, exit_code, collectable, verdict):
+    poll = PollResult(state=state, exit_code=exit_code, log_size=0, pid=None)
+    assert earlier_job_verdict(poll, collectable=collectable) == verdict

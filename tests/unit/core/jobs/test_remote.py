@@ -39,14 +39,6 @@ if TYPE_CHECKING:
 import base64
 import logging
 
-from airflow_provider_brev.core.jobs.attempts import (
-    COLLECT,
-    IGNORE,
-    REATTACH,
-    RELAUNCH,
-    SUPERSEDED,
-    earlier_job_verdict,
-)
 from airflow_provider_brev.core.jobs.pulls import pull_start
 from airflow_provider_brev.core.jobs.remote import FINISHED, LOST, MISSING, RUNNING, LaunchResult
 from airflow_provider_brev.exceptions import BrevConnectionLostError
@@ -148,10 +140,6 @@ def jobs(tmp_path):
         yield helper
     finally:
         helper.kill_all()
-
-
-def job_dir(home: Path, job: RemoteJob) -> Path:
-    return home / job.job_dir
 
 
 # ------------------------------------------------------------------------------------------- launch / poll
@@ -694,26 +682,6 @@ def test_progress_is_reported_once_per_percentage():
     progress = [message for _, message in result["records"] if "progress:" in message]
     assert progress == [f"Job {JOB.job_id} progress: {p}" for p in ("25% (1/4)", "50% (2/4)", "100% (4/4)")]
     assert result["outcome"].last_line == "no newline at the end"
-
-
-@pytest.mark.parametrize(
-    ("state", "exit_code", "collectable", "verdict"),
-    [
-        (RUNNING, None, True, REATTACH),
-        (RUNNING, None, False, REATTACH),  # a running job is never started a second time, whatever generation
-        (FINISHED, 0, True, COLLECT),
-        (FINISHED, 0, False, SUPERSEDED),  # the task was cleared since: run the command again
-        (FINISHED, 1, True, RELAUNCH),
-        (FINISHED, 1, False, RELAUNCH),
-        (FINISHED, None, True, RELAUNCH),
-        (LOST, None, True, RELAUNCH),
-        (MISSING, None, True, IGNORE),
-        (MISSING, None, False, IGNORE),
-    ],
-)
-def test_earlier_job_verdicts(state, exit_code, collectable, verdict):
-    poll = PollResult(state=state, exit_code=exit_code, log_size=0, pid=None)
-    assert earlier_job_verdict(poll, collectable=collectable) == verdict
 
 
 @pytest.mark.parametrize(
