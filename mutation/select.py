@@ -107,8 +107,10 @@ class Selector:
         # The unit tests mirror the source tree (tests/unit/<package path>/test_<module>.py), at every level. A
         # helper module or a conftest.py beside them imports for the test files that use it: its imports count for
         # each of them (the test files that import it; a conftest's: every test file below it).
-        tests = sorted(test_dir.rglob("test_*.py")) if test_dir is not None else []
-        for source_file in sorted(test_dir.rglob("*.py")) if test_dir is not None else []:
+        sources = sorted(test_dir.rglob("*.py")) if test_dir is not None else []
+        tests = [path for path in sources if path.name.startswith("test_")]
+        for source_file in sources:
+            assert test_dir is not None  # (else there is no source file)
             tree = ast.parse(source_file.read_text(encoding="utf-8"))
             users = _users(source_file, test_dir, tests)
             for node in ast.walk(tree):
