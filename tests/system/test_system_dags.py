@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import pytest
 from helpers import run_state, task_states
-from system_support import TEST_TIMEOUT, same_gpu
+
+from system.system_support import TEST_TIMEOUT, same_gpu
 
 pytestmark = pytest.mark.timeout(TEST_TIMEOUT)
 
