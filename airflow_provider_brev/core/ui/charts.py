@@ -33,7 +33,7 @@ PHASE_COLOURS = {
     "uncovered": "#d55e00",
     "other": "#bbbbbb",
 }
-WIDTH, HEIGHT = 760, 220
+WIDTH, HEIGHT, SHARE_HEIGHT = 760, 220, 130
 _LEFT, _RIGHT, _TOP, _BOTTOM = 64, 12, 12, 28
 
 
@@ -45,8 +45,8 @@ def phase_colour(phase: str) -> str:
     return f"hsl({digest[0] * 360 // 256}, 55%, {40 + digest[1] % 25}%)"
 
 
-def _frame(title: str, y_labels: list[tuple[float, str]], inner: list[str], caption: str) -> str:
-    plot_h = HEIGHT - _TOP - _BOTTOM
+def _frame(title: str, y_labels: list[tuple[float, str]], inner: list[str], caption: str, height: int) -> str:
+    plot_h = height - _TOP - _BOTTOM
     axis = [
         f'<line x1="{_LEFT}" y1="{_TOP}" x2="{_LEFT}" y2="{_TOP + plot_h}" class="axis"/>',
         f'<line x1="{_LEFT}" y1="{_TOP + plot_h}" x2="{WIDTH - _RIGHT}" y2="{_TOP + plot_h}" class="axis"/>',
@@ -56,12 +56,12 @@ def _frame(title: str, y_labels: list[tuple[float, str]], inner: list[str], capt
         axis.append(f'<line x1="{_LEFT - 4}" y1="{y:.1f}" x2="{WIDTH - _RIGHT}" y2="{y:.1f}" class="grid"/>')
         axis.append(f'<text x="{_LEFT - 6}" y="{y + 4:.1f}" class="tick" text-anchor="end">{escape(label)}</text>')
     axis.append(
-        f'<text x="{_LEFT}" y="{HEIGHT - 8}" class="tick">{escape(caption)}</text>'
+        f'<text x="{_LEFT}" y="{height - 8}" class="tick">{escape(caption)}</text>'
         if caption
         else ""  # no x labels: a run is named by its tooltip and link
     )
     return (
-        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {HEIGHT}" width="{WIDTH}" height="{HEIGHT}" '
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {height}" width="{WIDTH}" height="{height}" '
         f'role="img" aria-label="{escape(title)}" class="chart">' + "".join(axis) + "".join(inner) + "</svg>"
     )
 
@@ -103,12 +103,12 @@ def bill_chart(dag: DagHistory, link: Callable[[RunBill], str]) -> str:
         )
     labels = [(f, money(top * f)) for f in (0.0, 0.5, 1.0)]
     caption = f"{len(runs)} run(s), oldest on the left; $ per run by phase"
-    return _frame(f"Bill per run of {dag.dag_id}", labels, bars, caption)
+    return _frame(f"Bill per run of {dag.dag_id}", labels, bars, caption, HEIGHT)
 
 
 def share_chart(dag: DagHistory) -> str:
     """The non-work share of each run of ``dag`` (0-100 %), as a line over the same runs as :func:`bill_chart`."""
-    plot_h = HEIGHT - _TOP - _BOTTOM
+    plot_h = SHARE_HEIGHT - _TOP - _BOTTOM
     step, _ = _slots(len(dag.runs))
     points = []
     dots = []
@@ -124,7 +124,9 @@ def share_chart(dag: DagHistory) -> str:
         )
     line = [f'<polyline points="{" ".join(points)}" class="line"/>'] if len(points) > 1 else []
     labels = [(f, f"{f:.0%}") for f in (0.0, 0.5, 1.0)]
-    return _frame(f"Non-work share per run of {dag.dag_id}", labels, line + dots, "non-work share of billed time")
+    return _frame(
+        f"Non-work share per run of {dag.dag_id}", labels, line + dots, "non-work share of billed time", SHARE_HEIGHT
+    )
 
 
 def legend(phases: list[str]) -> str:

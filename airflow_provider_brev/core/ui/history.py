@@ -5,7 +5,7 @@ A run's bill comes from the report its cost-report task wrote (XCom ``brev_run_c
 and dollars per phase. A run without a report is added up from its tasks' own costs (XCom ``brev_cost``). Phase
 names are taken from the data, whatever they are: the known ones (:data:`~airflow_provider_brev.core.cost.PHASES`)
 come first in their order, any other in name order after them, so a report that adds a phase shows it. What the
-rows' dollars do not account for of the total is :data:`OTHER`.
+rows' dollars do not account for of the total (beyond their rounding) is :data:`OTHER`.
 
 The non-work share of a run is the part of its seconds not in ``work``.
 """
@@ -27,6 +27,8 @@ if TYPE_CHECKING:
 XCOM_RUN_COST = "brev_run_cost"
 #: What of a run's total its rows' dollars do not account for.
 OTHER = "other"
+#: The least difference between a run's total and its rows' dollars that is shown as :data:`OTHER` (rounding is not).
+OTHER_LEAST = 1e-5
 WORK = "work"
 
 
@@ -122,7 +124,7 @@ def bill_of(
     summed = sum(dollars.values())
     total = _number(report.get("total_dollars")) if report is not None else None
     total = summed if total is None else total
-    if total - summed > 5e-7:
+    if total - summed > max(OTHER_LEAST, total * 0.001):  # not the rows' own rounding
         dollars[OTHER] = total - summed
     total_seconds = _number(report.get("total_seconds")) if report is not None else None
     return RunBill(

@@ -69,6 +69,9 @@ def test_what_the_rows_do_not_account_for_of_the_bill_is_other() -> None:
     }
     bill = bill_of("d", "r", 0.0, report=report, costs=[], by=None)
     assert bill is not None and bill.dollars == {"work": 1.0, OTHER: 0.25} and bill.total_dollars == 1.25
+    rounded = {**report, "total_dollars": 1.000003}  # the rows' own rounding is no other cost
+    bill = bill_of("d", "r", 0.0, report=rounded, costs=[], by=None)
+    assert bill is not None and bill.dollars == {"work": 1.0}
 
 
 def test_unpriced_tasks_are_named_and_count_no_dollars() -> None:
