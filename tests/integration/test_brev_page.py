@@ -212,7 +212,7 @@ def test_the_plugin_loads_everywhere_and_says_where_the_page_is() -> None:
 
     loaded = [p for p in _loaded_plugins() if isinstance(p, plugin.BrevPlugin)]
     assert [p.name for p in loaded] == ["brev"]
-    assert loaded[0].fastapi_apps == [] and loaded[0].external_views == []  # pytest is no API server
+    assert loaded[0].fastapi_apps == [] and getattr(loaded[0], "external_views", []) == []  # pytest: no API server
     where = plugin.page_location()
     assert re.search(r"/brev/ \(Browse -> Brev in the navigation\)", where)
     if not SERVES_PAGES:
