@@ -28,7 +28,6 @@ from fastapi.responses import HTMLResponse, Response
 from airflow_provider_brev.core.ui.fleet import fleet
 from airflow_provider_brev.core.ui.history import history
 from airflow_provider_brev.core.ui.page import render_page
-from airflow_provider_brev.ui.plugin import URL_PREFIX
 from airflow_provider_brev.ui.sources import LiveListing, read_facts
 
 #: The navigation icon, shipped in the wheel beside this module.
@@ -42,9 +41,9 @@ HEADERS = {
 }
 
 
-def airflow_root(root_path: str) -> str:
-    """The Airflow UI's root path (ending in ``/``) from the app's mount path (``<base path>/brev``)."""
-    base = root_path[: -len(URL_PREFIX)] if root_path.endswith(URL_PREFIX) else root_path
+def airflow_root(root_path: str, url_prefix: str) -> str:
+    """The Airflow UI's root path (ending in ``/``) from the app's mount path (``<base path><url_prefix>``)."""
+    base = root_path[: -len(url_prefix)] if root_path.endswith(url_prefix) else root_path
     return base.rstrip("/") + "/"
 
 
@@ -55,7 +54,7 @@ def readable_dag_ids(user: Any) -> set[str]:
     return set(get_auth_manager().get_authorized_dag_ids(user=user, method="GET"))
 
 
-def page_html(user: Any, root_path: str, live: LiveListing) -> str:
+def page_html(user: Any, root: str, live: LiveListing) -> str:
     """The page for ``user`` (see :func:`~airflow_provider_brev.core.ui.page.render_page`)."""
     readable = readable_dag_ids(user)
     instances, note = live.get()
@@ -63,24 +62,26 @@ def page_html(user: Any, root_path: str, live: LiveListing) -> str:
     return render_page(
         fleet(facts, readable),
         history(facts, readable),
-        airflow_root=airflow_root(root_path),
+        airflow_root=root,
         live_note=facts.live_note,
         user=str(user.get_name()),
         now=facts.now,
     )
 
 
-def create_app(conn_id: str) -> FastAPI:
+def create_app(conn_id: str, url_prefix: str) -> FastAPI:
     """The app (see the module docstring).
 
     :param conn_id: the connection ``brev ls`` runs through (``""``: no live state).
+    :param url_prefix: where the API server mounts it (``/brev``).
     """
     app = FastAPI(title="NVIDIA Brev", docs_url=None, redoc_url=None, openapi_url=None)
     live = LiveListing(conn_id)
 
     @app.get("/", response_class=HTMLResponse)
     def page(request: Request, user: GetUserDep) -> HTMLResponse:
-        html = page_html(user, str(request.scope.get("root_path") or URL_PREFIX), live)
+        root = airflow_root(str(request.scope.get("root_path") or url_prefix), url_prefix)
+        html = page_html(user, root, live)
         return HTMLResponse(html, headers=HEADERS)
 
     @app.get("/icon.svg")

@@ -71,7 +71,7 @@ def page_apps() -> list[dict[str, Any]]:
     """The page's app, as the API server mounts it."""
     from airflow_provider_brev.ui.app import create_app
 
-    return [{"app": create_app(conn_id()), "url_prefix": URL_PREFIX, "name": "NVIDIA Brev"}]
+    return [{"app": create_app(conn_id(), URL_PREFIX), "url_prefix": URL_PREFIX, "name": "NVIDIA Brev"}]
 
 
 def page_views() -> list[dict[str, Any]]:
