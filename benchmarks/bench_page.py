@@ -27,7 +27,7 @@ from airflow_provider_brev.core.protocol.output import BrevInstance
 from airflow_provider_brev.core.ui.facts import PageFacts, Pushed, RunFacts
 from airflow_provider_brev.core.ui.fleet import fleet
 from airflow_provider_brev.core.ui.history import XCOM_RUN_COST, history
-from airflow_provider_brev.core.ui.page import render_page
+from airflow_provider_brev.ui.page import render_page
 
 NOW = 1_800_000_000.0
 PRICE = 2.24

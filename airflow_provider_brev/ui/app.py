@@ -11,7 +11,7 @@ routes), off the API server's event loop.
 =========================== ===========================================================================
 route                       what
 =========================== ===========================================================================
-``GET /``                   the page (HTML: :mod:`airflow_provider_brev.core.ui.page`)
+``GET /``                   the page (HTML: :mod:`airflow_provider_brev.ui.page`)
 ``GET /icon.svg``           the navigation icon
 =========================== ===========================================================================
 """
@@ -27,7 +27,7 @@ from fastapi.responses import HTMLResponse, Response
 
 from airflow_provider_brev.core.ui.fleet import fleet
 from airflow_provider_brev.core.ui.history import history
-from airflow_provider_brev.core.ui.page import render_page
+from airflow_provider_brev.ui.page import render_page
 from airflow_provider_brev.ui.sources import LiveListing, read_facts
 
 #: The navigation icon, shipped in the wheel beside this module.
@@ -55,7 +55,7 @@ def readable_dag_ids(user: Any) -> set[str]:
 
 
 def page_html(user: Any, root: str, live: LiveListing) -> str:
-    """The page for ``user`` (see :func:`~airflow_provider_brev.core.ui.page.render_page`)."""
+    """The page for ``user`` (see :func:`~airflow_provider_brev.ui.page.render_page`)."""
     readable = readable_dag_ids(user)
     instances, note = live.get()
     facts = read_facts(readable, live=instances, live_note=note)

@@ -133,15 +133,14 @@ class _Recorded:
 def _recorded(pushed: list[Pushed]) -> dict[tuple[str, str, str], list[_Recorded]]:
     """The records of each ``(dag_id, run_id, name)``, in the order they were read."""
     found: dict[tuple[str, str, str], list[_Recorded]] = {}
-    order = 0
     for item in pushed:
         if item.key != "brev_instance":
             continue
         by_step = isinstance(item.value, list | tuple)
         for record in records_in(item.value):
             ref = TaskRef(item.dag_id, item.run_id, item.task_id, item.map_index)
-            found.setdefault((item.dag_id, item.run_id, record.name), []).append(_Recorded(ref, record, by_step, order))
-            order += 1
+            records = found.setdefault((item.dag_id, item.run_id, record.name), [])
+            records.append(_Recorded(ref, record, by_step, len(records)))
     return found
 
 
@@ -193,7 +192,7 @@ def fleet(facts: PageFacts, readable: Collection[str] | None = None) -> Fleet:
             continue
         if record.id and record.id in stopped:
             continue
-        live = facts.live.get(record.id) if facts.live is not None and record.id else None
+        live = facts.live.get(record.id) if facts.live is not None else None
         if facts.live is not None and live is None:
             gone += 1
             continue

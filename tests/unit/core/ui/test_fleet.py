@@ -6,6 +6,7 @@ The facts are built with the provider's own writers (``InstanceRecord.to_dict``,
 
 from __future__ import annotations
 
+from dataclasses import FrozenInstanceError
 from datetime import UTC, datetime
 
 import pytest
@@ -158,3 +159,62 @@ def test_a_warm_entry_belongs_to_the_dag_that_last_held_it_else_its_creator() ->
     assert entry_dag(ReuseEntry(key="k", id="i", name="n", claimed_by="b/r/t/-1", created_by="a/r/t/-1")) == "b"
     assert entry_dag(ReuseEntry(key="k", id="i", name="n", created_by="a/r/t/-1")) == "a"
     assert entry_dag(ReuseEntry(key="k", id="i", name="n", claimed_by="garbage")) == ""
+
+
+def test_rows_are_frozen_values() -> None:
+    result = fleet(
+        facts(pushed(record("gpu", "id-1")), warm=[ReuseEntry(key="k", id="w", name="n", state=STATE_STOPPED)])
+    )
+    with pytest.raises(FrozenInstanceError):
+        result.rows[0].state = "x"  # type: ignore[misc]
+    with pytest.raises(FrozenInstanceError):
+        result.warm[0].state = "x"  # type: ignore[misc]
+    with pytest.raises(FrozenInstanceError):
+        result.gone = 3  # type: ignore[misc]
+
+
+def test_lifetimes_in_any_shape_and_either_end_key_release_what_they_name() -> None:
+    ended = {"instance_name": "gpu", "ended_at": NOW - 60}  # a teardown that stopped it
+    assert fleet(facts(pushed(record("gpu", "id-1")), pushed(ended, key="brev_lifetime_cost"))).rows == []
+    noise = pushed(["text", None, {"instance_name": 3}], key="brev_lifetime_cost")
+    assert len(fleet(facts(pushed(record("gpu", "id-1")), noise)).rows) == 1
+    # ended exactly when it was created: released; a record without a creation time: any lifetime releases it
+    at_creation = pushed({"instance_name": "gpu", "deleted_at": NOW - 3600}, key="brev_lifetime_cost")
+    assert fleet(facts(pushed(record("gpu", "id-1")), at_creation)).rows == []
+    assert fleet(facts(pushed(record("gpu", "id-1", created=None)), at_creation)).rows == []
+
+
+def test_a_record_without_a_creation_time_is_older_than_one_with_it() -> None:
+    items = (pushed([record("gpu", "id-2", created=NOW - 5)], task="step"), pushed(record("gpu", "id-1", created=None)))
+    assert [row.id for row in fleet(facts(*items)).rows] == ["id-2"]
+    both = (pushed(record("a", "id-a", created=NOW - 5)), pushed(record("b", "id-b", created=None), task="c2"))
+    assert [row.id for row in fleet(facts(*both)).rows] == ["id-b", "id-a"]  # oldest first, unknown first
+
+
+def test_numbers_are_rounded_and_never_negative() -> None:
+    row = fleet(facts(pushed(record("gpu", "id-1", created=NOW - 1, price=2.24)))).rows[0]
+    assert (row.age_seconds, row.dollars) == (1.0, 0.000622)
+    row = fleet(facts(pushed(record("gpu", "id-1", created=NOW + 10)))).rows[0]  # a clock ahead of ours
+    assert (row.age_seconds, row.dollars) == (0.0, 0.0)
+    bare = InstanceRecord("gpu", "id-1", owned=True, adopted=True).to_dict()
+    row = fleet(facts(pushed(bare))).rows[0]
+    assert (row.instance_type, row.adopted, row.price_per_hour) == ("", True, None)
+
+
+def test_the_warm_pool_is_scoped_by_dag_and_its_numbers_are_rounded_and_never_negative() -> None:
+    mine = ReuseEntry(
+        key="k",
+        id="a",
+        name="a",
+        state=STATE_STOPPED,
+        since=NOW - 1,
+        claimed_by="dag_a/r/t/-1",
+        disk_price_per_hour=0.0342,
+    )
+    theirs = ReuseEntry(key="k", id="b", name="b", state=STATE_STOPPED, since=NOW + 5, claimed_by="dag_b/r/t/-1")
+    rows = warm_pool(facts(warm=[mine, theirs]), readable={"dag_a"})
+    assert [(row.id, row.disk_dollars) for row in rows] == [("a", 0.00001)]
+    assert warm_pool(facts(warm=[theirs]))[0].idle_seconds == 0.0
+    assert [
+        row.key for row in warm_pool(facts(warm=[ReuseEntry(key="z", id="1", name="n", state=STATE_STOPPED), mine]))
+    ] == ["k", "z"]

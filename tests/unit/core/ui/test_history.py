@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import FrozenInstanceError
+
 import pytest
 
 from airflow_provider_brev.core.cost import run_cost, step_cost
 from airflow_provider_brev.core.instances.warm_pool_records import TaskRef
 from airflow_provider_brev.core.ui.facts import PageFacts, Pushed, RunFacts
-from airflow_provider_brev.core.ui.history import OTHER, XCOM_RUN_COST, bill_of, history, phase_order
+from airflow_provider_brev.core.ui.history import OTHER, XCOM_RUN_COST, bill_of, history, is_run_report, phase_order
 
 
 def cost(**phases: float) -> dict:
@@ -95,3 +97,72 @@ def test_values_that_are_neither_reports_nor_costs_are_ignored() -> None:
     assert bill_of("d", "r", 0.0, report=None, costs=[], by=None) is None
     zero = bill_of("d", "r", 0.0, report={"tasks": [], "total_dollars": 0.0}, costs=[], by=None)
     assert zero is not None and zero.non_work_share is None
+
+
+def test_bills_are_frozen_values() -> None:
+    [dag] = history(facts(Pushed("d", "r", "t", -1, "brev_cost", cost(work=1))))
+    with pytest.raises(FrozenInstanceError):
+        dag.runs[0].total_dollars = 0.0  # type: ignore[misc]
+    with pytest.raises(FrozenInstanceError):
+        dag.phases = []  # type: ignore[misc]
+
+
+def test_the_non_work_share_is_a_fraction_of_any_billed_time() -> None:
+    def share(work: float, total: float) -> float | None:
+        row = {"task_id": "t", "seconds": {"work": work}, "dollars": {"work": 0.1}, "total_dollars": 0.1}
+        bill = bill_of(
+            "d", "r", 0.0, report={"tasks": [row], "total_dollars": 0.1, "total_seconds": total}, costs=[], by=None
+        )
+        assert bill is not None
+        return bill.non_work_share
+
+    assert share(0.25, 0.5) == 0.5  # under a second is still billed time
+    assert share(10.0, 5.0) == 0.0  # work above the total (a report that rounded) is never a negative share
+    assert share(0.0, 5.0) == 1.0
+    assert share(1.0, 0.0) is None
+
+
+def test_what_counts_as_a_report_or_a_number() -> None:
+    assert is_run_report({"tasks": [], "total_dollars": 0})
+    assert not is_run_report({"tasks": []}) and not is_run_report({"tasks": "x", "total_dollars": 1})
+    assert not is_run_report([]) and not is_run_report(None)
+    row = {
+        "task_id": "t",
+        "seconds": {"work": True, "boot": 2.0},
+        "dollars": {"work": True, "boot": "1"},
+        "total_dollars": 0,
+    }
+    bill = bill_of("d", "r", 0.0, report={"tasks": [row, "junk"], "total_dollars": 0.0}, costs=[], by=None)
+    assert bill is not None and bill.dollars == {} and bill.seconds == {"boot": 2.0}  # booleans and text are no numbers
+
+
+def test_an_unpriced_row_is_named_by_its_task_else_its_instance() -> None:
+    rows = [
+        {"task_id": "train", "instance_name": "gpu", "seconds": {}, "total_dollars": None},
+        {"instance_name": "gpu2", "seconds": {}, "total_dollars": None},
+        {"seconds": {}, "total_dollars": None},
+    ]
+    bill = bill_of("d", "r", 0.0, report={"tasks": rows, "total_dollars": 0.0}, costs=[], by=None)
+    assert bill is not None and bill.unpriced == ("train", "gpu2", "?")
+
+
+def test_the_reports_own_total_time_and_rounding_are_kept() -> None:
+    row = {"task_id": "t", "seconds": {"work": 1.23456}, "dollars": {"work": 0.1234567}, "total_dollars": 0.1234567}
+    report = {"tasks": [row], "total_dollars": 0.1234567, "total_seconds": 9.87654}
+    bill = bill_of("d", "r", 0.0, report=report, costs=[], by=None)
+    assert bill is not None
+    assert (bill.dollars, bill.seconds) == ({"work": 0.123457}, {"work": 1.235})
+    assert (bill.total_dollars, bill.total_seconds) == (0.123457, 9.877)
+
+
+def test_only_the_run_cost_key_holds_a_report_and_a_run_without_facts_ran_at_zero() -> None:
+    report = run_cost([("t", cost(work=36))])
+    assert history(facts(Pushed("d", "r", "t", -1, "return_value", report))) == []
+    [dag] = history(facts(Pushed("d", "r", "t", -1, XCOM_RUN_COST, report)))
+    assert dag.runs[0].at == 0.0
+
+
+def test_runs_of_the_same_time_are_ordered_by_run_id() -> None:
+    runs = {("d", r): RunFacts("d", r, "success", 1.0) for r in ("b", "a")}
+    items = [Pushed("d", r, "t", -1, "brev_cost", cost(work=1)) for r in ("b", "a")]
+    assert [bill.run_id for bill in history(facts(*items, runs=runs))[0].runs] == ["a", "b"]

@@ -1,4 +1,4 @@
-"""The Brev page's HTML and SVG (core/ui/page.py, core/ui/charts.py): self-contained, read-only, links under the UI's
+"""The Brev page's HTML and SVG (ui/page.py, ui/charts.py): self-contained, read-only, links under the UI's
 root, everything escaped, and a phase it does not know drawn like the others."""
 
 from __future__ import annotations
@@ -7,10 +7,9 @@ import re
 from html.parser import HTMLParser
 
 from airflow_provider_brev.core.instances.warm_pool_records import TaskRef
-from airflow_provider_brev.core.ui.charts import PHASE_COLOURS, bill_chart, phase_colour, share_chart
 from airflow_provider_brev.core.ui.fleet import Fleet, FleetRow, WarmRow
 from airflow_provider_brev.core.ui.history import DagHistory, RunBill
-from airflow_provider_brev.core.ui.page import bill_link, duration, render_page, task_link
+from airflow_provider_brev.ui.page import bill_link, duration, render_page, task_link
 
 EVIL = '<script>alert("x")</script>'
 
@@ -97,22 +96,6 @@ def test_empty_sections_say_so_and_the_gone_count_is_shown() -> None:
     html = page(Fleet([], [], 2), [])
     assert 'id="fleet-empty"' in html and 'id="warm-empty"' in html and 'id="history-empty"' in html
     assert "2 recorded instance(s) are no longer listed" in html
-
-
-def test_bars_are_stacked_by_phase_in_proportion_to_the_bill() -> None:
-    dag = DagHistory("d", [bill("big", 1.0, boot=1.0, work=3.0), bill("small", 2.0, work=1.0)], ["boot", "work"])
-    svg = bill_chart(dag, lambda run: "#")
-    heights = [float(h) for h in re.findall(r'<rect [^>]*height="([\d.]+)"[^>]*data-phase', svg)]
-    assert len(heights) == 3
-    assert heights[0] * 3 == heights[1] and heights[1] == 3 * heights[2]  # boot 1, work 3 | work 1
-    assert "big: $4.00 (boot $1.00, work $3.00); non-work 25.0%" in svg
-    assert 'points="' in share_chart(dag)
-
-
-def test_known_phases_have_fixed_colours_and_any_other_a_stable_one_of_its_own() -> None:
-    assert phase_colour("work") == PHASE_COLOURS["work"] != phase_colour("boot")
-    assert phase_colour("brand-new") == phase_colour("brand-new") != phase_colour("other-new")
-    assert phase_colour("brand-new").startswith("hsl(")
 
 
 def test_durations_read_as_people_say_them() -> None:

@@ -1,4 +1,4 @@
-"""The Brev page as HTML (pure): the fleet, the warm pool and the cost history, in one self-contained document.
+"""The Brev page as HTML (pure, no I/O): the fleet, the warm pool and the cost history, in one self-contained document.
 
 No script, no stylesheet or font from anywhere: the style is inline and the plots are inline SVG
 (:mod:`.charts`), so the page works offline and behind any proxy. Every link is a path under the Airflow UI's own
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from airflow_provider_brev.core.cost import money, rate
-from airflow_provider_brev.core.ui.charts import bill_chart, legend, share_chart
+from airflow_provider_brev.ui.charts import bill_chart, legend, share_chart
 
 if TYPE_CHECKING:
     from airflow_provider_brev.core.ui.fleet import Fleet
