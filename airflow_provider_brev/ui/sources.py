@@ -82,8 +82,10 @@ def read_task_states(
     if not wanted:
         return {}
     query = select(TaskInstance.dag_id, TaskInstance.run_id, TaskInstance.task_id, TaskInstance.map_index)
+    # by DAG and task id (a few of each), not by run: a list of every run id could pass a database's bind limit
     query = query.add_columns(TaskInstance.state).where(
-        TaskInstance.dag_id.in_(sorted({t[0] for t in wanted})), TaskInstance.run_id.in_(sorted({t[1] for t in wanted}))
+        TaskInstance.dag_id.in_(sorted({t[0] for t in wanted})),
+        TaskInstance.task_id.in_(sorted({t[2] for t in wanted})),
     )
     return {(d, r, t, m): str(state or "") for d, r, t, m, state in session.execute(query) if (d, r, t, m) in wanted}
 
