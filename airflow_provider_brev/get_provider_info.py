@@ -168,6 +168,8 @@ def get_provider_info() -> dict:
         "extra-links": [],
         # `airflow brev instances|sweep` (Airflow 3.2+; older versions ignore the key)
         "cli": ["airflow_provider_brev.cli.definition.get_brev_cli_commands"],
+        # the Brev page of the Airflow UI (Airflow 3.1+ serves it; 3.0 loads the plugin, which logs where it would be)
+        "plugins": [{"name": "brev", "plugin-class": "airflow_provider_brev.ui.plugin.BrevPlugin"}],
         "config": {
             "brev": {
                 "description": "Settings of the NVIDIA Brev provider.",
@@ -181,7 +183,16 @@ def get_provider_info() -> dict:
                         "type": "float",
                         "example": "10",
                         "default": "10",
-                    }
+                    },
+                    "ui_conn_id": {
+                        "description": "The connection the Brev page of the Airflow UI lists the live instances "
+                        "with (`brev ls`, run by the API server; read-only). Empty: the page shows what the "
+                        "provider recorded, without the live state.",
+                        "version_added": "0.2.0",
+                        "type": "string",
+                        "example": "brev_default",
+                        "default": "brev_default",
+                    },
                 },
             }
         },

@@ -47,6 +47,7 @@ BUDGETS = {
     "instance_loss_recovered": True,  # the three instance_loss budgets hold for the side with recovery
     "instance_loss_wasted_work_fraction": 0.15,
     "instance_loss_leaked_instances": 0,
+    "page_render_s": 1.0,  # the Brev page with 200 billing instances and 1,000 runs (median)
     **BILL_BUDGETS,
 }
 
@@ -94,6 +95,12 @@ BENCHMARKS: dict[str, dict[str, Any]] = {
         "args": ["--epoch-seconds", "3"],
         "quick": ["--epoch-seconds", "1.5"],
         "timeout": 400,
+    },
+    "page": {
+        "script": "bench_page.py",
+        "args": ["--instances", "200", "--runs", "1000", "--rounds", "5"],
+        "quick": ["--instances", "200", "--runs", "1000", "--rounds", "1"],
+        "timeout": 300,
     },
     "bill": {
         "script": "bench_bill.py",
@@ -292,6 +299,8 @@ def assemble(details: dict[str, dict[str, Any]], started: float, quick: bool, ho
         "bill": details.get("bill", {}),
         "restage_unchanged": details.get("restage_unchanged", {}),
         "stage_small_objects": details.get("stage_small_objects", {}),
+        # 11. the Brev page of the Airflow UI
+        "page": details.get("page", {}),
         # 10. a checkpointed training step whose instance is lost at 70 %: recovered vs redone by hand
         "instance_loss": {
             side: {k: details.get("instance_loss", {}).get(side, {}).get(k) for k in INSTANCE_LOSS_KEYS}
@@ -379,6 +388,7 @@ def assemble(details: dict[str, dict[str, Any]], started: float, quick: bool, ho
         *staging_checks(details.get("restage_unchanged", {}), details.get("stage_small_objects", {})),
         *instance_loss_checks(details.get("instance_loss", {})),
         *bill_checks(details.get("bill", {})),
+        *page_checks(details.get("page", {})),
     ]
     results["budget_checks"] = [{"metric": m, "value": v, "budget": b, "met": ok} for m, v, b, ok in checks]
     results["all_budgets_met"] = all(c["met"] is True for c in results["budget_checks"] if c["budget"] != "—")
@@ -504,6 +514,17 @@ def instance_loss_checks(loss: dict[str, Any]) -> list[tuple[str, Any, str, bool
         (f"{label}, redone by hand: wasted work", base.get("wasted_work_fraction"), "—", None),
         (f"{label}, redone by hand: wall time of both DAG runs (s)", base.get("wall_s"), "—", None),
         (f"{label}, redone by hand: leaked instances", base.get("leaked_instances"), "—", None),
+    ]
+
+
+def page_checks(page: dict[str, Any]) -> list[tuple[str, Any, str, bool | None]]:
+    """Rows of ``bench_page.py``: the Brev page made for one request (shaping and HTML, plots included)."""
+    label = f"Brev page, {page.get('instances', 200)} billing instances and {page.get('runs', 1000)} runs"
+    median_s = page.get("render_s_median")
+    return [
+        (f"{label}: render (median s)", median_s, "< 1", _met(median_s, BUDGETS["page_render_s"], True)),
+        (f"{label}: render (worst of {page.get('rounds', 5)}, s)", page.get("render_s_max"), "—", None),
+        (f"{label}: page size (KiB)", page.get("page_kib"), "—", None),
     ]
 
 

@@ -12,6 +12,8 @@ every component is healthy, then:
   machine is loaded (scripts/cpu_load.py: busy-loops, twice the cores): the run succeeds, and every TAO step ran
   its job exactly once (one job directory per step on the simulated instance, one TAO run per action) -- a retry
   after Airflow's deferral race must collect the finished job, never launch it again;
+* the Brev page (Browse -> Brev, ``/plugin/brev``) after the flagship's run: its cost history has a bar for that
+  run linking to its cost report, and the page asked nothing of another host;
 * ``example_brev_mixed_stages`` triggered through REST with its default params (its bucket, ``brev-examples``, is
   one the local S3 creates): the run succeeds, every task green;
 * stop: no process carrying LocalAirflow's marker variable is left.
@@ -103,6 +105,7 @@ class Smoke:
         self.rest_run_id = ""
         self.ui_run_id = ""
         self.timings: dict[str, float] = {}
+        self.flagship_run_id = ""
 
     # ------------------------------------------------------------------------------------------- REST
     def start(self) -> str:
@@ -263,7 +266,7 @@ class Smoke:
             while not (new := [r for r in self.api.dag_runs(FLAGSHIP) if r.dag_run_id not in before]):
                 assert time.monotonic() < deadline, "no new flagship run 60 s after the UI said it triggered one"
                 time.sleep(0.5)
-            run_id = str(new[0].dag_run_id)
+            run_id = self.flagship_run_id = str(new[0].dag_run_id)
             state = self.api.wait_run(FLAGSHIP, run_id, timeout=FLAGSHIP_TIMEOUT)
             seconds = round(time.monotonic() - t0, 1)
             load = os.getloadavg()[0]
@@ -278,6 +281,28 @@ class Smoke:
             f"{run_id} success in {seconds} s with {loops} busy-loops (load {load:.1f}); one job per step "
             f"(tries {tries})"
         )
+
+    def ui_brev_page(self, page: Page) -> str:
+        """Browse -> Brev (the provider's page, in the UI's frame): the flagship run's bill is a bar of its cost
+        history, linking to its cost report; every request the page made went to the API server."""
+        from urllib.parse import quote
+
+        from playwright.sync_api import expect
+
+        requested: list[str] = []
+        page.context.on("request", lambda request: requested.append(request.url))
+        login(page, self.local.url, "/plugin/brev")
+        frame = page.frame_locator("iframe")
+        expect(frame.locator("#fleet")).to_be_visible(timeout=60_000)
+        bar = frame.locator(f'section[data-dag="{FLAGSHIP}"] svg a.bar[data-run="{self.flagship_run_id}"]')
+        expect(bar).to_have_count(1)
+        href = bar.get_attribute("href") or ""
+        assert href.endswith(f"/runs/{quote(self.flagship_run_id, safe='')}/tasks/cost_report"), href
+        page.screenshot(path=str(ARTIFACTS / "brev-page.png"), full_page=True)
+        url = self.local.url
+        elsewhere = [u for u in requested if not u.startswith("data:") and not u.removeprefix("blob:").startswith(url)]
+        assert f"{url}/brev/" in requested and not elsewhere, f"requests to another host: {elsewhere}"
+        return f"the flagship's bar links to {href}; {len(requested)} requests, all to {url}; brev-page.png"
 
     def job_launches(self, run_id: str) -> dict[str, int]:
         """How often each flagship step's command really started: its job directories on the simulated instances
@@ -334,7 +359,8 @@ def _browser_checks(checks: Checks, smoke: Smoke) -> None:
             in_browser("ui_task_log", smoke.ui_task_log)
         if ui_run:
             checks.run("ui_run_success", lambda: smoke.wait_success(smoke.ui_run_id))
-        in_browser("ui_flagship_under_load", smoke.ui_flagship_under_load)
+        if in_browser("ui_flagship_under_load", smoke.ui_flagship_under_load):
+            in_browser("ui_brev_page", smoke.ui_brev_page)
 
 
 def main() -> int:

@@ -4,7 +4,8 @@ A step or create task tells ``brev_cost`` (:func:`~airflow_provider_brev.core.co
 ``brev_cost_clock``, while it runs (its phases so far, wall-clock starts: it survives deferrals, not retries); a
 delete task tells ``brev_lifetime_cost`` (:func:`~airflow_provider_brev.core.cost.lifetime_cost`). A later task
 reads them all for its DAG run (:func:`~airflow_provider_brev.cost.report.run_cost`, the delete task's warm-reuse
-verdict). Every value is told (XCom only): a retry measures its own.
+verdict); the task that reports the run's cost keeps its report, ``brev_run_cost``. Every value is told (XCom
+only): a retry measures its own.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ XCOM_COST = "brev_cost"
 XCOM_COST_CLOCK = "brev_cost_clock"
 #: XCom key of an instance's lifetime cost, reported by the delete task.
 XCOM_LIFETIME_COST = "brev_lifetime_cost"
+#: XCom key of a DAG run's cost report, kept by the task that made it (the Brev page's cost history reads it).
+XCOM_RUN_COST = "brev_run_cost"
 
 
 class CostLedger(MemoryAccessor):
@@ -41,6 +44,11 @@ class CostLedger(MemoryAccessor):
 
     def tell_lifetime(self, cost: dict[str, Any]) -> None:
         self.memory.tell(XCOM_LIFETIME_COST, cost)
+
+    def tell_run(self, report: dict[str, Any]) -> None:
+        """Keep the DAG run's cost report under :data:`XCOM_RUN_COST` (found by the Brev page, whatever the task's
+        id or return value)."""
+        self.memory.tell(XCOM_RUN_COST, report)
 
     def costs_of(self, task_ids: Iterable[str]) -> list[tuple[str, dict[str, Any]]]:
         """``(task id, cost)`` of every task in ``task_ids`` that reported one in this DAG run (one per map index)."""

@@ -75,5 +75,6 @@ def run_cost(ti_or_context: Any, *, task_ids: list[str] | None = None, log: Any 
         task_ids = [t for t in (dag.task_ids if dag is not None else []) if t != ti.task_id]
     report = price_run(ledger.costs_of(task_ids), ledger.lifetimes_of(task_ids))
     report["table"] = cost_table(report)
+    ledger.tell_run(report)
     log.info("What this DAG run cost (brev_cost of every task):\n%s", report["table"])
     return report

@@ -48,6 +48,7 @@ from airflow_provider_brev.core.instances.warm_pool import (
     DEFAULT_MAX_IDLE,
     STATE_STOPPED,
     break_even,
+    disk_dollars_per_hour,
     expected_idle_seconds,
     saved_seconds,
 )
@@ -344,6 +345,8 @@ def _stopped(hook: BrevHook, log: Any, live: BrevInstance, reuse: Reuse) -> bool
             max_idle=reuse.max_idle,
             saved_seconds=saved,
             price_per_hour=price,
+            disk_price_per_hour=round(disk_dollars_per_hour(offer), 6),
+            break_even=verdict.message,
         )
     )
     log.info(

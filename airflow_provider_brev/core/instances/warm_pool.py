@@ -104,6 +104,9 @@ class ReuseEntry:
         from it (:mod:`airflow_provider_brev.core.instances.warm_pool_records`).
     :param conn_id: the Airflow connection it was created or started with: only a sweep through that connection
         (whose ``brev ls`` shows its account) may forget the record once the instance is no longer listed.
+    :param disk_price_per_hour: what its stopped disk costs per hour (:func:`disk_dollars_per_hour`), when the
+        teardown that stopped it knew the type's disk price.
+    :param break_even: the break-even that teardown logged (:attr:`BreakEven.message`), when it stopped it.
     """
 
     key: str
@@ -120,6 +123,8 @@ class ReuseEntry:
     created_at: float | None = None
     created_by: str = ""
     conn_id: str = ""
+    disk_price_per_hour: float | None = None
+    break_even: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -137,6 +142,8 @@ class ReuseEntry:
             "created_at": self.created_at,
             "created_by": self.created_by,
             "conn_id": self.conn_id,
+            "disk_price_per_hour": self.disk_price_per_hour,
+            "break_even": self.break_even,
         }
 
     @classmethod
@@ -162,6 +169,8 @@ class ReuseEntry:
             created_at=_number(value.get("created_at")),
             created_by=_text(value.get("created_by")),
             conn_id=_text(value.get("conn_id")),
+            disk_price_per_hour=_number(value.get("disk_price_per_hour")),
+            break_even=_text(value.get("break_even")),
         )
 
     def expires_at(self) -> float:

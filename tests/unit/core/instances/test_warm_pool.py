@@ -211,6 +211,8 @@ FULL = {
     "created_at": 11.0,
     "created_by": "d/r/create/-1",
     "conn_id": "brev_default",
+    "disk_price_per_hour": 0.0342,
+    "break_even": "stopping: the disk stopped for 1.00 h costs $0.0342, less than ...",
 }
 #: What a record holding only key, id and name reads as (and what a new entry holds): the documented defaults.
 DEFAULTS = {
@@ -225,6 +227,8 @@ DEFAULTS = {
     "created_at": None,
     "created_by": "",
     "conn_id": "",
+    "disk_price_per_hour": None,
+    "break_even": "",
 }
 MINIMAL = {"key": "weekly", "id": "i-7", "name": "brev-weekly"}
 
@@ -241,7 +245,7 @@ def test_a_full_record_round_trips_under_its_stored_field_names():
         pytest.param(MINIMAL, id="fields-missing"),
         pytest.param({**MINIMAL, **dict.fromkeys(DEFAULTS)}, id="fields-null"),
         pytest.param(
-            {**MINIMAL, "instance_type": 5, "claimed_by": ["x"], "max_idle": "1h", "created_by": 3},
+            {**MINIMAL, "instance_type": 5, "claimed_by": ["x"], "max_idle": "1h", "created_by": 3, "break_even": 1},
             id="fields-wrong-type",
         ),
         pytest.param({**MINIMAL, "state": "running", "since": True, "saved_seconds": False}, id="unknown-state-bools"),
