@@ -1,6 +1,6 @@
 """The Brev page of the Airflow UI, served by a real ``airflow api-server`` and driven in Chromium.
 
-Real runs (``dag.test()`` against the simulator, tests/dags/brev_page_cases.py) make what the page shows: a warm
+Real runs (``dag.test()`` against the simulator, tests/integration/dags/brev_page_cases.py) make what the page shows: a warm
 DAG run twice (its teardown stops the instance; the second run starts it again) with a cost report each time, a
 DAG whose instance still bills, and the same in a DAG the restricted user may not read. Then an API server on the
 same metadata database (its auth manager: the simple one, with ``outsider`` denied that DAG,
