@@ -19,6 +19,7 @@ from machine_steps import step
 
 from airflow_provider_brev.core.jobs.follower import (
     MAX_BACKOFF,
+    REMOTE_LINE_PREFIX,
     SYNC_DUE,
     TIMED_OUT,
     FollowPolicy,
@@ -230,7 +231,7 @@ def test_sync_and_async_drivers_decide_alike(scenario):
     sync, async_ = drive(scenario, "sync"), drive(scenario, "async")
     assert sync == async_
 
-    shown = [message.split("] ", 1)[1] for _, message in sync["records"] if message.startswith(f"[{NAME}] ")]
+    shown = [m.removeprefix(REMOTE_LINE_PREFIX) for _, m in sync["records"] if m.startswith(REMOTE_LINE_PREFIX)]
     assert len(shown) == scenario.expect_lines
     log = scenario.hook["log"].decode()
     assert "\n".join(shown) == log.rstrip("\n")[: len("\n".join(shown))]  # in order, none lost, none repeated
@@ -294,7 +295,7 @@ def test_resume_from_an_offset_shows_only_the_rest():
     logger.propagate = False
     runner = JobRunner(hook, NAME, JOB, FollowPolicy(), logger, offset=offset, last_line="line 3", clock=lambda: 0)
     outcome = runner.follow(sleep=clock.sleep)
-    assert [m for _, m in handler.records] == [f"[{NAME}] line 4", f"[{NAME}] line 5"]
+    assert [m for _, m in handler.records] == [f"{REMOTE_LINE_PREFIX}line 4", f"{REMOTE_LINE_PREFIX}line 5"]
     assert hook.calls[0][1] == offset
     assert (outcome.state, outcome.offset, outcome.last_line) == (FINISHED, len(lines_of(5)), "line 5")
 
