@@ -118,7 +118,7 @@ docs: sync
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir .site
 
 .PHONY: chromium
-# Debian's Chromium for the browser tests (the docs site read over file://: tests/unit/test_docs_site.py): nothing
+# Debian's Chromium for the browser tests (the docs site read over file://: tests/unit/project/test_docs_site.py): nothing
 # when /usr/bin/chromium exists, else `apt-get update` + `apt-get install chromium` as root, else how to install it.
 # Not fatal here: without it `make test` still runs the suite, and the browser test fails saying how to install it.
 chromium:

@@ -5,7 +5,7 @@ Importing this package is deliberately cheap (no Airflow import): the Brev simul
 
 ``__version__`` is the installed distribution's version (``pyproject.toml`` is the one place it is written),
 read from the package metadata on first access; ``get_provider_info()["versions"]`` repeats it and
-``tests/unit/test_packaging.py`` checks that the three agree.
+``tests/unit/project/test_packaging.py`` checks that the three agree.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ line of its own::
 and the build replaces it with a fenced Python block holding the lines between the two markers (dedented), titled
 with the file's path. A missing file, a missing or repeated marker, an empty section, or a line that starts like
 a directive but is malformed fails the build (:class:`mkdocs.exceptions.PluginError`), so a renamed marker cannot
-leave a page silently empty. ``tests/unit/test_docs.py`` checks the same through :func:`directives` and
+leave a page silently empty. ``tests/unit/project/test_docs.py`` checks the same through :func:`directives` and
 :func:`extract_section`.
 """
 

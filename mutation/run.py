@@ -40,11 +40,11 @@ TEST_DIR = "tests/unit"
 #: Test files the mutants never run: they build wheels, run the Airflow CLI or the docs site (slow, no decision
 #: of the core in them), or test this tool itself.
 SLOW_TEST_FILES = (
-    "tests/unit/test_packaging.py",
-    "tests/unit/test_provider_info.py",
-    "tests/unit/test_docs.py",
-    "tests/unit/test_mutation_smoke.py",
-    "tests/unit/test_mutation_tool.py",
+    "tests/unit/project/test_packaging.py",
+    "tests/unit/project/test_provider_info.py",
+    "tests/unit/project/test_docs.py",
+    "tests/unit/project/test_mutation_smoke.py",
+    "tests/unit/project/test_mutation_tool.py",
 )
 
 

@@ -16,6 +16,7 @@ Tests are ordered fastest first (with ``-x`` a killed mutant then stops early).
 from __future__ import annotations
 
 import ast
+import re
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -79,6 +80,22 @@ def _reads(tree: ast.Module) -> dict[str, set[int]]:
     return reads
 
 
+def _users(source_file: Path, test_dir: Path, tests: list[Path]) -> set[str]:
+    """The test files (as a node id names them: the path from the root) whose tests run ``source_file``'s imports:
+    itself (a test file), every test file below it (a conftest.py), or those importing it (a helper module)."""
+    root = test_dir.parent.parent
+
+    def node_path(path: Path) -> str:
+        return path.relative_to(root).as_posix()
+
+    if source_file.name.startswith("test_"):
+        return {node_path(source_file)}
+    if source_file.name == "conftest.py":
+        return {node_path(t) for t in tests if source_file.parent in t.parents}
+    dotted = ".".join(source_file.relative_to(test_dir.parent).with_suffix("").parts)
+    return {node_path(t) for t in tests if re.search(rf"^from {re.escape(dotted)} import", t.read_text(), re.M)}
+
+
 class Selector:
     """Picks and orders the tests of each mutant of the modules in ``package_dir``."""
 
@@ -87,21 +104,28 @@ class Selector:
         #: (module file name, imported name) -> the test files that import it from that module
         self.importers: dict[tuple[str, str], set[str]] = defaultdict(set)
         package = ".".join(package_dir.parts[-2:])
-        for test_file in sorted(test_dir.glob("test_*.py")) if test_dir is not None else []:
-            for node in ast.walk(ast.parse(test_file.read_text(encoding="utf-8"))):
+        # The unit tests mirror the source tree (tests/unit/<package path>/test_<module>.py), at every level. A
+        # helper module or a conftest.py beside them imports for the test files that use it: its imports count for
+        # each of them (the test files that import it; a conftest's: every test file below it).
+        sources = sorted(test_dir.rglob("*.py")) if test_dir is not None else []
+        tests = [path for path in sources if path.name.startswith("test_")]
+        for source_file in sources:
+            assert test_dir is not None  # (else there is no source file)
+            tree = ast.parse(source_file.read_text(encoding="utf-8"))
+            users = _users(source_file, test_dir, tests)
+            for node in ast.walk(tree):
                 if not isinstance(node, ast.ImportFrom):
                     continue
                 module = node.module or ""
                 if module != package and not module.startswith(package + "."):
                     continue
                 module_file = module.removeprefix(package).removeprefix(".")
-                relative = f"{test_file.parent.parent.name}/{test_file.parent.name}/{test_file.name}"
                 for alias in node.names:
-                    self.importers[(module_file, alias.name)].add(relative)
+                    self.importers[(module_file, alias.name)].update(users)
                     # ``from ...core.staging import manifest``: the test file imports the module itself
                     submodule = f"{module_file}.{alias.name}".removeprefix(".")
                     if package_dir.joinpath(*submodule.split(".")).with_suffix(".py").is_file():
-                        self.importers[(submodule, "*")].add(relative)
+                        self.importers[(submodule, "*")].update(users)
         self.assignments: dict[str, list[tuple[int, int, set[str]]]] = {}
         self.reads: dict[str, dict[str, set[int]]] = {}
         for path in sorted(package_dir.rglob("*.py")):

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Debian's Chromium (/usr/bin/chromium), the browser that Playwright for Python drives in the docs site's test
-# (tests/unit/test_docs_site.py) and in the deployment and smoke tests (deployment/browser.py): Playwright's own
+# (tests/unit/project/test_docs_site.py) and in the deployment and smoke tests (deployment/browser.py): Playwright's own
 # browser download is not used. Does nothing when it is installed; installs it with apt-get when we are root;
 # otherwise says how, and exits 1 (the browser tests then fail, saying the same).
 set -euo pipefail

@@ -1,7 +1,7 @@
 """Suite-wide set-up: an isolated AIRFLOW_HOME with a migrated SQLite metadata DB, and dag.test() helpers.
 
 Environment variables are set before anything imports Airflow. DAG files (``dags_examples/`` and
-``tests/dags/``) are copied into the temporary dags folder because ``dag.test()`` on Airflow 3 re-parses
+``tests/integration/dags/``) are copied into the temporary dags folder because ``dag.test()`` on Airflow 3 re-parses
 the DAG's bundle from the configured dags folder.
 """
 
@@ -42,7 +42,9 @@ SHARED = Path(os.environ[SHARED_ENV])
 AIRFLOW_HOME = Path(tempfile.mkdtemp(prefix="brev-airflow-home-"))
 DAGS_FOLDER = SHARED / "dags"
 DAGS_FOLDER.mkdir(exist_ok=True)
-add_dag_files(DAGS_FOLDER, [*(ROOT / "dags_examples").glob("*.py"), *(ROOT / "tests" / "dags").glob("*.py")])
+add_dag_files(
+    DAGS_FOLDER, [*(ROOT / "dags_examples").glob("*.py"), *(ROOT / "tests" / "integration" / "dags").glob("*.py")]
+)
 
 os.environ.update(
     {
@@ -257,7 +259,7 @@ def task_logs(airflow_db):
 _SLOW_FIRST = (
     "tests/integration/test_simulator_guide.py",  # one test of a minute or more each: started first
     "tests/integration/test_demo.py",
-    "tests/chaos/",
+    "tests/integration/chaos/",
     "tests/integration/test_durable_steps.py",
     "tests/integration/test_proof_exec.py",
     "tests/integration/test_ephemeral_kill.py",

@@ -49,7 +49,7 @@ def _sqlite_locked(error: BaseException) -> bool:
     return "database is locked" in str(error)
 
 
-def retry_while_locked(write: Callable[[], None]) -> None:
+def retry_while_locked(write: Callable[[], object]) -> None:
     """Run ``write``, again while SQLite says the database is locked: a development metadata database has one writer
     at a time, and some Airflow versions (3.0 on SQLAlchemy 1.4) fail the second at once instead of waiting, which
     would lose a record. Any other error, and one that outlasts :data:`SQLITE_LOCKED_RETRY_SECONDS`, is raised."""

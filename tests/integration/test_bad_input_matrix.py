@@ -2,7 +2,7 @@
 name, path and spec parameter, a bad value fails the task on its first try (no retry spent), with an error naming
 the parameter, before any ``brev`` call: nothing created, nothing launched, nothing listed.
 
-Real ``dag.test()`` runs of the DAGs in tests/dags/brev_bad_input_cases.py against the simulator; one DAG per
+Real ``dag.test()`` runs of the DAGs in tests/integration/dags/brev_bad_input_cases.py against the simulator; one DAG per
 operator, the bad value comes in through ``params`` (so numbers arrive as rendered text, as they do in real DAGs).
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 from helpers import cli_calls, task_states
 
-EXISTING = "busy-box"  # tests/dags/brev_bad_input_cases.py: the "existing instance" of the exec/TAO cases
+EXISTING = "busy-box"  # tests/integration/dags/brev_bad_input_cases.py: the "existing instance" of the exec/TAO cases
 
 NAME = "bad name!"
 CONN = "no such conn"

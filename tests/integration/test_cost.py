@@ -1,7 +1,7 @@
 """What GPU time costs (the repository's "GPU bill" issue): every step reports its dollars, and price caps refuse
 before anything is paid for.
 
-Real ``dag.test()`` runs of tests/dags/brev_cost_cases.py against the simulator, whose catalog prices the types
+Real ``dag.test()`` runs of tests/integration/dags/brev_cost_cases.py against the simulator, whose catalog prices the types
 (``brev search --json``: g6e.xlarge $2.24/h, g5.xlarge $1.21/h).
 """
 

@@ -1,6 +1,6 @@
 """A SIGTERM in any phase of an ephemeral step leaves no instance behind, within the 5 s Airflow allows.
 
-Real ``dag.test()`` runs (tests/dags/brev_kill_cases.py: an ephemeral step with S3 inputs and outputs and one
+Real ``dag.test()`` runs (tests/integration/dags/brev_kill_cases.py: an ephemeral step with S3 inputs and outputs and one
 instance recovery) against the simulator and moto. Under ``dag.test()`` the task runs in this process and Airflow's
 task runner installs the SIGTERM handler that calls ``on_kill``; each test sends SIGTERM once the step is in one
 phase, then watches the simulator: every instance the step created must be DELETING or gone within 5 s (Airflow

@@ -132,7 +132,7 @@ def test_worker_sigkill_mid_job_then_rerun_of_the_same_try_attaches_through_the_
 
     ``dag.test()`` replaces the DagRun, so the re-run is try 1 again: it derives the same job id, and the launch
     guard on the instance starts nothing but reports the job. The gate opens only once the re-run said so, so it
-    attaches to a running job (a finished one: tests/chaos/test_chaos_dags.py; a new try re-attaching to an earlier
+    attaches to a running job (a finished one: tests/integration/chaos/test_chaos_dags.py; a new try re-attaching to an earlier
     try's running job: test_retry_reattaches_to_the_previous_trys_running_job below).
     """
     when = datetime(2026, 4, 1, tzinfo=UTC)
@@ -293,7 +293,7 @@ def test_remote_job_trigger_serialises_without_secrets():
     assert "secret" not in json.dumps(kwargs).lower()
 
 
-#: ``RETRY_REATTACH_CHUNK_BYTES`` in tests/dags/brev_exec_cases.py: the log chunk size of that DAG's job polls.
+#: ``RETRY_REATTACH_CHUNK_BYTES`` in tests/integration/dags/brev_exec_cases.py: the log chunk size of that DAG's job polls.
 RETRY_REATTACH_CHUNK_BYTES = 23456
 #: The 1-byte status poll with which a retry probes an earlier try's job (``attach_or_launch``): the only
 #: ``brev exec`` of ``brev_exec_retry_reattach`` capped at 1 byte (its launch reads 0, its polls 23456).

@@ -1,10 +1,10 @@
 """An instance is known by its id: an instance someone else created under a freed name is never used or deleted.
 
-Real ``dag.test()`` runs (tests/dags/brev_identity_cases.py) against the simulator: the DAG's ``shared-gpu``
+Real ``dag.test()`` runs (tests/integration/dags/brev_identity_cases.py) against the simulator: the DAG's ``shared-gpu``
 vanishes outside Airflow and someone creates another instance of that name at once
 (``BrevSimulator.replace_instance``). The step must fail with the typed error instead of running on, recovering onto
 or re-creating over their instance, and the teardown must leave it. The pure rules:
-tests/unit/test_instance_identity_rules.py.
+tests/unit/core/instances/test_identity.py.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 from helpers import ChaosAgent, cli_calls, task_states
 
 NAME = "shared-gpu"
-EXPIRED = "afbrev-expired-0123abcd-x202601010000"  # EXPIRED_NAME in tests/dags/brev_identity_cases.py
+EXPIRED = "afbrev-expired-0123abcd-x202601010000"  # EXPIRED_NAME in tests/integration/dags/brev_identity_cases.py
 
 
 def job_started(sim, task_logs) -> bool:

@@ -1,4 +1,4 @@
-"""Lepton steps end to end: real ``dag.test()`` runs of tests/dags/lepton_cases.py against the fake Lepton workspace
+"""Lepton steps end to end: real ``dag.test()`` runs of tests/integration/dags/lepton_cases.py against the fake Lepton workspace
 (the real ``leptonai`` SDK over HTTP) and moto S3, with no logical date."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """OpenLineage: the S3 datasets of an exec step and a TAO step, as the OpenLineage provider extracts them from the
 running and the finished tasks of a real ``dag.test()`` run (simulator + moto S3). The transfers' datasets:
-tests/unit/test_sweep_and_lineage_rules.py.
+tests/unit/core/instances/test_sweep.py.
 
 The OpenLineage provider's listener calls its ``ExtractorManager`` on the running task when a task starts and
 ends; the recorder below is a listener of its own that does the same (without emitting events, which needs a

@@ -1,6 +1,6 @@
 """Dynamic task mapping with a non-default connection: ``.partial(brev_conn_id=...).expand(...)`` on every operator
 and the sensor, and ``.expand(aws_conn_id=..., ngc_conn_id=...)`` over the other connections of the preflight and
-TAO operators (tests/dags/brev_mapping_cases.py), run for real with ``dag.test()`` against the simulator and moto.
+TAO operators (tests/integration/dags/brev_mapping_cases.py), run for real with ``dag.test()`` against the simulator and moto.
 
 ``brev_default`` points at a CLI that does not exist, so a task that ignored ``brev_conn_id`` would fail. Airflow
 accepts in ``.partial()`` only the arguments of ``BaseOperator`` subclasses' ``__init__``: before

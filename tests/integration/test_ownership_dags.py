@@ -1,6 +1,6 @@
 """Instance ownership is recorded, never guessed: explicit names a task did not create are never taken or deleted.
 
-Real ``dag.test()`` runs (tests/dags/brev_ownership_cases.py) against the simulator; "a person's instance" is one
+Real ``dag.test()`` runs (tests/integration/dags/brev_ownership_cases.py) against the simulator; "a person's instance" is one
 the simulator seeds without the provider (``create_instance_directly``).
 """
 

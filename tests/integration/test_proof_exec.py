@@ -1,7 +1,7 @@
 """Issue 11, "Proof that the promises hold", part A: the expensive branches of the exec and create operators.
 
 Each test drives one branch for real (``dag.test()`` against the simulator; DAGs in
-tests/dags/brev_proof_exec_cases.py), made deterministic with a gate file or a simulator knob, and asserts the one
+tests/integration/dags/brev_proof_exec_cases.py), made deterministic with a gate file or a simulator knob, and asserts the one
 mechanism that ran (a specific log line or state), positive assertions first.
 
 Killing a task: under ``dag.test()`` the task runs in this process, and Airflow's task runner installs a SIGTERM
@@ -26,11 +26,11 @@ from airflow_provider_brev._compat import AIRFLOW_V_3_3_PLUS
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
 
-#: ``POLL_FAILURES_CHUNK_BYTES`` in tests/dags/brev_proof_exec_cases.py.
+#: ``POLL_FAILURES_CHUNK_BYTES`` in tests/integration/dags/brev_proof_exec_cases.py.
 POLL_FAILURES_CHUNK_BYTES = 34567
-#: ``SEEDED_JOB_ID`` in tests/dags/brev_proof_exec_cases.py.
+#: ``SEEDED_JOB_ID`` in tests/integration/dags/brev_proof_exec_cases.py.
 SEEDED_JOB_ID = "proof-seeded-job-1"
-#: ``RETRY_REATTACH_CHUNK_BYTES`` in tests/dags/brev_exec_cases.py (``brev_exec_retry_reattach``).
+#: ``RETRY_REATTACH_CHUNK_BYTES`` in tests/integration/dags/brev_exec_cases.py (``brev_exec_retry_reattach``).
 RETRY_REATTACH_CHUNK_BYTES = 23456
 
 

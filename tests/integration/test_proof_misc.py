@@ -1,6 +1,6 @@
 """Issue 11, "Proof that the promises hold" (part B): one test per branch that had none, each driven for real.
 
-Real ``dag.test()`` runs of tests/dags/brev_proof_misc_cases.py and tests/dags/brev_ownership_cases.py against the
+Real ``dag.test()`` runs of tests/integration/dags/brev_proof_misc_cases.py and tests/integration/dags/brev_ownership_cases.py against the
 simulator (airflow_provider_brev/testing/), the real moto server (tests/fixtures_s3.py), gate files and simulator
 knobs; never timing luck. Positive assertions come before negative ones.
 """
@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 import yaml
-from chaos.chaos_helpers import wait_until
 from helpers import ChaosAgent, cli_calls, run_state, task_states, wait_for_no_instances
 
 from airflow_provider_brev._compat import AIRFLOW_V_3_3_PLUS
@@ -26,6 +25,7 @@ from airflow_provider_brev.hooks.base import _reset_process_caches
 from airflow_provider_brev.hooks.brev import BrevHook
 from airflow_provider_brev.instances.provisioning import XCOM_INSTANCE_RECORD, InstanceRecord
 from airflow_provider_brev.testing.datasets import write_synthetic_vcn_dataset
+from integration.chaos.chaos_helpers import wait_until
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 MIB = 1024 * 1024
 NGC_KEY = "ngc-key-" + "5e7b" * 8
 IMAGE = "nvcr.io/nvidia/tao/tao-toolkit:6.26.3-pyt"
-#: a small training spec (tests/dags/brev_proof_misc_cases.py mounts the staged dataset at /data)
+#: a small training spec (tests/integration/dags/brev_proof_misc_cases.py mounts the staged dataset at /data)
 TRAIN_SPEC: dict[str, Any] = {
     "dataset": {
         "classify": {

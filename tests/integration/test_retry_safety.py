@@ -1,7 +1,7 @@
 """A retry never pays twice: it collects an earlier try's job that succeeded, whatever Airflow lost in between.
 
-Real ``dag.test()`` runs (tests/dags/brev_retry_cases.py) against the simulator. The pure rules are in
-tests/unit/test_job_attempts.py.
+Real ``dag.test()`` runs (tests/integration/dags/brev_retry_cases.py) against the simulator. The pure rules are in
+tests/unit/core/jobs/test_attempts.py.
 """
 
 from __future__ import annotations

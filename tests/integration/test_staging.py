@@ -9,12 +9,12 @@ import json
 import logging
 
 import pytest
-from test_transfers import URL_MARKERS, install_flaky_curl
 
 from airflow_provider_brev.core.staging.listing import md5_cache_path
 from airflow_provider_brev.core.staging.types import MANIFEST_NAME
 from airflow_provider_brev.exceptions import BrevInvalidInputError, BrevTransferError
 from airflow_provider_brev.staging.sync import sync_inputs, sync_outputs, validate_inputs, validate_outputs
+from integration.test_transfers import URL_MARKERS, install_flaky_curl
 
 INSTANCE = "staging-box"
 

@@ -1,6 +1,6 @@
 """A warm start keeps every promise of a create: the GPU and type asked for, the price and run-cost caps, a wait
 for an instance still STOPPING instead of a second one, and a kill that releases what it started -- real
-``dag.test()`` runs of tests/dags/brev_reuse_cases.py and the flagship against the simulator."""
+``dag.test()`` runs of tests/integration/dags/brev_reuse_cases.py and the flagship against the simulator."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Warm reuse across DAG runs: ``reuse_key`` on the create task, ``release="stop"`` on the teardown, ``max_idle``
-enforced by the janitor -- real ``dag.test()`` runs of tests/dags/brev_reuse_cases.py against the simulator, in
+enforced by the janitor -- real ``dag.test()`` runs of tests/integration/dags/brev_reuse_cases.py against the simulator, in
 both CLI profiles. The records live in one Airflow Variable per instance (``brev_warm_instance.<id>``)."""
 
 from __future__ import annotations

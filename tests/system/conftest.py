@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 from helpers import add_dag_files, bundles_already_parsed
-from system_support import (
+
+from system.system_support import (
     REAL,
     SystemInstance,
     SystemTarget,
@@ -29,7 +30,7 @@ from system_support import (
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-# tests/conftest.py copied dags_examples/ and tests/dags/ into the dags folder at import; add the system DAGs
+# tests/conftest.py copied dags_examples/ and tests/integration/dags/ into the dags folder at import; add the system DAGs
 # before any test builds the (session-wide) DagBag.
 add_dag_files(Path(os.environ["AIRFLOW__CORE__DAGS_FOLDER"]), (Path(__file__).parent / "dags").glob("*.py"))
 

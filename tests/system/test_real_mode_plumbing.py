@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 from helpers import cli_calls, task_states
-from system_support import REAL, SystemInstance, provision, real_target
 
 from airflow_provider_brev.core.protocol.names import parse_managed_name
+from system.system_support import REAL, SystemInstance, provision, real_target
 
 pytestmark = pytest.mark.skipif(REAL, reason="simulator stand-in for real mode: not run with BREV_SYSTEM_TEST=real")
 

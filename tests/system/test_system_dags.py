@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 from helpers import run_state, task_states
-from system_support import TEST_TIMEOUT, same_gpu
 
 from airflow_provider_brev.core.jobs.follower import REMOTE_LINE_PREFIX
+from system.system_support import TEST_TIMEOUT, same_gpu
 
 pytestmark = pytest.mark.timeout(TEST_TIMEOUT)
 

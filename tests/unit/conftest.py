@@ -1,12 +1,18 @@
-"""Fixtures of the unit tests that run the remote scripts in a real bash."""
+"""Fixtures of the unit tests of several packages: a fake instance that runs the remote scripts in a real bash, a
+fake ``ssh-agent``."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
+from typing import TYPE_CHECKING
 
 import pytest
 
 from airflow_provider_brev.core.staging.scripts import PART_SUFFIX, TransferTask, build_plan, plan_path
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 RECORDING_CURL = """#!/bin/bash
 printf '%s\\n' "$*" >> {log}
@@ -65,3 +71,12 @@ def instance(tmp_path):
             )
 
     return Instance()
+
+
+@pytest.fixture
+def fake_agent(tmp_path: Path) -> str:
+    """An executable named ``ssh-agent`` (``sleep`` under that name): the agent ``core/protocol/environment.py``
+    recognises and ``hooks/process.py`` stops."""
+    link = tmp_path / "ssh-agent"
+    link.symlink_to(shutil.which("sleep") or "/bin/sleep")
+    return str(link)

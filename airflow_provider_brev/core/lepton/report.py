@@ -17,7 +17,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-#: The prefix of the agent's result line (the agent has the same constant: tests/unit/test_lepton_core.py).
+#: The prefix of the agent's result line (the agent has the same constant: tests/unit/core/lepton/test_report.py).
 RESULT_MARKER = "AIRFLOW_LEPTON_RESULT "
 
 

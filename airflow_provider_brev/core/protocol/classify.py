@@ -73,7 +73,7 @@ def _phrase(pattern: str, *, ignore_case: bool = False) -> re.Pattern[str]:
 class Marker:
     """One phrase the CLI prints, as a pattern anchored where the CLI's text has a fixed form.
 
-    :param name: a short name (tests/unit/test_classify_markers.py has a positive and a near-miss case for each).
+    :param name: a short name (tests/unit/core/protocol/test_classify.py has a positive and a near-miss case for each).
     :param pattern: what to search for in the output (after :func:`strip_breadcrumbs`).
     """
 

@@ -63,7 +63,7 @@ def script_body(name: str) -> str:
     """``remote/<name>.sh`` as it travels: without its comment lines (a line whose first non-blank character is
     ``#``), which are for readers and shellcheck only; every command string counts against
     ``MAX_COMMAND_LENGTH``. A script therefore holds no heredoc and no string that spans lines
-    (``tests/unit/test_remote_scripts.py`` checks both)."""
+    (``tests/unit/core/protocol/test_markers.py`` checks both)."""
     return "".join(line for line in load_script(name).splitlines(keepends=True) if not line.lstrip().startswith("#"))
 
 

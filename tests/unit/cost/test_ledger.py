@@ -1,5 +1,5 @@
 """The costs in the task memory (airflow_provider_brev/cost/ledger.py), told and read by real tasks of a real DAG run
-(tests/dags/task_memory_cases.py): a step's clock and cost, a mapped step's costs, a delete task's lifetime."""
+(tests/integration/dags/task_memory_cases.py): a step's clock and cost, a mapped step's costs, a delete task's lifetime."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The instance records in the task memory (airflow_provider_brev/instances/records.py), written and read by real tasks
-of real DAG runs (tests/dags/task_memory_cases.py): the keys and values later tasks, retries and the teardown read."""
+of real DAG runs (tests/integration/dags/task_memory_cases.py): the keys and values later tasks, retries and the teardown read."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The recovery count in the task memory (airflow_provider_brev/instances/recovery.py ``RecoveryCount``), kept by a real
-task across a real retry (tests/dags/task_memory_cases.py): ``max_instance_recoveries`` is per task instance on
+task across a real retry (tests/integration/dags/task_memory_cases.py): ``max_instance_recoveries`` is per task instance on
 Airflow 3.3+ (the task state store), per try before."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The janitor's report in the task memory (airflow_provider_brev/instances/sweep.py ``SweepReport``), told by a real
-task (tests/dags/task_memory_cases.py) under the key users read (``report``)."""
+task (tests/integration/dags/task_memory_cases.py) under the key users read (``report``)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The job handle in the task memory (airflow_provider_brev/jobs/handle.py), kept by a real task across a real retry
-(tests/dags/task_memory_cases.py): a retry on Airflow 3.3+ finds the job of its first try, and a collected job is
+(tests/integration/dags/task_memory_cases.py): a retry on Airflow 3.3+ finds the job of its first try, and a collected job is
 forgotten."""
 
 from __future__ import annotations

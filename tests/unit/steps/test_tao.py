@@ -1,5 +1,5 @@
 """What a TAO step tells its task memory (airflow_provider_brev/steps/tao.py ``TaoFacts``), in real tasks
-(tests/dags/task_memory_cases.py): the checkpoint a launch resumed from ("" for a fresh start) and the pull time."""
+(tests/integration/dags/task_memory_cases.py): the checkpoint a launch resumed from ("" for a fresh start) and the pull time."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The generic task memory (airflow_provider_brev/utils/task_memory.py) in real tasks of real DAG runs
-(tests/dags/task_memory_cases.py): XCom and, on Airflow 3.3+, the task state store are Airflow's own."""
+(tests/integration/dags/task_memory_cases.py): XCom and, on Airflow 3.3+, the task state store are Airflow's own."""
 
 from __future__ import annotations
 
