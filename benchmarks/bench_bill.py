@@ -15,10 +15,9 @@ Three lifecycles in one session:
 1. **provider, fresh run** -- ``dags_examples/tao_visual_changenet_retrain.py`` with ``dag.test()``; its
    ``num_epochs`` param is set so that training is 12 epochs (the fake TAO's train : evaluate take 12 : 1 epochs;
    with 15 s epochs and a 15 s gap analysis at scale 20 that is 180 : 15 : 15 s);
-2. **provider, warm second run** -- the same DAG again. When ``BrevCreateInstanceOperator`` accepts ``reuse_key``
-   / ``max_idle`` and ``BrevDeleteInstanceOperator`` accepts ``release`` (looked up in their signatures), both runs
-   use ``reuse_key="bench-bill"`` and ``release="stop"``, so the second run finds the first run's instance; without
-   them the second run is as cold as the first, and the results say so;
+2. **provider, warm second run** -- the same DAG again, warm as the DAG is by default: both runs use its
+   ``release="stop"`` with ``reuse_key="bench-bill"`` and ``max_idle_hours=1`` (run params, nothing patched), so
+   the second run starts the first run's instance;
 3. **seed recipe, extended** -- ``seed_recipe.sh`` (create, poll ``brev exec``, work, delete) whose work command is
    the same steps: ``docker pull`` of both images, ``aws s3 sync`` of the dataset (``bill_aws.py``), ``docker run``
    of the three steps (``sleep`` for the provider's nominal step durations) and ``aws s3 sync`` of the results. It
@@ -35,7 +34,6 @@ with the instance type's price (``brev search``), as the cost model computes the
 from __future__ import annotations
 
 import argparse
-import inspect
 import json
 import shutil
 import subprocess
@@ -43,7 +41,6 @@ import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -99,29 +96,6 @@ def seed_dataset(bucket: str, prefix: str, objects: int, size: int) -> int:
     with ThreadPoolExecutor(16) as pool:
         list(pool.map(put, range(max(objects - present, 0))))
     return max(objects, present)
-
-
-def warm_reuse_supported() -> bool:
-    from airflow_provider_brev.operators.brev import BrevCreateInstanceOperator, BrevDeleteInstanceOperator
-
-    create = inspect.signature(BrevCreateInstanceOperator.__init__).parameters
-    delete = inspect.signature(BrevDeleteInstanceOperator.__init__).parameters
-    return {"reuse_key", "max_idle"} <= set(create) and "release" in delete
-
-
-def use_warm_reuse() -> None:
-    """Make the flagship's create and delete tasks reuse one instance (subclasses the DAG file picks up)."""
-    import airflow_provider_brev.operators.brev as ops
-
-    class WarmCreate(ops.BrevCreateInstanceOperator):  # type: ignore[misc,valid-type]
-        def __init__(self, **kwargs: Any) -> None:
-            super().__init__(reuse_key=REUSE_KEY, max_idle=timedelta(hours=1), **kwargs)
-
-    class WarmDelete(ops.BrevDeleteInstanceOperator):  # type: ignore[misc,valid-type]
-        def __init__(self, **kwargs: Any) -> None:
-            super().__init__(release="stop", **kwargs)
-
-    ops.BrevCreateInstanceOperator, ops.BrevDeleteInstanceOperator = WarmCreate, WarmDelete  # type: ignore[misc]
 
 
 def nominal(sim: Any, t: dict[str, Any], window: tuple[float, float]) -> dict[str, float]:
@@ -292,9 +266,6 @@ def main() -> int:
     BASE.mkdir(parents=True)
     t = timings(args.scale)
     demo._prepare_airflow(BASE)  # before anything imports Airflow (its configuration is read once)
-    warm = warm_reuse_supported()
-    if warm:
-        use_warm_reuse()
     from _bill_timeline import record_meter_spans
     from bench_stage_small import BASE as MOTO_LOG_DIR
     from bench_stage_small import Moto
@@ -318,17 +289,18 @@ def main() -> int:
     seed_sim.set_config(sandbox_env=seed_env | {"AWS_SECRET_ACCESS_KEY": DUMMY_SECRET_ACCESS_KEY})
     seed_sim.add_tool("aws", f'#!/bin/sh\nexec {sys.executable} {BENCH_DIR / "bill_aws.py"} "$@"\n')
     watchers = {"provider": InstanceWatcher(sim), "seed": InstanceWatcher(seed_sim)}
-    result: dict[str, Any] = {"timings": t, "real_timeline": REAL, "warm_reuse_supported": warm}
+    result: dict[str, Any] = {"timings": t, "real_timeline": REAL, "warm_reuse_supported": True}
     try:
         objects = seed_dataset(demo.DEMO_BUCKET, demo.DATASET_PREFIX, args.objects, args.object_bytes)
         result["dataset"] = {"objects": objects, "object_bytes": args.object_bytes}
-        progress(f"bill: {objects} dataset objects in S3; scale {args.scale:g}; warm reuse: {warm}")
+        progress(f"bill: {objects} dataset objects in S3; scale {args.scale:g}")
         from airflow.models import DagBag
         from airflow.utils.db import initdb
 
         initdb()
         dag = DagBag(dag_folder=str(BASE / "dags")).get_dag(demo.DEFAULT_DAG)
         conf = {"bucket": demo.DEMO_BUCKET, "dataset_prefix": demo.DATASET_PREFIX, "num_epochs": TRAIN_EPOCHS}
+        conf |= {"reuse_key": REUSE_KEY, "max_idle_hours": 1}  # the DAG's own warm default (release="stop")
         for w in watchers.values():
             w.start()
         images = (dag.get_task("gap_analysis").image, dag.get_task("train").image)
@@ -347,9 +319,9 @@ def main() -> int:
         price = result["provider_fresh"]["price_per_hour"]
         seed_out.update(summarise(seed_out.pop("phases_raw"), seed_out["nominal_cloud_seconds"], price, args.scale))
         result["seed_recipe"] = seed_out
-        progress(f"bill: provider {'warm' if warm else 'second (cold: no warm reuse in the operators)'} run")
+        progress("bill: provider warm run")
         result["provider_second"] = provider_run(sim, watchers["provider"], dag, conf, t)
-        result["second_run_kind"] = "warm (reuse_key, release=stop)" if warm else "cold (operators lack reuse_key)"
+        result["second_run_kind"] = "warm (reuse_key, release=stop)"
     finally:
         for w in watchers.values():
             w.stop()

@@ -14,6 +14,14 @@ evaluate}/``, while it runs (``train``: at every checkpoint) and when it ends, s
 instance is re-created from the create task's record and the step runs again on it; ``train`` resumes from its
 newest checkpoint in S3.
 
+**Warm by default.** The teardown *stops* the instance instead of deleting it when its type can stop and the
+break-even favours it -- the disk kept for ``max_idle_hours`` (3) costs less than the GPU time of the boot, image
+pulls and staging a warm start saves -- and the next run's create task *starts* it (``reuse_key``): the images are
+present (0 bytes pulled) and the dataset synced (0 unchanged objects downloaded). Stopped, only its disk is billed;
+no run within ``max_idle_hours`` and the janitor deletes it. The weekly slot itself is 7 days away, where the disk
+would cost more than a cold start: the instance is kept for the runs in between (a dataset event, a re-run). Turn
+it off per run with ``release="delete"`` (or an empty ``reuse_key``) in the trigger form.
+
 Every Brev task reports what it cost (XCom ``brev_cost``: the type's price per hour and the billed seconds and
 dollars of boot, image pulls, staging, work, upload and idle time); the last task logs the run's cost table.
 
@@ -95,6 +103,10 @@ RUN_URI = "s3://{{ params.bucket }}/" + RUN_PREFIX
 # Each TAO action writes to <results_dir>/<action>/ (gap analysis: vcn_aoi); each goes to its own folder of the run.
 GAP_DIR, TRAIN_DIR, EVALUATE_DIR = (f"{RESULTS_DIR}/{action}" for action in ("vcn_aoi", "train", "evaluate"))
 
+# Warm by default (see "Warm by default" above): the key a run's stopped instance is kept under, and how long.
+REUSE_KEY = "tao-vcn-retrain"
+MAX_IDLE_HOURS = 3
+
 # Mondays 03:00 UTC, first run on the Monday after unpausing (no start_date; see "Unpausing" above).
 WEEKLY = CronTriggerTimetable("0 3 * * 1", timezone="UTC", run_immediately=False)
 
@@ -137,24 +149,26 @@ with DAG(
         ),
         "gate_threshold": Param(0.8, type="number", description="The KPI value the gate compares with."),
         "reuse_key": Param(
-            None,
+            REUSE_KEY,
             type=["null", "string"],
             description="Warm reuse: start the instance an earlier run stopped under this key (its images and "
-            "synced dataset kept) instead of creating one. Empty: a fresh instance every run.",
+            "synced dataset kept) instead of creating one. Empty (null): a fresh instance every run.",
         ),
         "max_idle_hours": Param(
-            24,
+            MAX_IDLE_HOURS,
             type="number",
             exclusiveMinimum=0,
             description="With reuse_key: how long a stopped instance may wait for the next run before the janitor "
             "deletes it; also the idle time the stop-or-delete break-even prices when the next run is further away.",
         ),
         "release": Param(
-            "delete",
+            "stop",
             type="string",
-            enum=["delete", "stop"],
-            description="How the teardown ends the instance: 'stop' keeps it for the next run under reuse_key (when "
-            "its type can stop and the break-even favours it), 'delete' ends it.",
+            enum=["stop", "delete"],
+            description="How the teardown ends the instance: 'stop' keeps it for the next run under reuse_key when "
+            "its type can stop and the break-even favours it (its disk over max_idle_hours costs less than the "
+            "GPU time of the cold start it saves; else it is deleted, logged with both numbers); 'delete' always "
+            "ends it.",
         ),
     },
 ) as dag:

@@ -246,7 +246,9 @@ def run_stage(args: argparse.Namespace) -> int:
                     "flagship",
                     scen.run_and_wait,
                     "flagship",
-                    {"bucket": dep.bucket, "dataset_prefix": DATASET_PREFIX},
+                    # release="delete": the run ends its bill (the flagship's default keeps its instance stopped
+                    # for the next run), so check_no_instances can require that nothing is left
+                    {"bucket": dep.bucket, "dataset_prefix": DATASET_PREFIX, "release": "delete"},
                 ),
             ),
             threading.Thread(target=scenario, args=("worker_kill", scen.worker_kill_scenario)),

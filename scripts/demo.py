@@ -23,6 +23,9 @@ ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DAG = "tao_visual_changenet_retrain"
 DEMO_BUCKET = "tao-vcn-demo"
 DATASET_PREFIX = "datasets/vcn-aoi/"
+#: The flagship's params in the demo: a cold run whose instance is deleted at the end, so the demo leaves nothing
+#: billing -- not even the disk of a stopped instance, which the DAG's own defaults (warm reuse) would keep.
+DEMO_COLD = {"reuse_key": None, "release": "delete"}
 #: Every bucket an example DAG defaults to (its ``bucket`` param without BREV_EXAMPLE_BUCKET/TAO_VCN_BUCKET): the
 #: local S3 of ``make demo`` and ``make airflow`` (scripts/airflow_local.py) creates each, so every example runs as
 #: triggered. tests/integration/test_examples.py fails when an example defaults to a bucket missing here.
@@ -269,8 +272,13 @@ def main(argv: list[str] | None = None) -> int:
         if dag is None:
             print(f"No DAG {args.dag!r} in dags_examples/", file=sys.stderr)
             return 1
-        conf = {"bucket": bucket, "dataset_prefix": DATASET_PREFIX} if args.dag == DEFAULT_DAG else None
+        conf = {"bucket": bucket, "dataset_prefix": DATASET_PREFIX, **DEMO_COLD} if args.dag == DEFAULT_DAG else None
         print(f"Running {args.dag} with dag.test(), as a manual run without a logical date ...")
+        if conf is not None:
+            print(
+                "The demo ends every bill: reuse_key=None and release='delete' (triggered from the UI, the DAG keeps its"
+                " instance stopped for the next run instead)."
+            )
         # logical_date=None: what the UI, `airflow dags trigger` and the REST API create on Airflow 3 (dag.test()
         # without it would use the current time and hide templates that need ds/ds_nodash).
         dag_run = dag.test(logical_date=None, run_conf=conf)

@@ -165,6 +165,27 @@ def wait_for_no_instances(sim, timeout: float = 20.0) -> None:
     assert sim.instances() == [], sim.instances()
 
 
+def until_status(sim, name: str, wanted: str | None) -> None:
+    """Move the simulated clock on until instance ``name`` has status ``wanted`` (``None``: gone); no wall-clock
+    wait."""
+    for _ in range(400):
+        inst = sim.instance(name)
+        if (None if inst is None else inst["status"]) == wanted:
+            return
+        sim.advance(0.2)
+    raise AssertionError(f"{name} never reached {wanted}: {sim.instance(name)}")
+
+
+def delete_kept_instance(sim, name: str) -> None:
+    """The test's own cleanup of an instance a run kept stopped for warm reuse (what the janitor does once its
+    ``max_idle`` passed): once STOPPED, ``brev delete`` by its id, then the simulated clock on until it is gone."""
+    until_status(sim, name, "STOPPED")
+    instance_id = sim.instance(name)["id"]
+    done = subprocess.run(["brev", "delete", instance_id], capture_output=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr
+    until_status(sim, name, None)
+
+
 def assert_no_process_left(sim, timeout: float = 10.0) -> None:
     """Nothing the provider or the CLI started is still running: no ``ssh-agent`` (the released CLI starts one per
     ``ssh`` unless ``SSH_AUTH_SOCK`` is set), no ``brev`` or ``ssh``, no command in a sandbox. A process still exiting

@@ -27,6 +27,7 @@ from airflow_provider_brev.exceptions import BrevError
 if TYPE_CHECKING:
     import argparse
 
+    from airflow_provider_brev.core.protocol.output import InstanceTypeOffer
     from airflow_provider_brev.hooks.brev import BrevHook
 
 #: What ``sweep`` prints for each kind of decision.
@@ -72,6 +73,30 @@ def _price(dollars: float | None) -> str:
     return "" if dollars is None else f"{dollars:g}"
 
 
+def _offers(hook: BrevHook, log: logging.Logger, types: set[str]) -> dict[str, InstanceTypeOffer]:
+    """The ``brev search`` row of each of ``types``: one search of the GPU types, and one of every type only when a
+    listed type is not among them; ``{}`` when the search fails (the table then shows no prices)."""
+    found: dict[str, InstanceTypeOffer] = {}
+    for include_cpu in (False, True):
+        if types <= set(found):
+            break
+        try:
+            found.update({o.type: o for o in hook.search_instance_types(include_cpu=include_cpu) if o.type in types})
+        except BrevError as err:
+            log.warning("Could not read the prices from `brev search` (%s).", err)
+            break
+    return found
+
+
+def _billed(status: str | None, offer: InstanceTypeOffer | None) -> dict[str, str]:
+    """The price columns of one instance: what it bills per hour in its status, and what for (a STOPPED
+    instance's disk alone)."""
+    from airflow_provider_brev.core.instances.warm_pool import billed_per_hour
+
+    dollars, what = billed_per_hour(status, offer)
+    return {"price_per_hour": _price(dollars), "billed": what}
+
+
 def _fail(err: BrevError) -> None:
     raise SystemExit(f"airflow brev: {type(err).__name__}: {err}")
 
@@ -80,7 +105,8 @@ def _fail(err: BrevError) -> None:
 @cli_utils.suppress_logs_and_warning
 @providers_configuration_loaded
 def instances(args: argparse.Namespace) -> None:
-    """``airflow brev instances``: every listed instance, owned or not, its expiry and price per hour."""
+    """``airflow brev instances``: every listed instance, owned or not, its expiry and what it bills per hour (a
+    STOPPED instance its disk alone)."""
     log = _logger()
     try:
         hook, prefix = _hook(args)
@@ -94,11 +120,7 @@ def instances(args: argparse.Namespace) -> None:
         records, unproven = {}, {}
     now = datetime.now(UTC)
     plan = plan_sweep(listed, prefix=prefix, cutoff=now, records=records, now=now, unproven=unproven)
-    prices: dict[str, float | None] = {}
-    if not args.no_prices:
-        from airflow_provider_brev.cost.pricing import price_of
-
-        prices = {t: price_of(hook, t) for t in sorted({i.instance_type for i in listed if i.instance_type})}
+    offers = {} if args.no_prices else _offers(hook, log, {i.instance_type for i in listed if i.instance_type})
     rows = [
         {
             "name": v.instance.name,
@@ -109,7 +131,7 @@ def instances(args: argparse.Namespace) -> None:
             "owned": "yes" if v.managed else "no",
             "expires_at": v.expires,
             "reuse_key": v.reuse_key or "",
-            "price_per_hour": _price(prices.get(v.instance.instance_type)),
+            **_billed(v.instance.status, offers.get(v.instance.instance_type)),
         }
         for v in sorted(plan.verdicts, key=lambda v: v.instance.name)
     ]

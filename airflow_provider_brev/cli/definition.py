@@ -61,7 +61,8 @@ BREV_COMMANDS = (
         description=(
             "Lists every instance `brev ls` shows with its id, status and type; whether it is owned by this "
             "provider (a managed name with the owner prefix, or a warm-reuse record), when the janitor may "
-            "delete it, and its price per hour from `brev search`."
+            "delete it, and what it bills per hour from `brev search`: its type's price, or for a STOPPED instance its "
+            "disk alone (billed: disk)."
         ),
         func=lazy_load_command(f"{COMMAND_MODULE}.instances"),
         args=(ARG_CONN_ID, ARG_PREFIX, ARG_NO_PRICES, ARG_OUTPUT, ARG_VERBOSE),

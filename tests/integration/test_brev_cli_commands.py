@@ -128,6 +128,15 @@ def test_instances_shows_owned_expiry_and_price(account):
     search = {offer["type"]: offer for offer in json.loads(airflow_search(account))}
     assert listed[FRESH]["type"] == "g6e.xlarge"
     assert float(listed[FRESH]["price_per_hour"]) == pytest.approx(search["g6e.xlarge"]["price_per_hour"])
+    assert listed[FRESH]["billed"] == "instance"
+    # the stopped warm instance bills its disk alone: its size at the catalog's $ per GB-month (730 h)
+    row = search[listed[WARM]["type"]]
+    disk_gb = row.get("target_disk_gb") or max(min(500, row["disk_max_gb"]), row["disk_min_gb"])
+    disk = disk_gb * float(row["disk_price_per_gb_mo"]) / 730
+    assert listed[WARM]["billed"] == "disk" and 0 < float(listed[WARM]["price_per_hour"]) < 0.1 * float(
+        row["price_per_hour"]
+    )
+    assert float(listed[WARM]["price_per_hour"]) == pytest.approx(disk, rel=1e-3)
     assert cli_calls(account, "delete") == []
 
 

@@ -13,7 +13,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from helpers import assert_no_process_left, cli_calls, run_state, task_states, wait_for_no_instances
+from helpers import (
+    assert_no_process_left,
+    cli_calls,
+    delete_kept_instance,
+    run_state,
+    task_states,
+    wait_for_no_instances,
+)
 
 from airflow_provider_brev.testing.datasets import upload_synthetic_vcn_dataset
 from airflow_provider_brev.utils.templates import run_slug
@@ -126,10 +133,13 @@ def check_mixed_stages(dag_run: Any, sim: Any, written: list[str]) -> None:
 
 def check_flagship(dag_run: Any, sim: Any, written: list[str]) -> None:
     """Each TAO step put its outputs in its own folder of the run's prefix (and said so in XCom), the checkpoint
-    evaluate used is in S3, and the promotion decision names it."""
+    evaluate used is in S3, and the promotion decision names it. Warm by default: the teardown stopped the instance
+    for the next run (tests/integration/test_warm_flagship.py runs it twice); the test then deletes it."""
     assert task_states(dag_run)["promote"] == "success"
     assert len(cli_calls(sim, "create")) == 1
-    assert len(cli_calls(sim, "delete")) == 1
+    assert cli_calls(sim, "delete") == [] and len(cli_calls(sim, "stop")) == 1
+    assert ti_of(dag_run, "delete_instance").xcom_pull(task_ids="delete_instance")["stopped"] is True
+    delete_kept_instance(sim.sim, ti_of(dag_run, "create_instance").xcom_pull(task_ids="create_instance"))
     results = f"runs/{run_slug(dag_run.run_id)}/"
     run_uri = f"s3://{dag_run.conf['bucket']}/{results}"
     step_dirs = {
@@ -188,9 +198,13 @@ def check_flagship_cost(dag_run: Any) -> None:
     assert [line.split()[0] for line in table[2 : 2 + len(tasks)]] == tasks
     assert table[2 + len(tasks) + 1].split()[0] == "total"
     assert table[2 + len(tasks) + 1].split()[-1] == f"${report['total_dollars']:.4f}"
-    [life] = report["lifetimes"]  # the delete task priced the instance's whole life, which covers every task
-    assert life["task_id"] == "delete_instance" and life["price_per_hour"] == 2.24
-    assert life["total_dollars"] >= life["tasks_dollars"] == pytest.approx(report["total_dollars"], abs=1e-5)
+    # A deleted instance's whole life is priced by the delete task, and covers every task. The flagship's default
+    # teardown stops it (warm reuse), and a stop request adds no lifetime row (issue 31, item 1: the bill of a stop).
+    stopped = ti_of(dag_run, "delete_instance").xcom_pull(task_ids="delete_instance").get("stopped")
+    assert len(report["lifetimes"]) == (0 if stopped else 1), report["lifetimes"]
+    for life in report["lifetimes"]:
+        assert life["task_id"] == "delete_instance" and life["price_per_hour"] == 2.24
+        assert life["total_dollars"] >= life["tasks_dollars"] == pytest.approx(report["total_dollars"], abs=1e-5)
 
 
 def check_mixed_platform(dag_run: Any, sim: Any, written: list[str]) -> None:

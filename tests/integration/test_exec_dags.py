@@ -25,6 +25,7 @@ from helpers import (
     task_states,
 )
 
+from airflow_provider_brev.core.jobs.follower import REMOTE_LINE_PREFIX
 from airflow_provider_brev.core.jobs.handle import DEFAULT_MAX_BYTES, LAUNCHED_MARKER
 from airflow_provider_brev.triggers.brev import BrevRemoteJobTrigger
 
@@ -66,11 +67,13 @@ def test_ten_thousand_lines_all_in_the_task_log_in_order(run_dag, brev_sim_both,
     assert run_state(dag_run) == "success", task_states(dag_run)
     name = only_instance_name(brev_sim_both)
     shown = [
-        line.split(f"[{name}] ", 1)[1].split(" [", 1)[0].strip()
+        line.split(REMOTE_LINE_PREFIX, 1)[1].split(" [", 1)[0].strip()
         for line in task_logs.lines
-        if f"[{name}] line " in line
+        if f"{REMOTE_LINE_PREFIX}line " in line
     ]
     assert shown == [f"line {i}" for i in range(1, 10001)]
+    # a short prefix, not the 63-character instance name (named once, in the "Launched job" line)
+    assert not [line for line in task_logs.lines if REMOTE_LINE_PREFIX in line and name in line]
     run_ti = next(ti for ti in dag_run.get_task_instances() if ti.task_id == "run")
     result = run_ti.xcom_pull(task_ids="run")
     assert result["exit_code"] == 0
@@ -173,7 +176,7 @@ def test_secret_env_never_leaks(run_dag, brev_sim_both, task_logs):
     assert cli_calls(brev_sim_both, "exec") and cli_calls(brev_sim_both, "copy")  # launches, polls, secret files
     for call in calls:
         assert secret not in json.dumps(call)  # argv and the command string handed to ssh
-    assert f"[{name}] ok" in task_logs.text  # the detached job's output reached the log
+    assert f"{REMOTE_LINE_PREFIX}ok" in task_logs.text  # the detached job's output reached the log
     assert secret not in task_logs.text
     tis = {ti.task_id: ti for ti in dag_run.get_task_instances()}
     pulled = {

@@ -32,9 +32,10 @@ def wait_for_no_instances(sim, timeout=20.0):
 
 
 def flagship(run_dag, aws, **conf):
-    return run_dag(
-        "tao_visual_changenet_retrain", conf={"bucket": aws.bucket, "dataset_prefix": DATASET_PREFIX, **conf}
-    )
+    """A cold flagship run whose teardown deletes its instance (these tests are about the TAO steps; its warm default
+    is tests/integration/test_warm_flagship.py's)."""
+    conf = {"bucket": aws.bucket, "dataset_prefix": DATASET_PREFIX, "reuse_key": None, "release": "delete", **conf}
+    return run_dag("tao_visual_changenet_retrain", conf=conf)
 
 
 def test_flagship_dag_end_to_end(run_dag, brev_sim, tao_env, task_logs):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 from helpers import run_state, task_states
 
+from airflow_provider_brev.core.jobs.follower import REMOTE_LINE_PREFIX
 from system.system_support import TEST_TIMEOUT, same_gpu
 
 pytestmark = pytest.mark.timeout(TEST_TIMEOUT)
@@ -39,7 +40,7 @@ def test_exec_job_streams_its_output_and_returns_its_last_line(system_instance, 
         assert result["last_line"] == "exec-marker-7"
         assert result["instance_name"] == instance.name
         assert result["job_id"]
-        streamed = [line for line in logs.lines if f"[{instance.name}] " in line]
+        streamed = [line for line in logs.lines if REMOTE_LINE_PREFIX in line]
         assert any("hello from a detached job" in line for line in streamed), streamed
         assert any(same_gpu(instance.offer.gpu_name, line) for line in streamed), streamed
     assert instance.cleanup.outcome == "absent"

@@ -393,6 +393,21 @@ def disk_dollars_per_hour(offer: InstanceTypeOffer | None) -> float:
     return size * price / HOURS_PER_MONTH
 
 
+def billed_per_hour(status: str | None, offer: InstanceTypeOffer | None) -> tuple[float | None, str]:
+    """What an instance in ``status`` bills per hour, and for what: a STOPPED one only its disk
+    (:func:`disk_dollars_per_hour`), any other its type's price (STOPPING too: the machine bills until it stopped);
+    ``(None, "")`` when the type is not in the catalog.
+
+    :param status: the instance's status from ``brev ls``.
+    :param offer: its type's ``brev search`` row.
+    """
+    if offer is None:
+        return None, ""
+    if status == STATUS_STOPPED:
+        return round(disk_dollars_per_hour(offer), 6), "disk"
+    return offer.price_per_hour, "instance"
+
+
 def break_even(
     offer: InstanceTypeOffer | None, *, price_per_hour: float | None, saved_seconds: float, idle_seconds: float
 ) -> BreakEven:

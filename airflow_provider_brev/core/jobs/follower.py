@@ -45,6 +45,9 @@ from airflow_provider_brev.exceptions import BrevError, BrevJobLostError, BrevTi
 TIMED_OUT = "timeout"
 #: Not an end: the async driver stops following so the worker can sync the step's outputs (then follows again).
 SYNC_DUE = "sync_due"
+#: What starts every line of the job's own output in the task log: short, so the line stays on screen (the instance
+#: is named once, in the "Launched job ... on <instance>" line before it).
+REMOTE_LINE_PREFIX = "[remote] "
 #: Longest back-off between failed polls, in seconds.
 MAX_BACKOFF = 60.0
 
@@ -160,7 +163,7 @@ class JobFollower(StepMachine[JobOutcome]):
     """The state machine of following one job (see the module docstring for the protocol).
 
     :param policy: intervals, budget, deadline.
-    :param instance_name: the instance (for log lines: ``[<instance>] <line>``).
+    :param instance_name: the instance (for messages; the job's lines are shown as ``[remote] <line>``).
     :param job_id: the job's id (for messages).
     :param offset: byte offset already shown (resume point after a deferral or a re-attach).
     :param last_line: the last non-empty line shown so far.
@@ -252,7 +255,7 @@ class JobFollower(StepMachine[JobOutcome]):
         if poll.complete:
             lines += self._assembler.flush()
         for line in lines:
-            self._emit(logging.INFO, f"[{self.instance_name}] {line}")
+            self._emit(logging.INFO, f"{REMOTE_LINE_PREFIX}{line}")
             if line.strip():
                 self.last_line = line
             if progress := self._progress(line):

@@ -322,7 +322,7 @@ def test_the_wait_sleeps_at_a_fixed_rate_and_logs_each_new_stage():
 def test_the_follower_emits_every_line_in_order():
     run = _run(*_scenario("follow-drains"), "async")
     lines = [entry[2] for entry in run.trace if entry[0] == "log"]
-    assert lines == ["[w-1] a", "[w-1] b", "[w-1] c"]
+    assert lines == ["[remote] a", "[remote] b", "[remote] c"]
     assert run.result == JobOutcome(FINISHED, 0, "c", 6)
 
 

@@ -10,19 +10,33 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[3]
 
 
-def test_readme_lifecycle_snippet_is_the_tested_example():
+def lifecycle_snippet() -> str:
     readme = (ROOT / "README.md").read_text()
     start = readme.index("## A minimal DAG: the lifecycle pattern\n\n```python\n") + len(
         "## A minimal DAG: the lifecycle pattern\n\n```python\n"
     )
-    snippet = readme[start : readme.index("```\n", start)]
+    return readme[start : readme.index("```\n", start)]
+
+
+def dag_id_of(source: str) -> str:
+    [dag_id] = re.findall(r'^    dag_id="([^"]+)",$', source, flags=re.MULTILINE)
+    return dag_id
+
+
+def test_readme_lifecycle_snippet_is_the_tested_example_under_its_own_dag_id():
+    """The snippet is the example the suite runs, but for its ``dag_id``: copied into a dags folder beside the
+    examples, it must not replace ``example_brev_lifecycle`` (nor any other example)."""
+    snippet = lifecycle_snippet()
     example = (ROOT / "dags_examples" / "example_brev_lifecycle.py").read_text()
     head = example[example.index("from datetime import datetime") : example.index("    # [START howto_brev_lifecycle]")]
     body = example[
         example.index("    # [START howto_brev_lifecycle]\n")
         + len("    # [START howto_brev_lifecycle]\n") : example.index("    # [END howto_brev_lifecycle]")
     ]
-    assert snippet == head + body
+    own, theirs = dag_id_of(snippet), dag_id_of(example)
+    assert snippet.replace(f'dag_id="{own}"', f'dag_id="{theirs}"') == head + body
+    examples = {dag_id_of(path.read_text()) for path in (ROOT / "dags_examples").glob("*.py")}
+    assert own not in examples, own
 
 
 def section(readme: str, heading: str) -> str:

@@ -84,7 +84,7 @@ def test_progress_lines_report_each_new_percentage():
     single.receive(_poll(size=3, chunk=b"12\n"), 0.0)
     notes.clear()
     step(single, 0.0, notes)
-    assert notes == [(logging.INFO, "[w-1] 12")]  # one group: no (done, total)
+    assert notes == [(logging.INFO, "[remote] 12")]  # one group: no (done, total)
 
 
 def test_the_wait_is_capped_by_the_deadline_and_the_next_sync():

@@ -39,11 +39,12 @@ if TYPE_CHECKING:
 import base64
 import logging
 
+from airflow_provider_brev.core.jobs.follower import REMOTE_LINE_PREFIX
 from airflow_provider_brev.core.jobs.pulls import pull_start
 from airflow_provider_brev.core.jobs.remote import FINISHED, LOST, MISSING, RUNNING, LaunchResult
 from airflow_provider_brev.exceptions import BrevConnectionLostError
 from unit.core.jobs.pulls_helpers import poll
-from unit.job_runner_helpers import JOB, NAME, SCENARIOS, START, drive
+from unit.job_runner_helpers import JOB, SCENARIOS, START, drive
 
 #: How long a wait may take before the test gives up: a bound against hanging, not a speed check. Draining ten
 #: thousand lines takes some 40 polls of a few ``bash`` processes each, 2 s on an idle machine and over 10 s under
@@ -640,7 +641,7 @@ def test_sync_and_async_drivers_decide_alike(scenario):
     sync, async_ = drive(scenario, "sync"), drive(scenario, "async")
     assert sync == async_
 
-    shown = [message.split("] ", 1)[1] for _, message in sync["records"] if message.startswith(f"[{NAME}] ")]
+    shown = [m.removeprefix(REMOTE_LINE_PREFIX) for _, m in sync["records"] if m.startswith(REMOTE_LINE_PREFIX)]
     assert len(shown) == scenario.expect_lines
     log = scenario.hook["log"].decode()
     assert "\n".join(shown) == log.rstrip("\n")[: len("\n".join(shown))]  # in order, none lost, none repeated
