@@ -233,6 +233,7 @@ FULL = {
     "created_at": 11.0,
     "created_by": "d/r/create/-1",
     "conn_id": "brev_default",
+    "disk_price_per_hour": 0.0342,
 }
 #: What a record holding only key, id and name reads as (and what a new entry holds): the documented defaults.
 DEFAULTS = {
@@ -247,6 +248,7 @@ DEFAULTS = {
     "created_at": None,
     "created_by": "",
     "conn_id": "",
+    "disk_price_per_hour": None,
 }
 MINIMAL = {"key": "weekly", "id": "i-7", "name": "brev-weekly"}
 

@@ -104,6 +104,8 @@ class ReuseEntry:
         from it (:mod:`airflow_provider_brev.core.instances.warm_pool_records`).
     :param conn_id: the Airflow connection it was created or started with: only a sweep through that connection
         (whose ``brev ls`` shows its account) may forget the record once the instance is no longer listed.
+    :param disk_price_per_hour: its stopped disk's price per hour (the catalog's, when it was stopped), when known:
+        the run that starts it again bills its stopped time to the reuse key.
     """
 
     key: str
@@ -120,6 +122,7 @@ class ReuseEntry:
     created_at: float | None = None
     created_by: str = ""
     conn_id: str = ""
+    disk_price_per_hour: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -137,6 +140,7 @@ class ReuseEntry:
             "created_at": self.created_at,
             "created_by": self.created_by,
             "conn_id": self.conn_id,
+            "disk_price_per_hour": self.disk_price_per_hour,
         }
 
     @classmethod
@@ -162,6 +166,7 @@ class ReuseEntry:
             created_at=_number(value.get("created_at")),
             created_by=_text(value.get("created_by")),
             conn_id=_text(value.get("conn_id")),
+            disk_price_per_hour=_number(value.get("disk_price_per_hour")),
         )
 
     def expires_at(self) -> float:
