@@ -10,9 +10,8 @@ from __future__ import annotations
 import re
 
 import pytest
-from helpers import cli_calls, run_state, task_states
+from helpers import adds_up_to_the_bill, cli_calls, run_state, task_states
 
-from airflow_provider_brev.core.bill import TABLE_PHASES
 from airflow_provider_brev.core.cost import money
 
 PHASES = ["boot", "pull", "stage", "work", "resume", "upload", "idle"]
@@ -36,21 +35,6 @@ def _adds_up(cost: dict) -> None:
     assert cost["total_dollars"] == pytest.approx(price * cost["total_seconds"] / 3600, abs=1e-6)
     for phase in PHASES:
         assert cost["dollars"][phase] == pytest.approx(price * cost["seconds"][phase] / 3600, abs=1e-6)
-
-
-def adds_up_to_the_bill(report: dict) -> None:
-    """Every row's phases add up to its seconds, the rows to the bill (within a second: milliseconds of rounding per
-    row), and the total row is the bill."""
-    for row in report["tasks"]:
-        assert sum(row["seconds"][p] for p in TABLE_PHASES) == pytest.approx(row["total_seconds"], abs=0.01)
-    billed = sum(entry["seconds"] for entry in report["bill"])
-    assert report["total_seconds"] == pytest.approx(billed, abs=0.001)
-    assert sum(row["total_seconds"] for row in report["tasks"]) == pytest.approx(billed, abs=1.0)
-    assert sum(report["seconds"].values()) == pytest.approx(billed, abs=1.0)
-    priced = [entry["dollars"] for entry in report["bill"] if entry["dollars"] is not None]
-    assert report["total_dollars"] == pytest.approx(sum(priced), abs=1e-6)
-    [total_row] = [line.split() for line in report["table"].splitlines() if line.startswith("total ")]
-    assert total_row[-1] == money(report["total_dollars"])
 
 
 def test_every_step_reports_its_cost_and_the_run_adds_them_up(run_dag, brev_sim, task_logs):
@@ -83,7 +67,11 @@ def test_every_step_reports_its_cost_and_the_run_adds_them_up(run_dag, brev_sim,
     adds_up_to_the_bill(report)
     [life] = report["lifetimes"]  # the delete task priced the instance's billed window
     instance, own = report["bill"]
-    assert (instance["kind"], instance["task_id"], instance["tasks"]) == ("instance", "delete", ["create", "run", "delete"])
+    assert (instance["kind"], instance["task_id"], instance["tasks"]) == (
+        "instance",
+        "delete",
+        ["create", "run", "delete"],
+    )
     assert instance["seconds"] == pytest.approx(life["total_seconds"], abs=0.001)
     assert life["ended_by"] == "delete" and life["tasks_dollars"] <= life["total_dollars"]
     # the ephemeral step's own instance: the time it measured, boot included
