@@ -16,10 +16,13 @@ from airflow_provider_brev._compat import (
 )
 from airflow_provider_brev.core.validation import instance_name
 from airflow_provider_brev.core.values import bool_value, conn_id, duration_seconds, optional
+from airflow_provider_brev.cost.meter import CostMeter
 from airflow_provider_brev.exceptions import BrevInstanceFailedError, BrevTimeoutError
 from airflow_provider_brev.sensors.base import BrevBaseSensor
+from airflow_provider_brev.steps.metering import task_meter
 from airflow_provider_brev.utils.events import EVENT_SUCCESS, EVENT_TIMEOUT, raise_for_error_event, validate_event
 from airflow_provider_brev.utils.mixins import brev_template_fields
+from airflow_provider_brev.utils.task_memory import TaskMemory
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -92,7 +95,8 @@ class BrevReadySensor(BrevBaseSensor):
 
     def execute(self, context: Context) -> Any:
         name, require_docker, deferrable = self._checked()
-        meter = self.boot_meter(context, name)  # the instance bills while it boots: the wait is its boot
+        # the instance bills while it boots: the wait is its boot
+        meter = task_meter(TaskMemory(context, self.log), self.log, self, name, "boot")
         waits_on = False  # the wait goes on in the triggerer, or in a rescheduled poke: the clock is kept
         try:
             if not deferrable:
@@ -131,7 +135,9 @@ class BrevReadySensor(BrevBaseSensor):
         )
 
     def execute_complete(self, context: Context, event: dict[str, Any] | None = None) -> Any:
-        self.report_boot(context, event)
+        meter = CostMeter(TaskMemory(context, self.log), self.log)  # ready (or failed) at the event's ended_at;
+        meter.resumed("boot", (event or {}).get("ended_at"))  # since then, Airflow was resuming the task
+        meter.report()
         event = validate_event(event, "instance_name")
         if event["status"] == EVENT_SUCCESS:
             self.log.info("%s", event["message"])

@@ -25,7 +25,7 @@ release    an ephemeral instance is deleted (by id)                          --
 ========== ================================================================ =====================================
 
 A lost instance (in acquire, or while the command runs) is re-created by :meth:`BrevInstanceCompute.recover`, and the
-engine runs the step again from ``prepare`` on the new one. Every phase is billed (:class:`~.metering.CostMeter`:
+engine runs the step again from ``prepare`` on the new one. Every phase is billed (:class:`~airflow_provider_brev.cost.meter.CostMeter`:
 boot, pull, stage, work, resume, upload); ``work`` ends when the job ended (the trigger's event says when), and the
 time until Airflow resumed the task is ``resume``; ``release`` reports ``brev_cost``.
 """
