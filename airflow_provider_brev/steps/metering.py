@@ -11,11 +11,10 @@ from typing import TYPE_CHECKING, Any
 from airflow_provider_brev.cost.meter import CostMeter
 from airflow_provider_brev.instances.records import InstanceRecords
 from airflow_provider_brev.instances.recovery import upstream_task_ids
+from airflow_provider_brev.utils.task_memory import TaskMemory
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
-
-    from airflow_provider_brev.utils.task_memory import TaskMemory
 
 
 def task_meter(memory: TaskMemory, log: Any, task: Any, name: str, phase: str) -> CostMeter:
@@ -40,10 +39,13 @@ def task_meter(memory: TaskMemory, log: Any, task: Any, name: str, phase: str) -
 
 
 @contextlib.contextmanager
-def metered(memory: TaskMemory, log: Any, task: Any, name: str, phase: str) -> Iterator[CostMeter]:
+def metered(context: Any, log: Any, task: Any, name: str, phase: str) -> Iterator[CostMeter | None]:
     """Bill the block as ``phase`` on instance ``name`` (:func:`task_meter`) and report ``brev_cost`` after it, also
-    when it fails."""
-    meter = task_meter(memory, log, task, name, phase)
+    when it fails; nothing is billed outside a task instance (an operator's ``execute`` called without ``ti``)."""
+    if not context or context.get("ti") is None:
+        yield None
+        return
+    meter = task_meter(TaskMemory(context, log), log, task, name, phase)
     try:
         yield meter
     finally:

@@ -23,7 +23,6 @@ from airflow_provider_brev.staging.runner import DEFAULT_TRANSFER_TIMEOUT, ROUND
 from airflow_provider_brev.steps.metering import metered
 from airflow_provider_brev.utils.lineage import BrevLineageMixin
 from airflow_provider_brev.utils.mixins import brev_template_fields
-from airflow_provider_brev.utils.task_memory import TaskMemory
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -116,7 +115,7 @@ class BrevS3TransferBaseOperator(BrevLineageMixin, BrevBaseOperator):
     def execute(self, context: Context) -> dict[str, Any]:
         try:
             settings = self._settings()  # bad input costs nothing: checked before anything is billed or called
-            with metered(TaskMemory(context, self.log), self.log, self, settings.instance_name, self.cost_phase):
+            with metered(context, self.log, self, settings.instance_name, self.cost_phase):
                 return self.transfer(settings)
         finally:
             self.wait_for_kill_cleanup()
