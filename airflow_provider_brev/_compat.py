@@ -22,9 +22,13 @@ except ImportError:  # pragma: no cover
     from airflow.exceptions import AirflowNotFoundException  # type: ignore[no-redef]
 
 try:
-    from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
+    from airflow.sdk.exceptions import AirflowFailException, AirflowRescheduleException, AirflowSkipException
 except ImportError:  # pragma: no cover - 3.0 kept them in airflow.exceptions
-    from airflow.exceptions import AirflowFailException, AirflowSkipException  # type: ignore[no-redef]
+    from airflow.exceptions import (  # type: ignore[no-redef]
+        AirflowFailException,
+        AirflowRescheduleException,
+        AirflowSkipException,
+    )
 
 
 def _parse_version(text: str) -> tuple[int, ...]:
@@ -109,6 +113,7 @@ __all__ = [  # plus the lazy names in _LAZY_IMPORTS
     "AIRFLOW_V_3_3_PLUS",
     "AirflowFailException",
     "AirflowNotFoundException",
+    "AirflowRescheduleException",
     "AirflowSkipException",
     "BaseHook",
     "BaseOperator",

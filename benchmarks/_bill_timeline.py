@@ -9,7 +9,8 @@ recorded by :func:`record_meter_spans` in this process: ``dag.test()`` runs ever
 ``boot`` (the instance boots), ``work`` (a TAO run computes: useful compute), ``pull`` (a step waits for its
 image), ``stage``, ``upload`` (a step transfers data), ``launch`` (a step's work phase before its TAO run started),
 ``detection`` (a work phase after its TAO run ended; the create task's readiness check after sshd came up),
-``setup`` (no phase of any task: Airflow's task start, the gap between tasks) and ``delete`` (after the last
+``resume`` (a task's ``resume`` phase: its job had ended -- the trigger saw it -- and Airflow had not resumed the
+task yet), ``setup`` (no phase of any task: Airflow's task start, the gap between tasks) and ``delete`` (after the last
 phase of the last step: the teardown until the stop or delete request). Overlapping time is therefore counted
 once: a download that runs while the inputs stage, or while an earlier step computes, is not billed again.
 
@@ -25,31 +26,28 @@ billed, on the projected clock.
 
 from __future__ import annotations
 
-import time
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pathlib import Path
 
 HOST_LABELS = ("stage", "upload")
-LABELS = ("boot", "pull", "stage", "work", "upload", "setup", "launch", "detection", "delete")
+LABELS = ("boot", "pull", "stage", "work", "upload", "setup", "launch", "detection", "resume", "delete")
 
 
 def record_meter_spans(spans: list[dict[str, Any]]) -> None:
-    """Append every cost phase a task of this process closes (``CostMeter.stop``) to ``spans``:
-    ``{"task_id", "phase", "start", "end"}`` (epoch seconds)."""
+    """Append every cost phase a task of this process closes (``CostMeter._record``: the spans its ``brev_cost``
+    carries, ``resume`` included) to ``spans``: ``{"task_id", "phase", "start", "end"}`` (epoch seconds)."""
     from airflow_provider_brev.cost.meter import CostMeter
 
-    original = CostMeter.stop
+    original = CostMeter._record
 
-    def stop(self: CostMeter, phase: str) -> None:
-        start = self.open.get(phase)
-        original(self, phase)
-        if start is not None:
-            task_id = getattr(getattr(self.memory, "ti", None), "task_id", None)
-            spans.append({"task_id": task_id, "phase": phase, "start": start, "end": time.time()})
+    def record(self: CostMeter, phase: str, start: float, end: float) -> None:
+        original(self, phase, start, end)
+        task_id = getattr(getattr(self.memory, "ti", None), "task_id", None)
+        spans.append({"task_id": task_id, "phase": phase, "start": start, "end": max(end, start)})
 
-    CostMeter.stop = stop  # type: ignore[method-assign]
+    CostMeter._record = record  # type: ignore[method-assign]
 
 
 def tao_runs(root: Path, instance: str, window: tuple[float, float]) -> list[dict[str, Any]]:
@@ -154,6 +152,8 @@ def project(
         if work is not None:
             started = [r["start"] for r in runs if work["start"] <= r["start"] < work["end"]]
             return ("launch" if not started or t < min(started) else "detection"), None
+        if any(s["phase"] == "resume" for s in active):
+            return "resume", None
         if any(s["phase"] == "boot" for s in active):
             return "detection", None
         return ("setup" if t < last_phase_end else "delete"), None

@@ -11,6 +11,7 @@ from datetime import datetime
 from airflow.sdk import DAG
 
 from airflow_provider_brev.operators.brev import BrevExecOperator
+from airflow_provider_brev.utils.cost import cost_report
 
 with DAG(
     dag_id="example_brev_ephemeral_exec",
@@ -20,13 +21,14 @@ with DAG(
     tags=["brev", "example"],
 ) as dag:
     # [START howto_brev_ephemeral_exec]
-    BrevExecOperator(
+    smoke_test = BrevExecOperator(
         task_id="gpu_smoke_test",
         gpu="L40S:1",
         command="nvidia-smi && python3 -c 'print(sum(range(10**6)))'",
         timeout=3600,
         deferrable=True,
     )
+    smoke_test >> cost_report()  # the run's bill: boot, work, and the rest, in the task log and XCom
     # [END howto_brev_ephemeral_exec]
 
 

@@ -13,6 +13,7 @@ from airflow.sdk import DAG, task
 
 from airflow_provider_brev.operators.brev import BrevCreateInstanceOperator, BrevDeleteInstanceOperator
 from airflow_provider_brev.sensors.brev import BrevReadySensor
+from airflow_provider_brev.utils.cost import cost_report
 
 with DAG(
     dag_id="example_brev_lifecycle",
@@ -49,6 +50,7 @@ with DAG(
     delete = BrevDeleteInstanceOperator(task_id="delete_instance", instance_name=create.output)
 
     create >> wait_until_ready >> nvidia_smi(create.output) >> delete.as_teardown(setups=create)
+    delete >> cost_report()  # the instance's bill, split: the sensor's wait is boot; plain tasks are "uncovered"
     # [END howto_brev_lifecycle]
 
 

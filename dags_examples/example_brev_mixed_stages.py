@@ -21,6 +21,7 @@ from airflow_provider_brev.operators.brev import (
 )
 from airflow_provider_brev.operators.tao import BrevPreflightOperator
 from airflow_provider_brev.transfers import BrevToS3Operator, S3ToBrevOperator
+from airflow_provider_brev.utils.cost import cost_report
 from airflow_provider_brev.utils.templates import run_slug
 
 # One prefix per DAG run. run_id, not ds/ds_nodash: manual runs (UI, CLI, REST) have no logical date on Airflow 3.
@@ -70,6 +71,7 @@ with DAG(
 
     preflight >> cpu >> prepare >> hand_over >> delete_cpu.as_teardown(setups=cpu)
     hand_over >> gpu >> stage >> train >> delete_gpu.as_teardown(setups=gpu)
+    [delete_cpu, delete_gpu] >> cost_report()  # both instances' bills, split into the tasks' phases
     # [END howto_brev_mixed_stages]
 
 

@@ -30,6 +30,7 @@ from airflow.sdk import DAG, Param
 
 from airflow_provider_brev.operators.lepton import LeptonJobOperator, LeptonVisualChangeNetTrainOperator
 from airflow_provider_brev.operators.tao import VisualChangeNetEvaluateOperator, VisualChangeNetGapAnalysisOperator
+from airflow_provider_brev.utils.cost import cost_report
 from airflow_provider_brev.utils.templates import run_slug
 
 TRAIN_IMAGE = os.environ.get("TAO_PYT_IMAGE", "nvcr.io/nvidia/tao/tao-toolkit:6.26.3-pyt")
@@ -143,7 +144,7 @@ with DAG(
         timeout=1800,
         poll_interval=2.0,
     )
-    gap_analysis >> train >> [evaluate, checksums]
+    gap_analysis >> train >> [evaluate, checksums] >> cost_report()  # Lepton jobs join with their estimates
     # [END howto_mixed_brev_lepton]
 
 

@@ -27,6 +27,7 @@ from airflow_provider_brev.operators.tao import (
     VisualChangeNetExportOperator,
     VisualChangeNetInferenceOperator,
 )
+from airflow_provider_brev.utils.cost import cost_report
 from airflow_provider_brev.utils.templates import run_slug
 
 BUCKET = os.environ.get("TAO_VCN_BUCKET", "tao-vcn-demo")
@@ -101,6 +102,7 @@ with DAG(
 
     create >> train >> [export, inference]
     [export, inference] >> delete.as_teardown(setups=create)
+    delete >> cost_report()
     # [END howto_tao_export_inference]
 
 

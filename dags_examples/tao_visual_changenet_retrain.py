@@ -23,7 +23,8 @@ would cost more than a cold start: the instance is kept for the runs in between 
 it off per run with ``release="delete"`` (or an empty ``reuse_key``) in the trigger form.
 
 Every Brev task reports what it cost (XCom ``brev_cost``: the type's price per hour and the billed seconds and
-dollars of boot, image pulls, staging, work, upload and idle time); the last task logs the run's cost table.
+dollars of boot, image pulls, staging, work, resume, upload and idle time); the last task logs the run's bill, split
+into every task's phases.
 
 Nothing is paid for before the pre-launch checks pass (S3 inputs readable, NGC key for nvcr.io images). TAO
 success is verified beyond the exit code (status.json SUCCESS, a new checkpoint). Program faults (out of
@@ -56,7 +57,7 @@ from airflow_provider_brev.operators.tao import (
     VisualChangeNetGapAnalysisOperator,
     VisualChangeNetTrainOperator,
 )
-from airflow_provider_brev.utils.cost import run_cost
+from airflow_provider_brev.utils.cost import cost_report
 from airflow_provider_brev.utils.templates import run_slug
 
 BUCKET = os.environ.get("TAO_VCN_BUCKET", "tao-vcn-demo")
@@ -258,11 +259,6 @@ with DAG(
     delete = BrevDeleteInstanceOperator(
         task_id="delete_instance", instance_name=create.output, release="{{ params.release }}"
     )
-
-    @task(trigger_rule="all_done", multiple_outputs=False)  # the cost table is one XCom value
-    def cost_report(ti=None) -> dict:
-        """What the run cost: every task's ``brev_cost`` (type, $/h, seconds per phase, $) in one table."""
-        return run_cost(ti)
 
     preflight >> create >> gap_analysis >> train >> evaluate
     promote(evaluate.output, gap_analysis.output, train.output)

@@ -171,7 +171,8 @@ def _cost_table(dag_run: Any, report: dict[str, Any] | None) -> str:
     every task's ``brev_cost``."""
     if report and report.get("table"):
         return str(report["table"])
-    from airflow_provider_brev.core.cost import cost_table, costs_in, run_cost
+    from airflow_provider_brev.core.bill import cost_table, run_cost
+    from airflow_provider_brev.core.cost import costs_in
 
     costs = [
         (ti.task_id, cost)

@@ -10,13 +10,17 @@ phase     billed time the step (or create task) owns
 boot      ``brev create`` until the instance is ready (ephemeral steps, create tasks, re-creations)
 pull      the workload's preparation (TAO: ``docker login`` and image pulls)
 stage     the input sync before a launch (and TAO's checkpoint restore)
-work      the job, from its launch (or re-attach) to its end -- periodic output syncs overlap it
+work      the job's own run time, from its launch (or re-attach) to its end -- periodic output syncs overlap it
+resume    from the job's end (or the instance's readiness) until Airflow resumed the deferred task: the trigger's
+          event held back (``deferral_settle_seconds``) and the scheduler's latency -- billed, never work
 upload    the final output sync after the job ended
 idle      the rest: readiness checks, collecting, deletion lag
 ========= ===========================================================================================
 
 Dollars are ``price_per_hour x seconds / 3600`` per phase, so the phases add up to the total. A price that is
-not known (a type ``brev search`` does not list) gives ``None`` dollars, never a made-up number.
+not known (a type ``brev search`` does not list) gives ``None`` dollars, never a made-up number. A step's cost also
+carries its window and the wall-clock spans of its phases, from which the run's bill is split among its tasks
+(:mod:`airflow_provider_brev.core.bill`).
 
 Caps (:func:`cost_limits`, :class:`PriceCap`): ``max_price_per_hour`` drops candidate types above it;
 ``max_run_cost`` bounds a step's estimate, ``price x (ready_timeout + timeout)`` for an instance it creates (so it
@@ -34,10 +38,10 @@ from airflow_provider_brev.core.values import is_empty, optional, positive_numbe
 from airflow_provider_brev.exceptions import BrevCostCapError, BrevInvalidInputError, BrevPriceCapError
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping, Sequence
+    from collections.abc import Mapping, Sequence
 
 #: The billed phases, in the order a step goes through them (see the module docstring).
-PHASES = ("boot", "pull", "stage", "work", "upload", "idle")
+PHASES = ("boot", "pull", "stage", "work", "resume", "upload", "idle")
 #: The currency of ``brev search``'s ``price_per_hour``.
 CURRENCY = "USD"
 _HOUR = 3600.0
@@ -265,14 +269,19 @@ def step_cost(
     price_per_hour: float | None,
     phases: Mapping[str, float],
     billed_seconds: float | None = None,
+    window: tuple[float, float] | None = None,
+    spans: Sequence[tuple[str, float, float]] | None = None,
 ) -> dict[str, Any]:
-    """A step's cost (the XCom ``brev_cost``, JSON): seconds and dollars per phase and in total.
+    """A step's cost (the XCom ``brev_cost``, JSON): seconds and dollars per phase and in total; with ``window``
+    also ``started_at``, ``ended_at`` and ``spans`` (``[phase, start, end]``), the run's bill's input.
 
     :param instance_name: the instance.
     :param instance_type: its type.
     :param price_per_hour: its price (``None``: not known; the dollars are then ``None``).
     :param phases: measured seconds by phase name (of :data:`PHASES`; missing ones are 0).
     :param billed_seconds: the whole billed time the step owns; what the phases do not cover is ``idle``.
+    :param window: the step's billed window (epoch seconds, start and end).
+    :param spans: the wall-clock spans of its measured phases.
     """
     unknown = sorted(set(phases) - set(PHASES))
     if unknown:
@@ -282,7 +291,7 @@ def step_cost(
         rest = billed_seconds - sum(seconds.values())
         seconds["idle"] = round(seconds["idle"] + max(rest, 0.0), 3)
     total = round(sum(seconds.values()), 3)
-    return {
+    cost: dict[str, Any] = {
         "instance_name": instance_name,
         "instance_type": instance_type,
         "price_per_hour": price_per_hour,
@@ -292,19 +301,48 @@ def step_cost(
         "total_seconds": total,
         "total_dollars": dollars(price_per_hour, total),
     }
+    if window is not None:
+        cost.update(
+            started_at=round(window[0], 3),
+            ended_at=round(window[1], 3),
+            spans=[[phase, round(start, 3), round(end, 3)] for phase, start, end in spans or ()],
+        )
+    return cost
+
+
+def resumed_at(opened_at: float, ended_at: object, now: float) -> float:
+    """When the phase a deferred task waited in ended: the event's ``ended_at`` (when the trigger saw the job end or
+    the instance ready, before it held the event back), kept within ``opened_at`` .. ``now``; ``now`` when the
+    event carries none. What follows, until ``now``, is the task's ``resume``.
+
+    :param opened_at: when the phase began (epoch seconds).
+    :param ended_at: the event's ``ended_at`` (anything: a missing or bad value means ``now``).
+    :param now: when the task resumed.
+    """
+    if isinstance(ended_at, bool) or not isinstance(ended_at, int | float):
+        return now
+    return min(max(float(ended_at), opened_at), now)
 
 
 def lifetime_cost(
-    *, instance_name: str, instance_type: str, price_per_hour: float | None, created_at: float, ended_at: float
+    *,
+    instance_name: str,
+    instance_type: str,
+    price_per_hour: float | None,
+    created_at: float,
+    ended_at: float,
+    ended_by: str = "delete",
 ) -> dict[str, Any]:
-    """An instance's whole billed life, ``brev create`` to ``brev delete`` (the delete task's XCom
-    ``brev_lifetime_cost``): it includes what no task owns (the scheduler's gaps between tasks).
+    """An instance's billed window in this run, ``brev create`` (or ``brev start``) to the ``brev delete`` (or
+    ``brev stop``) request (the teardown task's XCom ``brev_lifetime_cost``): it includes what no task owns (the
+    scheduler's gaps between tasks).
 
     :param instance_name: the instance.
     :param instance_type: its type.
     :param price_per_hour: its price (``None``: not known).
-    :param created_at: when ``brev create`` was called (epoch seconds).
-    :param ended_at: when its deletion was requested (epoch seconds).
+    :param created_at: when ``brev create`` (or ``brev start``) was called (epoch seconds).
+    :param ended_at: when its deletion (or stop) was requested (epoch seconds).
+    :param ended_by: ``delete`` or ``stop``.
     """
     seconds = round(max(ended_at - created_at, 0.0), 3)
     return {
@@ -314,6 +352,8 @@ def lifetime_cost(
         "currency": CURRENCY,
         "created_at": created_at,
         "deleted_at": ended_at,
+        "ended_at": ended_at,
+        "ended_by": ended_by,
         "total_seconds": seconds,
         "total_dollars": dollars(price_per_hour, seconds),
     }
@@ -339,82 +379,3 @@ def costs_in(value: Any) -> list[dict[str, Any]]:
     if isinstance(value, list | tuple):
         return [cost for item in value for cost in costs_in(item)]
     return [value] if is_cost(value) else []
-
-
-# -- a DAG run's cost --------------------------------------------------------------------------------------------
-def run_cost(
-    costs: Iterable[tuple[str, Mapping[str, Any]]], lifetimes: Iterable[tuple[str, Mapping[str, Any]]] = ()
-) -> dict[str, Any]:
-    """A DAG run's cost from its tasks' costs, in the given order (JSON).
-
-    :param costs: ``(task id, cost)`` pairs (a mapped task gives one pair per map index).
-    :param lifetimes: ``(delete task id, lifetime)`` pairs (:func:`lifetime_cost`): shown below the total with
-        what the tasks on that instance account for (the rest is the time between tasks); not added to it.
-    :return: ``{"tasks": [{"task_id", ...cost}], "seconds": {phase: s}, "total_seconds", "total_dollars",
-        "unpriced": [task ids whose price is not known], "lifetimes": [{"task_id", ...lifetime, "tasks_dollars"}],
-        "currency"}``.
-    """
-    tasks = [{"task_id": task_id, **dict(cost)} for task_id, cost in costs]
-    lives = [
-        {
-            "task_id": task_id,
-            **dict(life),
-            "tasks_dollars": round(
-                sum(
-                    float(t["total_dollars"] or 0) for t in tasks if t.get("instance_name") == life.get("instance_name")
-                ),
-                6,
-            ),
-        }
-        for task_id, life in lifetimes
-    ]
-    seconds = {phase: round(sum(float(t["seconds"].get(phase, 0.0)) for t in tasks), 3) for phase in PHASES}
-    priced = [t for t in tasks if t.get("total_dollars") is not None]
-    return {
-        "tasks": tasks,
-        "seconds": seconds,
-        "total_seconds": round(sum(float(t["total_seconds"]) for t in tasks), 3),
-        "total_dollars": round(sum(float(t["total_dollars"]) for t in priced), 6),
-        "unpriced": [t["task_id"] for t in tasks if t.get("total_dollars") is None],
-        "lifetimes": lives,
-        "currency": CURRENCY,
-    }
-
-
-def cost_table(report: Mapping[str, Any]) -> str:
-    """A :func:`run_cost` report as a text table: one row per task (type, $/h, seconds per phase, $) and a total."""
-    header = ["task", "type", "$/h", *PHASES, "seconds", "$"]
-    rows = [
-        [
-            str(task["task_id"]),
-            str(task.get("instance_type") or "?"),
-            "?" if task.get("price_per_hour") is None else f"{task['price_per_hour']:.2f}",
-            *(f"{float(task['seconds'].get(phase, 0.0)):.1f}" for phase in PHASES),
-            f"{float(task['total_seconds']):.1f}",
-            money(task.get("total_dollars")),
-        ]
-        for task in report.get("tasks") or []
-    ]
-    seconds = report.get("seconds") or {}
-    total = ["total", "", "", *(f"{float(seconds.get(p, 0.0)):.1f}" for p in PHASES)]
-    total += [f"{float(report.get('total_seconds') or 0):.1f}", money(report.get("total_dollars"))]
-    widths = [max(len(row[i]) for row in [header, *rows, total]) for i in range(len(header))]
-
-    def line(row: list[str]) -> str:
-        cells = [
-            cell.ljust(width) if i < 2 else cell.rjust(width)
-            for i, (cell, width) in enumerate(zip(row, widths, strict=True))
-        ]
-        return "  ".join(cells).rstrip()
-
-    rule = "  ".join("-" * width for width in widths)
-    text = [line(header), rule, *map(line, rows), rule, line(total)]
-    if report.get("unpriced"):
-        text.append(f"(price not known for: {', '.join(report['unpriced'])}; not in the total)")
-    for life in report.get("lifetimes") or []:
-        text.append(
-            f"instance {life['instance_name']}: {float(life['total_seconds']):.1f} s from brev create to brev delete"
-            f" ({life['task_id']}), {money(life.get('total_dollars'))}; the tasks above account for "
-            f"{money(life.get('tasks_dollars'))}, the rest is the time between them."
-        )
-    return "\n".join(text)

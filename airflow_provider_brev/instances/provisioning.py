@@ -31,8 +31,9 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from airflow_provider_brev.core.bill import disk_cost
 from airflow_provider_brev.core.instances.records import InstanceRecord
-from airflow_provider_brev.core.instances.warm_pool import WarmRequest
+from airflow_provider_brev.core.instances.warm_pool import STATE_STOPPED, WarmRequest
 from airflow_provider_brev.core.protocol.names import managed_instance_name, parse_managed_name, validate_instance_name
 from airflow_provider_brev.core.protocol.output import STATUS_DELETING, STATUS_FAILURE, BrevInstance
 from airflow_provider_brev.cost.pricing import price_of
@@ -94,6 +95,9 @@ class ProvisionedInstance:
     price_per_hour: float | None = None
     #: when ``brev create`` was called for it (epoch seconds), when known
     created_at: float | None = None
+    #: a warm instance this task started: its disk time while it was stopped
+    #: (:func:`~airflow_provider_brev.core.bill.disk_cost`), billed to its reuse key
+    stopped: dict[str, Any] | None = None
 
     @property
     def owned(self) -> bool:
@@ -138,6 +142,7 @@ class InstanceProvisioner:
         #: The stopped instance this provisioner is starting or started for warm reuse (from right before its
         #: ``brev start``: a kill then releases it as it would one this task created).
         self.claimed: BrevInstance | None = None
+        self._stopped: dict[str, Any] | None = None  # the disk time of the stopped instance being started
 
     def resolve_name(self, memory: TaskMemory) -> tuple[str, bool]:
         """The instance name and whether it is a provider-managed (task-owned) name."""
@@ -330,7 +335,10 @@ class InstanceProvisioner:
             self.log.info("Reuse key %r: no stopped instance to start; creating one.", key)
             return None
         warm = ProvisionedInstance(instance.name, instance, created=False, managed=False, recorded=True)
-        warm = self.priced(memory, replace(warm, created_at=started_at))
+        stopped = self._stopped if self.claimed is not None and self.claimed.id == instance.id else None
+        if stopped is not None:  # its billed time starts at this start request
+            started_at = float(stopped["started_at"])
+        warm = self.priced(memory, replace(warm, created_at=started_at, stopped=stopped))
         self._record_reuse(memory, warm)
         return warm
 
@@ -352,6 +360,16 @@ class InstanceProvisioner:
 
     def _claiming(self, instance: BrevInstance | None) -> None:
         self.claimed = instance
+        self._stopped = None
+        entry = ReuseRegistry(self.log).find(instance.id) if instance is not None and instance.id else None
+        if entry is not None and entry.state == STATE_STOPPED and entry.since:
+            self._stopped = disk_cost(
+                reuse_key=entry.key,
+                instance_name=entry.name,
+                stopped_at=entry.since,
+                started_at=time.time(),
+                disk_price_per_hour=entry.disk_price_per_hour,
+            )
 
     def _record_reuse(self, memory: TaskMemory, provisioned: ProvisionedInstance) -> None:
         """Record the instance under the reuse key as in use by this task (the teardown's stop finds it there)."""

@@ -76,12 +76,15 @@ class Released:
     :param deleted: a deletion was requested.
     :param left: why the instance was left alone (``None`` when it was deleted or already gone).
     :param instance_id: the id the deletion was requested for.
+    :param stopped: it was stopped for warm reuse instead.
+    :param requested_at: when the deletion (or stop) was requested (epoch seconds): the end of its billed time.
     """
 
     deleted: bool
     left: str | None = None
     instance_id: str | None = None
     stopped: bool = False
+    requested_at: float | None = None
 
 
 @dataclass(frozen=True)
@@ -289,18 +292,19 @@ def release_recorded(
     if verdict in (REPLACED, UNRECORDED) or live.id not in owned:
         log.warning("%s", replaced_message(name, live, owned, refused="deleted"))
         return Released(False, f"it is id {live.id}, not an instance this DAG run created")
-    if reuse is not None and reuse.stop and _stopped(hook, log, live, reuse):
-        return Released(False, None, live.id, stopped=True)
+    if reuse is not None and reuse.stop and (stopped_at := _stopped(hook, log, live, reuse)):
+        return Released(False, None, live.id, stopped=True, requested_at=stopped_at)
+    requested_at = time.time()
     deleted = hook.delete_instance(name, instance_id=live.id, wait=wait, timeout=timeout)
     if reuse is not None:
         ReuseRegistry(log).drop(live.id)
-    return Released(deleted, None, live.id)
+    return Released(deleted, None, live.id, requested_at=requested_at)
 
 
-def _stopped(hook: BrevHook, log: Any, live: BrevInstance, reuse: Reuse) -> bool:
+def _stopped(hook: BrevHook, log: Any, live: BrevInstance, reuse: Reuse) -> float | None:
     """Stop ``live`` (already checked: ours, by id) when its reuse record proves ownership, its type can stop and the
-    break-even favours it, and record it stopped; ``False`` (logged with both numbers, or the refusal) when it is to
-    be deleted."""
+    break-even favours it, and record it stopped (with its disk's price); returns when the stop was requested, or
+    ``None`` (logged with both numbers, or the refusal) when it is to be deleted."""
     registry = ReuseRegistry(log)
     managed = parse_managed_name(live.name)
     earlier = registry.proven(live, managed.prefix if managed is not None else "")
@@ -310,7 +314,7 @@ def _stopped(hook: BrevHook, log: Any, live: BrevInstance, reuse: Reuse) -> bool
             "written), so no run could start it again: deleting it.",
             *(live.name, live.id, reuse.key),
         )
-        return False
+        return None
     offer = None
     try:
         offer = hook.type_offer(live.instance_type)
@@ -329,12 +333,13 @@ def _stopped(hook: BrevHook, log: Any, live: BrevInstance, reuse: Reuse) -> bool
     verdict = break_even(offer, price_per_hour=price, saved_seconds=saved, idle_seconds=idle)
     log.info("Release of %s (id %s, reuse key %r): %s.", live.name, live.id, reuse.key, verdict.message)
     if not verdict.stop:
-        return False
+        return None
+    requested_at = time.time()
     try:
         hook.stop_instance(live.name, instance_id=live.id)
     except BrevError as err:
         log.warning("Could not stop %s (%s): deleting it instead.", live.name, err)
-        return False
+        return None
     registry.put(
         replace(
             earlier,  # its creator and the run that held it: they prove the record to the next run
@@ -345,7 +350,7 @@ def _stopped(hook: BrevHook, log: Any, live: BrevInstance, reuse: Reuse) -> bool
             max_idle=reuse.max_idle,
             saved_seconds=saved,
             price_per_hour=price,
-            disk_price_per_hour=round(disk_dollars_per_hour(offer), 6),
+            disk_price_per_hour=round(disk_dollars_per_hour(offer), 6) if offer is not None else None,
             break_even=verdict.message,
         )
     )
@@ -354,7 +359,7 @@ def _stopped(hook: BrevHook, log: Any, live: BrevInstance, reuse: Reuse) -> bool
         "it if no run does within %.0f s.",
         *(live.name, reuse.key, reuse.max_idle),
     )
-    return True
+    return requested_at
 
 
 def delete_named(hook: BrevHook, log: Any, name: str, *, wait: bool = False, timeout: float = 600.0) -> bool:

@@ -174,6 +174,8 @@ class BrevCreateInstanceOperator(InstanceParams, BrevBaseOperator):
         records.tell(provisioner.record(provisioned))
         meter = CostMeter.booting(memory, self.log, created_at=provisioned.created_at)
         meter.bill_on(provisioned.name, provisioned.instance.instance_type, provisioned.price_per_hour)
+        if provisioned.stopped is not None:  # a warm start: its disk time while stopped, billed to its reuse key
+            meter.note(stopped=provisioned.stopped)
         try:
             if spec.wait_for_ready and spec.deferrable:
                 meter.save()
@@ -226,6 +228,7 @@ class BrevCreateInstanceOperator(InstanceParams, BrevBaseOperator):
         name = event["instance_name"]
         memory = TaskMemory(context, self.log)
         meter = CostMeter(memory, self.log)
+        meter.resumed("boot", event.get("ended_at"))  # ready (or failed) there; since then the task was resuming
         if event["status"] == EVENT_SUCCESS:
             self.log.info("%s", event["message"])
             record_ready(memory)
@@ -327,6 +330,8 @@ class BrevDeleteInstanceOperator(BrevBaseOperator):
         creates = self._upstream_create_task_ids()
         created = [record for task_id in creates for record in instances.of(task_id) if record.name == name]
         if created:  # the DAG run created (or adopted) it: release it by a recorded id (re-creations included)
+            meter = CostMeter(memory, self.log)  # its time until the delete (or stop) request is billed: idle
+            meter.begin()
             steps = [t for t in self._upstream_brev_task_ids() if t not in creates]
             records = created + instances.named(name, steps)
             next_run = next_run_at(context) if spec.stop else None
@@ -334,7 +339,18 @@ class BrevDeleteInstanceOperator(BrevBaseOperator):
                 memory, self.log, name, records, [*creates, *steps], stop=spec.stop, next_run_at=next_run
             )
             released = release_recorded(self.hook, self.log, name, records, wait=wait, timeout=timeout, reuse=reuse)
-            report_lifetime(memory, self.log, records, released.instance_id if released.deleted else None)
+            if released.requested_at is not None:
+                priced = next((r for r in reversed(records) if r.id == released.instance_id), records[-1])
+                meter.bill_on(name, str(priced.spec.get("instance_type") or ""), priced.price_per_hour)
+                meter.report(until=released.requested_at)
+            report_lifetime(
+                memory,
+                self.log,
+                records,
+                released.instance_id if released.deleted or released.stopped else None,
+                ended_at=released.requested_at,
+                stopped=released.stopped,
+            )
             if released.left:
                 self.log.info("Leaving instance %s: %s.", name, released.left)
             result = {"instance_name": name, "deleted": released.deleted}

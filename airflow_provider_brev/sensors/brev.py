@@ -8,14 +8,22 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import PokeReturnValue
 
-from airflow_provider_brev._compat import conf, default_deferrable, deferral_settle_seconds
+from airflow_provider_brev._compat import (
+    AirflowRescheduleException,
+    conf,
+    default_deferrable,
+    deferral_settle_seconds,
+)
 from airflow_provider_brev.core.instances.readiness import DEFAULT_READY_TIMEOUT
 from airflow_provider_brev.core.validation import instance_name
 from airflow_provider_brev.core.values import bool_value, conn_id, duration_seconds, optional
+from airflow_provider_brev.cost.meter import CostMeter
 from airflow_provider_brev.exceptions import BrevInstanceFailedError, BrevTimeoutError
 from airflow_provider_brev.sensors.base import BrevBaseSensor
+from airflow_provider_brev.steps.metering import task_meter
 from airflow_provider_brev.utils.events import EVENT_SUCCESS, EVENT_TIMEOUT, raise_for_error_event, validate_event
 from airflow_provider_brev.utils.mixins import brev_template_fields
+from airflow_provider_brev.utils.task_memory import TaskMemory
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -84,14 +92,30 @@ class BrevReadySensor(BrevBaseSensor):
 
     def execute(self, context: Context) -> Any:
         name, require_docker, deferrable = self._checked()
-        if not deferrable:
-            return super().execute(context)
-        readiness = self.hook.check_readiness(name, require_docker=require_docker)
-        if readiness.ready:  # check before deferring: no round trip when already ready
-            self.log.info("%s", readiness.message)
-            return readiness.instance
-        if readiness.terminal:
-            raise BrevInstanceFailedError(readiness.message)
+        # the instance bills while it boots: the wait is its boot
+        meter = task_meter(TaskMemory(context, self.log), self.log, self, name, "boot")
+        waits_on = False  # the wait goes on in the triggerer, or in a rescheduled poke: the clock is kept
+        try:
+            if not deferrable:
+                return super().execute(context)
+            readiness = self.hook.check_readiness(name, require_docker=require_docker)
+            if readiness.ready:  # check before deferring: no round trip when already ready
+                self.log.info("%s", readiness.message)
+                return readiness.instance
+            if readiness.terminal:
+                raise BrevInstanceFailedError(readiness.message)
+            waits_on = True
+            return self._defer_until_ready(name, require_docker)
+        except AirflowRescheduleException:
+            waits_on = True
+            raise
+        finally:
+            if waits_on:
+                meter.save()
+            else:
+                meter.report()
+
+    def _defer_until_ready(self, name: str, require_docker: bool) -> None:
         from airflow_provider_brev.triggers.brev import BrevInstanceReadyTrigger  # triggerer-side code: lazy
 
         self.defer(
@@ -106,9 +130,11 @@ class BrevReadySensor(BrevBaseSensor):
             method_name="execute_complete",
             timeout=timedelta(seconds=self.timeout + 60),
         )
-        return None
 
     def execute_complete(self, context: Context, event: dict[str, Any] | None = None) -> Any:
+        meter = CostMeter(TaskMemory(context, self.log), self.log)  # ready (or failed) at the event's ended_at;
+        meter.resumed("boot", (event or {}).get("ended_at"))  # since then, Airflow was resuming the task
+        meter.report()
         event = validate_event(event, "instance_name")
         if event["status"] == EVENT_SUCCESS:
             self.log.info("%s", event["message"])

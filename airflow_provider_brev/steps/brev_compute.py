@@ -25,8 +25,9 @@ release    an ephemeral instance is deleted (by id)                          --
 ========== ================================================================ =====================================
 
 A lost instance (in acquire, or while the command runs) is re-created by :meth:`BrevInstanceCompute.recover`, and the
-engine runs the step again from ``prepare`` on the new one. Every phase is billed (:class:`~.metering.CostMeter`:
-boot, pull, stage, work, upload); ``release`` reports ``brev_cost``.
+engine runs the step again from ``prepare`` on the new one. Every phase is billed (:class:`~airflow_provider_brev.cost.meter.CostMeter`:
+boot, pull, stage, work, resume, upload); ``work`` ends when the job ended (the trigger's event says when), and the
+time until Airflow resumed the task is ``resume``; ``release`` reports ``brev_cost``.
 """
 
 from __future__ import annotations
@@ -147,6 +148,8 @@ class BrevInstanceCompute:
             self.meter.begin()
             with self.meter.phase("boot"):
                 ref = self.instance.acquire(self.memory)
+            if self.instance.stopped is not None:  # a warm start: its stopped disk time, billed to its reuse key
+                self.meter.note(stopped=self.instance.stopped)
         else:
             ref = self.instance.acquire(self.memory)
         billing = self._bill(ref)
@@ -257,6 +260,7 @@ class BrevInstanceCompute:
         if event["status"] == SYNC_DUE:
             self.run.data.periodic_sync(self.ref.name)
             return FollowAgain({"offset": int(event.get("offset", 0)), "last_line": str(event.get("last_line", ""))})
+        self.meter.resumed("work", event.get("ended_at"))  # the job ended there; since then the task was resuming
         if event["status"] == EVENT_INSTANCE_LOST:
             raise error_from_event(str(event.get("message")), event.get("error_type"))
         raise_for_error_event(event, "Following the remote job failed")

@@ -74,6 +74,8 @@ class StepInstance:
         self.current: InstanceRef | None = None
         #: Every ephemeral instance this try created (deleted on a kill).
         self.created: list[InstanceRef] = []
+        #: a warm instance this step started: its disk time while stopped (``brev_cost["stopped"]``)
+        self.stopped: dict[str, Any] | None = None
         self._provisioner: InstanceProvisioner | None = None
         self._known: set[str] = set()
         self._types: dict[str, str] = {}  # instance id -> type, as listed
@@ -136,6 +138,7 @@ class StepInstance:
         )
         provisioned = provisioner.ensure(memory, wait_timeout=self.spec.ready_timeout)
         ref = self.current = InstanceRef(provisioned.name, provisioned.instance.id)
+        self.stopped = provisioned.stopped  # a warm start: the disk time while it was stopped
         self.created.append(ref)
         self._known.add(ref.id)
         self._types[ref.id] = provisioned.instance.instance_type

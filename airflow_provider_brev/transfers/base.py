@@ -20,11 +20,14 @@ from airflow_provider_brev.core.values import conn_id, duration_seconds, named, 
 from airflow_provider_brev.exceptions import BrevTransferError
 from airflow_provider_brev.operators.base import BrevBaseOperator
 from airflow_provider_brev.staging.runner import DEFAULT_TRANSFER_TIMEOUT, ROUND_ERRORS, TransferRunner
+from airflow_provider_brev.steps.metering import metered
 from airflow_provider_brev.utils.lineage import BrevLineageMixin
 from airflow_provider_brev.utils.mixins import brev_template_fields
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
+
+    from airflow.sdk import Context
 
     from airflow_provider_brev.hooks.s3_staging import S3StagingHook
 
@@ -54,6 +57,9 @@ class BrevS3TransferBaseOperator(BrevLineageMixin, BrevBaseOperator):
 
     With the OpenLineage provider installed, the S3 side is the task's input (download) or output (upload) dataset
     (:mod:`airflow_provider_brev.utils.lineage`).
+
+    Its time on the instance is billed as its :attr:`cost_phase` (XCom ``brev_cost``, priced from the DAG run's record
+    of the instance), so the run's bill gives it its share.
     """
 
     template_fields = brev_template_fields(
@@ -73,6 +79,8 @@ class BrevS3TransferBaseOperator(BrevLineageMixin, BrevBaseOperator):
     #: the directory on the instance and the S3 prefix, declared by each direction
     remote_dir: str
     s3_prefix: str | None
+    #: what the transfer's time on the instance is billed as (a phase of the bill)
+    cost_phase = "stage"
 
     def __init__(
         self,
@@ -103,6 +111,18 @@ class BrevS3TransferBaseOperator(BrevLineageMixin, BrevBaseOperator):
         self.transfer_timeout = transfer_timeout
         self.fail_on_empty = fail_on_empty
         self.staging: S3StagingHook | None = None
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        try:
+            settings = self._settings()  # bad input costs nothing: checked before anything is billed or called
+            with metered(context, self.log, self, settings.instance_name, self.cost_phase):
+                return self.transfer(settings)
+        finally:
+            self.wait_for_kill_cleanup()
+
+    def transfer(self, settings: TransferSettings) -> dict[str, Any]:
+        """The transfer (each direction), with its checked ``settings``; returns its summary (the XCom)."""
+        raise NotImplementedError
 
     def _settings(self) -> TransferSettings:
         """Check every rendered parameter before any ``brev`` or S3 call (bad input costs nothing) and normalise

@@ -36,7 +36,7 @@ from airflow_provider_brev.utils.mixins import brev_template_fields
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from airflow.sdk import Context
+    from airflow_provider_brev.core.staging.rounds import TransferSettings
 
 
 __all__ = ["BrevToS3Operator", "BrevTransferConflictError", "BrevTransferError", "S3ToBrevOperator"]
@@ -88,13 +88,15 @@ class S3ToBrevOperator(BrevS3TransferBaseOperator):
         """Reads the prefix (or the explicit keys); writes nothing in S3."""
         return bucket_uris(self.s3_bucket, self.s3_prefix, self.s3_keys), []
 
-    def execute(self, context: Context) -> dict[str, Any]:
-        keys = parse_keys(self.s3_keys)
-        if (keys is None) == (self.s3_prefix is None):
+    def _settings(self) -> TransferSettings:
+        if (parse_keys(self.s3_keys) is None) == (self.s3_prefix is None):
             raise BrevInvalidInputError(
                 "Pass either s3_prefix (a 'directory' prefix; '' for the whole bucket) or s3_keys, not both."
             )
-        s = self._settings()
+        return super()._settings()
+
+    def transfer(self, settings: TransferSettings) -> dict[str, Any]:
+        s, keys = settings, parse_keys(self.s3_keys)
         staging = self._staging_hook(s)
         if keys is None:  # explicit keys: each is looked up first (a missing bucket is named then)
             staging.check_location(s.prefix, what="s3_bucket/s3_prefix")
@@ -191,14 +193,10 @@ class BrevToS3Operator(BrevS3TransferBaseOperator):
         """Writes the prefix; reads nothing in S3."""
         return [], bucket_uris(self.s3_bucket, self.s3_prefix)
 
-    def execute(self, context: Context) -> dict[str, Any]:
-        try:
-            return self._upload()
-        finally:
-            self.wait_for_kill_cleanup()
+    cost_phase = "upload"
 
-    def _upload(self) -> dict[str, Any]:
-        s = self._settings()
+    def transfer(self, settings: TransferSettings) -> dict[str, Any]:
+        s = settings
         overwrite = bool_value("overwrite", self.overwrite, default=False)
         threshold = integer("multipart_threshold", self.multipart_threshold, minimum=0)
         part_size = integer("part_size", self.part_size, minimum=S3_MIN_PART_SIZE, maximum=S3_MAX_PART_SIZE)

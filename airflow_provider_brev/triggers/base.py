@@ -50,7 +50,10 @@ class ProviderBaseTrigger(BaseTrigger):
             yield event
 
     def _event(self, status: str, message: str, **extra: Any) -> TriggerEvent:
-        payload = {"status": status, "message": message}
+        """The event: ``status``, ``message``, the :attr:`event_fields`, ``extra``, and ``ended_at`` -- when the
+        trigger's wait ended (the job's end, the instance's readiness), before :meth:`run` holds the event back: the
+        resumed task bills the time since as ``resume``, never as the phase it waited in."""
+        payload: dict[str, Any] = {"status": status, "message": message, "ended_at": time.time()}
         payload.update({name: getattr(self, name) for name in self.event_fields})
         payload.update(extra)
         return TriggerEvent(payload)

@@ -7,10 +7,14 @@ Real ``dag.test()`` runs of tests/integration/dags/brev_cost_cases.py against th
 
 from __future__ import annotations
 
-import pytest
-from helpers import cli_calls, run_state, task_states
+import re
 
-PHASES = ["boot", "pull", "stage", "work", "upload", "idle"]
+import pytest
+from helpers import adds_up_to_the_bill, cli_calls, run_state, task_states
+
+from airflow_provider_brev.core.cost import money
+
+PHASES = ["boot", "pull", "stage", "work", "resume", "upload", "idle"]
 
 
 def _ti(dag_run, task_id: str):
@@ -42,9 +46,9 @@ def test_every_step_reports_its_cost_and_the_run_adds_them_up(run_dag, brev_sim,
         _adds_up(cost)
     # the create task's boot, deferred until ready; the step on its instance bills its own time (no boot)
     assert (create["instance_type"], create["price_per_hour"]) == ("g6e.xlarge", 2.24)
-    # all of it but the milliseconds between the boot's end and the bill's last clock read (rounded to ms, idle)
-    assert create["seconds"]["boot"] > 0 and create["seconds"]["idle"] < 0.05
-    assert create["seconds"]["boot"] == pytest.approx(create["total_seconds"], abs=0.05)
+    # boot until the trigger saw it ready, then resume until Airflow resumed the task, then idle (its record told)
+    assert create["seconds"]["boot"] > 0
+    assert {p for p, s in create["seconds"].items() if s} <= {"boot", "resume", "idle"}
     assert (run["instance_type"], run["price_per_hour"]) == ("g6e.xlarge", 2.24)
     assert run["seconds"]["boot"] == 0 and run["seconds"]["work"] >= 1.0  # `sleep 1`, across the deferral
     # the ephemeral step bills its boot too, on the cheapest type within the cap
@@ -60,14 +64,27 @@ def test_every_step_reports_its_cost_and_the_run_adds_them_up(run_dag, brev_sim,
     assert record["created_at"] < record["ready_at"]
 
     report = _ti(dag_run, "cost_report").xcom_pull(task_ids="cost_report")
-    assert [row["task_id"] for row in report["tasks"]] == ["create", "run", "solo"]
-    assert report["total_dollars"] == pytest.approx(sum(c["total_dollars"] for c in (create, run, solo)), abs=1e-5)
-    assert report["seconds"]["boot"] == pytest.approx(create["seconds"]["boot"] + solo["seconds"]["boot"], abs=0.01)
-    assert "total" in report["table"] and "g5.xlarge" in report["table"]
-    [life] = report["lifetimes"]  # the delete task priced the instance's whole life
-    assert life["task_id"] == "delete" and life["total_dollars"] >= life["tasks_dollars"]
-    assert life["tasks_dollars"] == pytest.approx(create["total_dollars"] + run["total_dollars"], abs=1e-5)
-    assert "What this DAG run cost" in task_logs.text
+    adds_up_to_the_bill(report)
+    [life] = report["lifetimes"]  # the delete task priced the instance's billed window
+    instance, own = report["bill"]
+    assert (instance["kind"], instance["task_id"], instance["tasks"]) == (
+        "instance",
+        "delete",
+        ["create", "run", "delete"],
+    )
+    assert instance["seconds"] == pytest.approx(life["total_seconds"], abs=0.001)
+    assert life["ended_by"] == "delete" and life["tasks_dollars"] <= life["total_dollars"]
+    # the ephemeral step's own instance: the time it measured, boot included
+    assert (own["kind"], own["instance_type"], own["tasks"]) == ("measured", "g5.xlarge", ["solo"])
+    assert own["seconds"] == pytest.approx(solo["total_seconds"], abs=0.01)
+    rows = {row["task_id"]: row for row in report["tasks"]}
+    assert rows["create"]["seconds"]["boot"] == pytest.approx(create["seconds"]["boot"], abs=0.01)
+    assert rows["run"]["seconds"]["work"] == pytest.approx(run["seconds"]["work"], abs=0.01)
+    assert report["total_dollars"] == pytest.approx(instance["dollars"] + own["dollars"], abs=1e-6)
+    lines = report["table"].splitlines()
+    assert lines[0].startswith(f"Bill: {money(report['total_dollars'])} for ")  # the bill first
+    assert lines[1].startswith("  instance ") and "from brev create to brev delete (delete)" in lines[1]
+    assert "What this DAG run cost, the bill first" in task_logs.text
 
 
 def _refused(dag_run, brev_sim, task_logs, error: str, *fragments: str, probed: bool = False) -> None:
@@ -154,3 +171,33 @@ def test_a_capped_gpu_request_creates_only_an_admitted_type_on_either_cli(run_da
     cost = _cost(dag_run, "create")
     _adds_up(cost)
     assert (cost["instance_type"], cost["price_per_hour"]) == ("g6e.xlarge", 2.24) and cost["seconds"]["boot"] > 0
+
+
+#: The settling time the next test gives the deferral: far longer than its job (``sleep 0.5``).
+SETTLE_SECONDS = 3.0
+
+
+def test_work_is_the_job_s_own_run_time_never_the_event_held_back_nor_the_resumption(
+    run_dag, brev_sim, task_logs, monkeypatch
+):
+    """The triggerer holds the job's event until the deferral has settled (``deferral_settle_seconds``), then Airflow
+    resumes the task: all of that is ``resume``. ``work`` ends when the trigger saw the job end."""
+    monkeypatch.setenv("AIRFLOW__BREV__DEFERRAL_SETTLE_SECONDS", str(SETTLE_SECONDS))
+    brev_sim.create_instance_directly("priced-box", instance_type="g6e.xlarge")
+    dag_run = run_dag("brev_cost_settle")
+    assert run_state(dag_run) == "success", task_states(dag_run)
+    held = [float(s) for s in re.findall(r"Holding the event back ([0-9.]+) s", task_logs.text)]
+    assert len(held) == 1 and held[0] > 0.5, held  # the job ended well within the settling time
+    cost = _cost(dag_run, "run")
+    _adds_up(cost)
+    seconds = cost["seconds"]
+    assert seconds["work"] >= 0.5  # `sleep 0.5`
+    assert seconds["resume"] >= held[0] - 0.05  # the event held back (logged to 0.1 s) is resume...
+    # ...and never work: from the launch to the settled event is the settling time, of which the hold is not work
+    assert seconds["work"] <= SETTLE_SECONDS - held[0] + 0.1
+    work, resume = (span for span in cost["spans"] if span[0] in ("work", "resume"))
+    assert work[2] == resume[1]  # the job's end, seen by the trigger: one instant, no gap and no overlap
+    report = _ti(dag_run, "settle_report").xcom_pull(task_ids="settle_report")
+    adds_up_to_the_bill(report)
+    assert report["seconds"]["work"] == seconds["work"] and report["seconds"]["resume"] == seconds["resume"]
+    assert "(resume: from a job's end until Airflow resumed its task after the deferral; not work)" in report["table"]

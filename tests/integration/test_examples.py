@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 from helpers import (
+    adds_up_to_the_bill,
     assert_no_process_left,
     cli_calls,
     delete_kept_instance,
@@ -83,7 +84,7 @@ def ti_of(dag_run: Any, task_id: str) -> Any:
 def check_costs(dag_run: Any, task_ids: list[str]) -> dict[str, dict[str, Any]]:
     """Every task in ``task_ids`` pushed ``brev_cost``: its phases add up to its total, its dollars are price x
     seconds; returns the costs by task id."""
-    phases = ["boot", "pull", "stage", "work", "upload", "idle"]
+    phases = ["boot", "pull", "stage", "work", "resume", "upload", "idle"]
     costs = {}
     for task_id in task_ids:
         cost = ti_of(dag_run, task_id).xcom_pull(task_ids=task_id, key="brev_cost")
@@ -102,6 +103,13 @@ def check_costs(dag_run: Any, task_ids: list[str]) -> dict[str, dict[str, Any]]:
     return costs
 
 
+def bill_of(dag_run: Any) -> dict[str, Any]:
+    """The run's bill, as its ``cost_report`` task reported it."""
+    report = ti_of(dag_run, "cost_report").xcom_pull(task_ids="cost_report")
+    assert report is not None
+    return report
+
+
 def check_ephemeral_exec(dag_run: Any, sim: Any, written: list[str]) -> None:
     assert len(cli_calls(sim, "create")) == 1
     cost = check_costs(dag_run, ["gpu_smoke_test"])["gpu_smoke_test"]  # the ephemeral step bills its boot too
@@ -113,7 +121,12 @@ def check_lifecycle(dag_run: Any, sim: Any, written: list[str]) -> None:
     assert len(cli_calls(sim, "create")) == 1
     assert len(cli_calls(sim, "delete")) == 1
     assert ti_of(dag_run, "nvidia_smi").xcom_pull(task_ids="nvidia_smi") == "NVIDIA L40S"
-    assert check_costs(dag_run, ["create_instance"])["create_instance"]["seconds"]["boot"] > 0  # without the wait
+    costs = check_costs(dag_run, ["create_instance", "wait_until_ready"])
+    assert costs["create_instance"]["seconds"]["boot"] > 0  # brev create, without the wait
+    assert costs["wait_until_ready"]["seconds"]["boot"] > 0  # the sensor's wait: the instance boots, and bills
+    rows = {row["task_id"]: row for row in bill_of(dag_run)["tasks"]}
+    assert rows["wait_until_ready"]["seconds"]["boot"] > 0 and rows["wait_until_ready"]["seconds"]["work"] == 0
+    assert rows["(uncovered)"]["seconds"]["uncovered"] > 0  # nvidia_smi is a plain @task: no meter
 
 
 def check_mixed_stages(dag_run: Any, sim: Any, written: list[str]) -> None:
@@ -176,35 +189,21 @@ def check_flagship_cost(dag_run: Any) -> None:
         seconds = costs[step]["seconds"]
         assert seconds["boot"] == 0 and seconds["work"] > 0 and seconds["pull"] > 0, (step, seconds)
         assert seconds["stage"] > 0 and seconds["upload"] > 0, (step, seconds)
-    report = ti_of(dag_run, "cost_report").xcom_pull(task_ids="cost_report")
-    assert [row["task_id"] for row in report["tasks"]] == tasks
-    assert report["total_dollars"] == pytest.approx(sum(c["total_dollars"] for c in costs.values()), abs=1e-5)
-    assert report["total_seconds"] == pytest.approx(sum(c["total_seconds"] for c in costs.values()), abs=0.01)
+    report = bill_of(dag_run)
+    [instance] = report["bill"]  # one instance, billed from brev create to brev delete
+    assert (instance["kind"], instance["task_id"], instance["price_per_hour"]) == ("instance", "delete_instance", 2.24)
+    [life] = report["lifetimes"]
+    assert instance["seconds"] == pytest.approx(life["total_seconds"], abs=0.001)
     assert report["unpriced"] == []
+    rows = {row["task_id"]: row for row in report["tasks"]}
+    assert [task for task in rows if task in tasks] == tasks  # in the DAG's order
+    for step in FLAGSHIP_STEPS:  # a step's share of the bill is what it measured (nothing overlaps it)
+        assert rows[step]["seconds"]["work"] == pytest.approx(costs[step]["seconds"]["work"], abs=0.01), step
     table = report["table"].splitlines()
-    assert table[0].split() == [
-        "task",
-        "type",
-        "$/h",
-        "boot",
-        "pull",
-        "stage",
-        "work",
-        "upload",
-        "idle",
-        "seconds",
-        "$",
-    ]
-    assert [line.split()[0] for line in table[2 : 2 + len(tasks)]] == tasks
-    assert table[2 + len(tasks) + 1].split()[0] == "total"
-    assert table[2 + len(tasks) + 1].split()[-1] == f"${report['total_dollars']:.4f}"
-    # A deleted instance's whole life is priced by the delete task, and covers every task. The flagship's default
-    # teardown stops it (warm reuse), and a stop request adds no lifetime row (issue 31, item 1: the bill of a stop).
+    # The flagship's default teardown stops the instance (warm reuse): its window ends at the stop request.
     stopped = ti_of(dag_run, "delete_instance").xcom_pull(task_ids="delete_instance").get("stopped")
-    assert len(report["lifetimes"]) == (0 if stopped else 1), report["lifetimes"]
-    for life in report["lifetimes"]:
-        assert life["task_id"] == "delete_instance" and life["price_per_hour"] == 2.24
-        assert life["total_dollars"] >= life["tasks_dollars"] == pytest.approx(report["total_dollars"], abs=1e-5)
+    window = "from brev start/create to brev stop" if stopped else "from brev create to brev delete"
+    assert table[1].startswith("  instance ") and f"{window} (delete_instance)" in table[1], table[1]
 
 
 def check_mixed_platform(dag_run: Any, sim: Any, written: list[str]) -> None:
@@ -294,6 +293,8 @@ def test_example_runs_without_a_logical_date(
     assert all(f"/{slug}/" in f"/{key}" for key in written), written
     assert dag_id in CHECKS, f"add the checks for the new example {dag_id} to CHECKS"
     CHECKS[dag_id](dag_run, calls, written)
+    if cli_calls(calls, "create") or lepton is not None:  # it rented compute: its last task reports the bill
+        adds_up_to_the_bill(bill_of(dag_run))
     wait_for_no_instances(brev_sim)
     assert brev_sim.agents() == []  # the CLI started no ssh-agent for any brev exec...
     assert_no_process_left(brev_sim)  # ...and nothing it or the provider started is still running

@@ -33,6 +33,7 @@ def test_example_lifecycle_dag_succeeds_and_leaves_nothing(run_dag, brev_sim_bot
         "wait_until_ready": "success",
         "nvidia_smi": "success",
         "delete_instance": "success",
+        "cost_report": "success",
     }
     assert len(creates(brev_sim_both)) == 1
     wait_for_no_instances(brev_sim_both)

@@ -13,6 +13,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from helpers import (
     WARM_AWAKE_PREFIX,
+    adds_up_to_the_bill,
     clear_warm_records,
     cli_calls,
     run_kept,
@@ -140,7 +141,35 @@ def test_a_warm_second_run_pulls_no_image_and_downloads_no_unchanged_input(
     until(sim, name, "STOPPED")
     [bill] = [b for b in sim.billing() if b["name"] == name]
     assert bill["stopped_seconds"] > 0  # the stopped time billed apart (disk only)
+    check_warm_bill(second, name, "vcn-weekly")
     delete_now(sim, name)
+
+
+def check_warm_bill(dag_run, name: str, key: str) -> None:
+    """A warm run's bill: the instance from its ``brev start`` to its ``brev stop`` request, split into the tasks'
+    phases, and the disk time it sat stopped since the first run, billed to its reuse key."""
+    from airflow_provider_brev.core.bill import cost_table, run_cost
+    from airflow_provider_brev.core.cost import costs_in
+
+    tis = sorted(dag_run.get_task_instances(), key=lambda ti: ti.start_date)
+    costs = [(ti.task_id, c) for ti in tis for c in costs_in(ti.xcom_pull(task_ids=ti.task_id, key="brev_cost"))]
+    [life] = [xcom(dag_run, "delete", "brev_lifetime_cost")]
+    stopped = dict(costs)["create"]["stopped"]
+    assert (stopped["reuse_key"], stopped["instance_name"]) == (key, name)
+    assert stopped["seconds"] > 0 and stopped["disk_price_per_hour"] > 0 and stopped["dollars"] is not None
+    assert (life["ended_by"], life["created_at"]) == ("stop", stopped["started_at"])  # billed from the start request
+    report = run_cost(costs, [("delete", life)])
+    report["table"] = cost_table(report)
+    adds_up_to_the_bill(report)
+    instance, disk = report["bill"]
+    assert (instance["kind"], instance["ended_by"], disk["kind"], disk["reuse_key"]) == (
+        "instance",
+        "stop",
+        "disk",
+        key,
+    )
+    assert disk["seconds"] == stopped["seconds"]
+    assert f"stopped disk of reuse key {key!r}" in report["table"]
 
 
 @pytest.mark.parametrize(

@@ -91,3 +91,22 @@ with DAG(dag_id="brev_cost_cap_existing", schedule=None, start_date=START, param
         max_run_cost="{{ params.cost }}",
         **COMMON,
     )
+
+# A deferred step whose job ends long before its event may come back (the test sets [brev] deferral_settle_seconds):
+# `work` is the job's own run time; the event held back, and Airflow's resumption, are `resume`.
+with DAG(dag_id="brev_cost_settle", schedule=None, start_date=START):
+    settled = BrevExecOperator(
+        task_id="run",
+        instance_name=EXISTING,
+        command="sleep 0.5; echo done",
+        deferrable=True,
+        poll_interval=0.1,
+        timeout=600,
+        **COMMON,
+    )
+
+    @task(trigger_rule="all_done", multiple_outputs=False)
+    def settle_report(ti=None) -> dict:
+        return run_cost(ti)
+
+    settled >> settle_report()

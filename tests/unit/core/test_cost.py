@@ -1,10 +1,9 @@
-"""The pure cost model (airflow_provider_brev/core/cost.py): caps, per-phase dollars, the run's table; and
-the cost clock that measures the phases across deferrals (airflow_provider_brev/cost/meter.py)."""
+"""The pure cost model (airflow_provider_brev/core/cost.py): caps, per-phase dollars, a step's and an instance's
+cost. The run's bill and table: tests/unit/core/test_bill.py; the cost clock: tests/unit/cost/test_meter.py."""
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
 import pytest
 
@@ -17,14 +16,13 @@ from airflow_provider_brev.core.cost import (
     choice_note,
     cost_limits,
     cost_line,
-    cost_table,
     costs_in,
     dollars,
     is_cost,
     lifetime_cost,
     money,
     rate,
-    run_cost,
+    resumed_at,
     step_cost,
     unset_cap_warnings,
 )
@@ -75,7 +73,7 @@ def test_money(value, text):
 
 def test_the_currency_and_the_phases():
     assert CURRENCY == "USD"
-    assert PHASES == ("boot", "pull", "stage", "work", "upload", "idle")
+    assert PHASES == ("boot", "pull", "stage", "work", "resume", "upload", "idle")
 
 
 def test_limits_and_caps_are_frozen():
@@ -238,12 +236,28 @@ def test_step_cost_prices_every_phase_and_the_rest_is_idle():
         "instance_type": "g6e.xlarge",
         "price_per_hour": 3.6,
         "currency": CURRENCY,
-        "seconds": {"boot": 10.0, "pull": 5.0, "stage": 0.0, "work": 100.0, "upload": 0.0, "idle": 5.0},
-        "dollars": {"boot": 0.01, "pull": 0.005, "stage": 0.0, "work": 0.1, "upload": 0.0, "idle": 0.005},
+        "seconds": {
+            "boot": 10.0,
+            "pull": 5.0,
+            "stage": 0.0,
+            "work": 100.0,
+            "resume": 0.0,
+            "upload": 0.0,
+            "idle": 5.0,
+        },
+        "dollars": {
+            "boot": 0.01,
+            "pull": 0.005,
+            "stage": 0.0,
+            "work": 0.1,
+            "resume": 0.0,
+            "upload": 0.0,
+            "idle": 0.005,
+        },
         "total_seconds": 120.0,
         "total_dollars": 0.12,
     }
-    assert list(cost["seconds"]) == list(PHASES) == ["boot", "pull", "stage", "work", "upload", "idle"]
+    assert list(cost["seconds"]) == list(PHASES) == ["boot", "pull", "stage", "work", "resume", "upload", "idle"]
 
 
 def test_step_cost_idle_adds_the_unmeasured_rest_never_a_negative_one():
@@ -283,6 +297,8 @@ def test_lifetime_cost():
         "currency": CURRENCY,
         "created_at": 100.0,
         "deleted_at": 200.0,
+        "ended_at": 200.0,
+        "ended_by": "delete",
         "total_seconds": 100.0,
         "total_dollars": 0.1,
     }
@@ -290,6 +306,36 @@ def test_lifetime_cost():
     assert backwards["total_seconds"] == 0.0
     fine = lifetime_cost(instance_name="b", instance_type="t", price_per_hour=1, created_at=0.0, ended_at=1.23456)
     assert fine["total_seconds"] == 1.235
+
+
+@pytest.mark.parametrize(
+    ("ended_at", "expected"),
+    [
+        pytest.param(15.0, 15.0, id="the-event-s-end"),
+        pytest.param(5.0, 10.0, id="before-the-phase-began"),
+        pytest.param(25.0, 20.0, id="after-the-resumption"),
+        pytest.param(None, 20.0, id="no-end-in-the-event"),
+        pytest.param("15", 20.0, id="text"),
+        pytest.param(True, 20.0, id="a-bool"),
+        pytest.param(12, 12.0, id="an-int"),
+    ],
+)
+def test_a_deferred_phase_ends_at_the_event_s_end_within_the_phase(ended_at, expected):
+    assert resumed_at(10.0, ended_at, 20.0) == expected
+
+
+def test_step_cost_carries_its_window_and_spans_rounded_to_milliseconds():
+    cost = step_cost(
+        instance_name="b",
+        instance_type="t",
+        price_per_hour=1.0,
+        phases={"work": 2},
+        billed_seconds=3,
+        window=(10.00049, 13.0004),
+        spans=[("work", 10.5, 12.5004)],
+    )
+    assert (cost["started_at"], cost["ended_at"], cost["spans"]) == (10.0, 13.0, [["work", 10.5, 12.5]])
+    assert "spans" not in step_cost(instance_name="b", instance_type="t", price_per_hour=1.0, phases={})
 
 
 def test_the_cost_line_names_total_rate_and_the_phases_that_took_time():
@@ -308,72 +354,3 @@ def test_costs_in_an_xcom_value():
     assert costs_in(cost) == [cost]
     assert costs_in([cost, None, [cost]]) == [cost, cost]  # a mapped task's list
     assert costs_in(None) == [] and costs_in("x") == []
-
-
-# -- a DAG run's cost ----------------------------------------------------------------------------------------------
-def _run_report() -> dict[str, Any]:
-    create = step_cost(instance_name="gpu", instance_type="g6e.xlarge", price_per_hour=3.6, phases={"boot": 100})
-    train = step_cost(
-        instance_name="gpu", instance_type="g6e.xlarge", price_per_hour=3.6, phases={"work": 200}, billed_seconds=210
-    )
-    odd = step_cost(instance_name="cpu", instance_type="odd", price_per_hour=None, phases={"work": 5})
-    life = lifetime_cost(
-        instance_name="gpu", instance_type="g6e.xlarge", price_per_hour=3.6, created_at=0, ended_at=400
-    )
-    return run_cost([("create", create), ("train", train), ("odd", odd)], [("delete", life)])
-
-
-def test_run_cost_adds_the_tasks_up_in_their_order():
-    report = _run_report()
-    assert [t["task_id"] for t in report["tasks"]] == ["create", "train", "odd"]
-    assert report["seconds"] == {"boot": 100.0, "pull": 0.0, "stage": 0.0, "work": 205.0, "upload": 0.0, "idle": 10.0}
-    assert report["total_seconds"] == 315.0
-    assert report["total_dollars"] == 0.31  # (100 + 210) s at $3.6/h; the unpriced task is left out
-    assert report["unpriced"] == ["odd"]
-    [life] = report["lifetimes"]
-    assert (life["task_id"], life["total_dollars"], life["tasks_dollars"]) == ("delete", 0.4, 0.31)
-    assert report["currency"] == CURRENCY
-    assert run_cost([]) == {
-        "tasks": [],
-        "seconds": dict.fromkeys(PHASES, 0.0),
-        "total_seconds": 0.0,
-        "total_dollars": 0.0,
-        "unpriced": [],
-        "lifetimes": [],
-        "currency": CURRENCY,
-    }
-
-
-def test_run_cost_of_costs_it_did_not_make():
-    """Costs read back from XCom may be hand-made or older: missing phases count 0, sums are rounded (s to ms, $ to
-    millionths), and an unpriced task on a priced instance adds nothing to what the tasks account for."""
-    made = {"seconds": {"work": 1.23456}, "total_seconds": 1.23456, "total_dollars": 0.0000004, "instance_name": "i"}
-    unpriced = {"seconds": {"work": 1.0}, "total_seconds": 1.0, "total_dollars": None, "instance_name": "i"}
-    life = {"instance_name": "i", "total_seconds": 9.0, "total_dollars": 0.0000024}
-    report = run_cost([("a", made), ("b", made), ("c", unpriced)], [("d", life)])
-    assert report["seconds"]["work"] == 3.469 and report["seconds"]["boot"] == 0.0
-    assert report["total_seconds"] == 3.469
-    assert report["total_dollars"] == 0.000001
-    assert report["lifetimes"][0]["tasks_dollars"] == 0.000001
-    assert report["unpriced"] == ["c"]
-
-
-def test_the_cost_table():
-    assert cost_table(_run_report()).splitlines() == [
-        "task    type         $/h   boot  pull  stage   work  upload  idle  seconds        $",
-        "------  ----------  ----  -----  ----  -----  -----  ------  ----  -------  -------",
-        "create  g6e.xlarge  3.60  100.0   0.0    0.0    0.0     0.0   0.0    100.0  $0.1000",
-        "train   g6e.xlarge  3.60    0.0   0.0    0.0  200.0     0.0  10.0    210.0  $0.2100",
-        "odd     odd            ?    0.0   0.0    0.0    5.0     0.0   0.0      5.0       $?",
-        "------  ----------  ----  -----  ----  -----  -----  ------  ----  -------  -------",
-        "total                     100.0   0.0    0.0  205.0     0.0  10.0    315.0  $0.3100",
-        "(price not known for: odd; not in the total)",
-        "instance gpu: 400.0 s from brev create to brev delete (delete), $0.4000; the tasks above account for "
-        "$0.3100, the rest is the time between them.",
-    ]
-    bare = step_cost(instance_name="b", instance_type="", price_per_hour=1.0, phases={})
-    assert cost_table(run_cost([("t", bare)])).splitlines()[2].split()[:3] == ["t", "?", "1.00"]
-    assert cost_table({}).splitlines()[-1].split() == ["total", "0.0", "0.0", "0.0", "0.0", "0.0", "0.0", "0.0", "$?"]
-    empty = cost_table(run_cost([])).splitlines()
-    assert empty[0].split() == ["task", "type", "$/h", *PHASES, "seconds", "$"]
-    assert empty[-1].split() == ["total", "0.0", "0.0", "0.0", "0.0", "0.0", "0.0", "0.0", "$0.0000"]
