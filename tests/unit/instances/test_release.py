@@ -9,6 +9,7 @@ evidence. The rules themselves (which id a name stands for) are pure and tested 
 from __future__ import annotations
 
 import logging
+import time
 
 import pytest
 
@@ -39,8 +40,10 @@ def owned(name: str, instance_id: str) -> InstanceRecord:
 
 def test_the_teardown_deletes_the_instance_the_dag_run_created_by_its_id(brev_sim, hook):
     created = brev_sim.create_instance_directly("train-1")
+    before = time.time()
     done = release.release_recorded(hook, LOG, "train-1", [owned("train-1", created["id"])], wait=True, timeout=60)
-    assert done == release.Released(True, None, created["id"])
+    assert done.requested_at is not None and before <= done.requested_at <= time.time()  # the bill's end
+    assert done == release.Released(True, None, created["id"], requested_at=done.requested_at)
     assert brev_sim.instance("train-1") is None
     (argv,) = deletions(brev_sim)
     assert created["id"] in argv and "train-1" not in argv

@@ -6,7 +6,8 @@ from dataclasses import FrozenInstanceError
 
 import pytest
 
-from airflow_provider_brev.core.cost import run_cost, step_cost
+from airflow_provider_brev.core.bill import run_cost
+from airflow_provider_brev.core.cost import step_cost
 from airflow_provider_brev.core.instances.warm_pool_records import TaskRef
 from airflow_provider_brev.core.ui.facts import PageFacts, Pushed, RunFacts
 from airflow_provider_brev.core.ui.history import OTHER, XCOM_RUN_COST, bill_of, history, is_run_report, phase_order
