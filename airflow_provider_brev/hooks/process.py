@@ -28,10 +28,12 @@ from typing import TYPE_CHECKING
 
 from airflow_provider_brev.core.protocol.environment import AgentAnnouncement, is_announced_agent
 from airflow_provider_brev.core.protocol.lines import READ_CHUNK, Collector, LineCallback, LineSplitter, ProcessResult
-from airflow_provider_brev.exceptions import BrevCLINotFoundError
+from airflow_provider_brev.core.protocol.spawn import start_error
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
+
+    from airflow_provider_brev.exceptions import BrevError
 
 __all__ = ["LineCallback", "ProcessResult", "arun_process", "run_process", "stop_announced_agent"]
 
@@ -90,13 +92,10 @@ def stop_announced_agent(announcement: AgentAnnouncement | None, call_started: f
     return False
 
 
-def start_failed(argv: Sequence[str], err: OSError) -> BrevCLINotFoundError:
-    """The typed error for an executable that could not be started (removed or made non-executable since it was
-    resolved, e.g. on a triggerer host), shared by both drivers."""
-    return BrevCLINotFoundError(
-        f"Could not start {argv[0]!r}: {err.strerror or err}. The brev CLI must be installed and executable on "
-        "every Airflow worker and triggerer (or set the connection extra 'cli_path')."
-    )
+def start_failed(argv: Sequence[str], err: OSError) -> BrevError:
+    """The typed error of a process start that failed (the CLI missing, or this machine out of descriptors,
+    processes or memory: :func:`~airflow_provider_brev.core.protocol.spawn.start_error`), shared by both drivers."""
+    return start_error(argv[0], err.errno, err.strerror or str(err))
 
 
 def run_process(
