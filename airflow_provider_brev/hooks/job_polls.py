@@ -4,7 +4,7 @@
 :meth:`BrevHook.apoll_job <airflow_provider_brev.hooks.brev.BrevHook.apoll_job>` hands its request to the loop's
 :class:`InstancePolls` of the instance: requests that arrive while a poll of the instance runs wait for it to end
 and then go together, in one ``brev exec`` of
-:func:`~airflow_provider_brev.core.jobs.scripts.build_poll_many_command`, whose per-job blocks are fanned out to the
+:func:`~airflow_provider_brev.core.jobs.scripts.build_poll_many_command` (of ``build_poll_command`` for one job), whose per-job blocks are fanned out to the
 waiting followers. A follower answered asks again at once (its next poll waits on the instance), so the followers of
 one instance fall into step after their first poll: one process per instance, whose wait ends as soon as any of its
 jobs ends. A failed poll fails every request of it (each follower counts it against its own budget). A follower
@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from airflow_provider_brev.core.jobs.remote import parse_poll_output
-from airflow_provider_brev.core.jobs.scripts import build_poll_many_command, wait_tenths
+from airflow_provider_brev.core.jobs.scripts import build_poll_command, build_poll_many_command, wait_tenths
 from airflow_provider_brev.core.jobs.shared_polls import plan_shared_poll
 from airflow_provider_brev.exceptions import BrevError
 from airflow_provider_brev.hooks.instances import DEFAULT_PROBE_TIMEOUT
@@ -118,6 +118,12 @@ class InstancePolls:
             self._waiting.remove(request)
         if self._task is not None and not self._waiting and all(r.answer.done() for r in self._running):
             self._task.cancel()  # nobody waits for this poll any more: stop its process
+            self._forget()
+
+    def _forget(self) -> None:
+        """Leave the loop's registry (the next request of this instance starts afresh)."""
+        if self.siblings.get(self.key) is self:
+            del self.siblings[self.key]
 
     async def _serve(self) -> None:
         try:
@@ -126,8 +132,7 @@ class InstancePolls:
                     await asyncio.sleep(0)
                 batch = self._take()
                 if not batch:
-                    if self.siblings.get(self.key) is self:
-                        del self.siblings[self.key]  # idle: the next request starts afresh
+                    self._forget()
                     return
                 self._running = batch
                 try:
@@ -138,8 +143,7 @@ class InstancePolls:
             for request in self._waiting + self._running:
                 request.answer.cancel()
             self._waiting = []
-            if self.siblings.get(self.key) is self:
-                del self.siblings[self.key]
+            self._forget()
             raise
 
     def _take(self) -> list[_Request]:
@@ -162,7 +166,10 @@ class InstancePolls:
         if plan.sleep_first:
             await asyncio.sleep(plan.sleep_first)
         polls = [(r.job, r.offset, size) for r, size in zip(batch, plan.max_bytes, strict=True)]
-        script = build_poll_many_command(polls, wait=plan.hold)
+        if len(polls) == 1:  # one job: the very poll a worker runs
+            script = build_poll_command(batch[0].job, offset=batch[0].offset, max_bytes=polls[0][2], wait=plan.hold)
+        else:
+            script = build_poll_many_command(polls, wait=plan.hold)
         timeout = DEFAULT_PROBE_TIMEOUT + wait_tenths(plan.hold) / 10
 
         async def once() -> ProcessResult:

@@ -278,6 +278,8 @@ async def _arun_process(
     except TimeoutError:
         timed_out = True
     except BaseException:
+        if pumps.done() and not pumps.cancelled():
+            pumps.exception()  # retrieved: a cancelled pump is not reported as an error nobody saw
         _kill_group(proc.pid, signal.SIGKILL)
         with contextlib.suppress(Exception):
             await _reaped(proc)

@@ -9,7 +9,8 @@ alive and start a new one every few seconds. Instead, in one event loop:
   :data:`SHARED_POLL_BYTES` (a job with more log waiting polls again at once);
 * **a cap on concurrent processes** (``[brev] triggerer_max_processes``, default :data:`DEFAULT_MAX_PROCESSES`):
   a poll that waits on its instance holds one of those processes, so polls wait there only while the instances
-  polled number at most half the cap; beyond, they wait on the event loop and run as short calls;
+  polled leave a quarter of the cap free (:func:`may_hold`); beyond, they wait on the event loop and run as short
+  calls (an end is then seen up to one poll interval late);
 * **spread first polls**: a trigger's first poll waits :func:`first_poll_delay`, a share of the poll interval, so a
   hundred triggers created at once do not start a hundred processes at once.
 """
@@ -26,6 +27,8 @@ if TYPE_CHECKING:
 
 #: Concurrent ``brev`` processes one triggerer's event loop starts at most, by default.
 DEFAULT_MAX_PROCESSES = 16
+#: Processes of the cap that polls waiting on their instance leave free, at least.
+RESERVED_PROCESSES = 2
 #: Log bytes one shared poll fetches for all its jobs together.
 SHARED_POLL_BYTES = DEFAULT_MAX_BYTES
 #: Each job of a shared poll gets at least this many log bytes.
@@ -49,9 +52,10 @@ class SharedPoll:
 
 
 def may_hold(instances_polling: int, process_cap: int) -> bool:
-    """Whether a poll may wait on its instance (holding one process): while the instances being polled number at most
-    half the cap (``process_cap`` 0: no cap)."""
-    return process_cap <= 0 or instances_polling <= max(1, process_cap // 2)
+    """Whether a poll may wait on its instance (holding one process): while the instances being polled leave a quarter
+    of the cap (at least :data:`RESERVED_PROCESSES`) free for everything else -- launches, kills, readiness checks
+    (``process_cap`` 0: no cap)."""
+    return process_cap <= 0 or instances_polling <= process_cap - max(RESERVED_PROCESSES, process_cap // 4)
 
 
 def plan_shared_poll(

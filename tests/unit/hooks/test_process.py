@@ -3,6 +3,7 @@ the next start fails with EMFILE, then runs the runners; nothing is mocked."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -101,3 +102,24 @@ def test_the_follower_rides_out_emfile_without_spending_its_failure_budget():
     assert len(seen["warnings"]) == 2
     assert all("could not start a process" in line and "EMFILE" in line for line in seen["warnings"])
     assert not any("installed" in line for line in seen["warnings"])
+
+
+def test_the_loop_caps_its_concurrent_processes():
+    """Six processes through a loop's two slots: never more than two alive at once (their own clocks say so)."""
+    from airflow_provider_brev.hooks.process import arun_process, loop_process_slots
+
+    code = "import time; print(time.time()); time.sleep(0.3); print(time.time())"
+
+    async def main() -> list[tuple[float, float]]:
+        slots = loop_process_slots(2)
+        assert slots is loop_process_slots(5)  # one per loop: the first call's cap
+        assert loop_process_slots(0) is None  # 0: no cap
+        results = await asyncio.gather(
+            *(arun_process([sys.executable, "-c", code], env=None, timeout=60, slots=slots) for _ in range(6))
+        )
+        return [(float(r.stdout_lines[0]), float(r.stdout_lines[1])) for r in results]
+
+    spans = asyncio.run(main())
+    assert len(spans) == 6
+    moments = sorted({moment for span in spans for moment in span})
+    assert max(sum(1 for start, end in spans if start <= moment < end) for moment in moments) == 2
