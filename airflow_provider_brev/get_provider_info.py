@@ -181,7 +181,16 @@ def get_provider_info() -> dict:
                         "type": "float",
                         "example": "10",
                         "default": "10",
-                    }
+                    },
+                    "triggerer_max_processes": {
+                        "description": "The most brev processes one triggerer's event loop runs at once, shared by "
+                        "every Brev trigger in it (job followers of one instance share one poll besides); 0 removes "
+                        "the cap. Each process is a brev CLI plus its ssh: about 30 MB on a real host.",
+                        "version_added": "0.2.0",
+                        "type": "integer",
+                        "example": "16",
+                        "default": "16",
+                    },
                 },
             }
         },
