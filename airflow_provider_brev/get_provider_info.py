@@ -35,6 +35,7 @@ def get_provider_info() -> dict:
                     "airflow_provider_brev.hooks.instances",
                     "airflow_provider_brev.hooks.brev",
                     "airflow_provider_brev.hooks.connection_form",
+                    "airflow_provider_brev.hooks.job_polls",
                     "airflow_provider_brev.hooks.listing",
                     "airflow_provider_brev.hooks.login",
                     "airflow_provider_brev.hooks.process",

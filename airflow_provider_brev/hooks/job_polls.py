@@ -184,16 +184,19 @@ class InstancePolls:
                     request.answer.set_exception(err)
             return
         for request in batch:
-            if request.answer.done():
-                continue
-            try:
-                answer = self.hook._parse_or_lost(
-                    lambda r=request: parse_poll_output(result.stdout_lines, r.job.job_id, r.offset), result
-                )
-            except BrevError as err:
-                request.answer.set_exception(err)
-            else:
-                request.answer.set_result(answer)
+            if not request.answer.done():
+                self._answer(request, result)
+
+    def _answer(self, request: _Request, result: ProcessResult) -> None:
+        """Hand ``request`` its job's block of the poll's output (or the error an incomplete block means)."""
+        try:
+            answer = self.hook._parse_or_lost(
+                lambda: parse_poll_output(result.stdout_lines, request.job.job_id, request.offset), result
+            )
+        except BrevError as err:
+            request.answer.set_exception(err)
+        else:
+            request.answer.set_result(answer)
 
 
 def loop_polls() -> dict[tuple[str | None, str], InstancePolls]:

@@ -18,15 +18,15 @@ answer:
 from __future__ import annotations
 
 import errno
-from typing import Literal
+from typing import Final, Literal
 
 from airflow_provider_brev.exceptions import BrevCLIError, BrevCLINotFoundError, BrevError, BrevProcessStartError
 
 __all__ = ["EXHAUSTED", "MISSING", "UNEXPECTED", "StartFailure", "start_error", "start_failure"]
 
-MISSING = "missing"
-EXHAUSTED = "exhausted"
-UNEXPECTED = "unexpected"
+MISSING: Final = "missing"
+EXHAUSTED: Final = "exhausted"
+UNEXPECTED: Final = "unexpected"
 StartFailure = Literal["missing", "exhausted", "unexpected"]
 
 _MISSING = frozenset({errno.ENOENT, errno.EACCES, errno.ENOTDIR, errno.ENOEXEC})
