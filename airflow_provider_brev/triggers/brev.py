@@ -280,6 +280,7 @@ class BrevRemoteJobTrigger(BrevBaseTrigger):
             offset=self.offset,
             last_line=self.last_line,
             next_sync_at=self.next_sync_at,
+            hold_first=True,  # after the spread first poll: one poll at the start, not two
         )
         self.log.info("Following job %s on %s from the triggerer.", job.job_id, self.instance_name)
         until_deadline = None if self.deadline is None else self.deadline - time.time()

@@ -175,6 +175,9 @@ class JobFollower(StepMachine[JobOutcome]):
     :param last_line: the last non-empty line shown so far.
     :param next_sync_at: when the next periodic output sync is due (epoch seconds); default: ``sync_interval``
         after the first :meth:`next_action`.
+    :param hold_first: the first poll already waits on the instance for the job's end, as every later one does (the
+        triggerer: its first poll was put off already, and one poll at the start is cheaper than two); by default the
+        first poll reads at once.
     """
 
     def __init__(
@@ -186,6 +189,7 @@ class JobFollower(StepMachine[JobOutcome]):
         offset: int = 0,
         last_line: str = "",
         next_sync_at: float | None = None,
+        hold_first: bool = False,
     ) -> None:
         super().__init__()
         self.policy = policy
@@ -204,7 +208,8 @@ class JobFollower(StepMachine[JobOutcome]):
         self._last_percent: int | None = None
         self._assembler = LogLineAssembler()
         self._wait: float | None = None  # seconds to sleep on the driver before the next call
-        self._hold: float | None = None  # seconds the next poll waits on the instance for the job's end
+        # seconds the next poll waits on the instance for the job's end
+        self._hold: float | None = min(float(policy.poll_interval), MAX_POLL_WAIT) if hold_first else None
 
     # -- asking ------------------------------------------------------------------------------------
     def _decide(self, now: float) -> Call | Sleep | Done[JobOutcome] | Fail:
