@@ -7,7 +7,8 @@ and then go together, in one ``brev exec`` of
 :func:`~airflow_provider_brev.core.jobs.scripts.build_poll_many_command` (of ``build_poll_command`` for one job), whose per-job blocks are fanned out to the
 waiting followers. A follower answered asks again at once (its next poll waits on the instance), so the followers of
 one instance fall into step after their first poll: one process per instance, whose wait ends as soon as any of its
-jobs ends. A failed poll fails every request of it (each follower counts it against its own budget). A follower
+jobs ends. A poll is retried as a worker's is (transient failures, an answer cut short); one that still fails fails
+every request of it (each follower counts it against its own budget). A follower
 cancelled (its trigger removed, ``on_kill``) withdraws its request; a poll nobody waits for any more is cancelled,
 which kills its process group.
 """
@@ -135,16 +136,25 @@ class InstancePolls:
                     self._forget()
                     return
                 self._running = batch
-                try:
-                    await self._run(batch)
-                finally:
-                    self._running = []
+                await self._run(batch)
+                self._running = []
+        except Exception as err:  # not a poll's failure (those answer their requests): a fault, to every follower
+            self._give_up(err)
         except BaseException:  # cancelled: nobody is left to answer, or the loop is closing
-            for request in self._waiting + self._running:
-                request.answer.cancel()
-            self._waiting = []
-            self._forget()
+            self._give_up(None)
             raise
+
+    def _give_up(self, error: Exception | None) -> None:
+        """Answer every request still open with ``error`` (``None``: cancel them) and leave the registry."""
+        for request in self._waiting + self._running:
+            if request.answer.done():
+                continue
+            if error is None:
+                request.answer.cancel()
+            else:
+                request.answer.set_exception(error)
+        self._waiting = []
+        self._forget()
 
     def _take(self) -> list[_Request]:
         """The waiting requests, one per job (a job asked twice is answered from the newer request)."""
@@ -172,31 +182,27 @@ class InstancePolls:
             script = build_poll_many_command(polls, wait=plan.hold)
         timeout = DEFAULT_PROBE_TIMEOUT + wait_tenths(plan.hold) / 10
 
-        async def once() -> ProcessResult:
+        async def once() -> list[PollResult]:
             self.polls += 1
-            return await self.hook.aexec_script(self.instance_name, script, timeout=timeout)
+            result = await self.hook.aexec_script(self.instance_name, script, timeout=timeout)
+            return [self._read(result, request) for request in batch]  # a cut answer: the whole poll again
 
         try:
-            result = await self.hook.retry_async(once)
+            answers = await self.hook.retry_async(once)
         except BrevError as err:
             for request in batch:
                 if not request.answer.done():
                     request.answer.set_exception(err)
             return
-        for request in batch:
+        for request, answer in zip(batch, answers, strict=True):
             if not request.answer.done():
-                self._answer(request, result)
+                request.answer.set_result(answer)
 
-    def _answer(self, request: _Request, result: ProcessResult) -> None:
-        """Hand ``request`` its job's block of the poll's output (or the error an incomplete block means)."""
-        try:
-            answer = self.hook._parse_or_lost(
-                lambda: parse_poll_output(result.stdout_lines, request.job.job_id, request.offset), result
-            )
-        except BrevError as err:
-            request.answer.set_exception(err)
-        else:
-            request.answer.set_result(answer)
+    def _read(self, result: ProcessResult, request: _Request) -> PollResult:
+        """``request``'s job's block of the poll's output (an incomplete block: the connection dropped mid-answer)."""
+        return self.hook._parse_or_lost(  # type: ignore[no-any-return]
+            lambda: parse_poll_output(result.stdout_lines, request.job.job_id, request.offset), result
+        )
 
 
 def loop_polls() -> dict[tuple[str | None, str], InstancePolls]:

@@ -12,7 +12,7 @@ import pytest
 
 from airflow_provider_brev.core.jobs.follower import FollowPolicy
 from airflow_provider_brev.core.jobs.remote import RemoteJob
-from airflow_provider_brev.hooks.job_polls import loop_polls
+from airflow_provider_brev.hooks.job_polls import loop_polls, shared_poll
 from airflow_provider_brev.jobs.runner import JobRunner
 
 
@@ -109,3 +109,27 @@ def test_a_poll_nobody_waits_for_is_stopped_with_its_process(brev_sim, hook):
     assert time.monotonic() - started < 60
     assert me.children() == []  # the held poll's brev was killed with its group
     assert brev_sim.agent_pids() == []
+
+
+def test_a_fault_of_the_poll_reaches_every_waiting_follower_instead_of_leaving_them_waiting(hook):
+    class BrokenHook:
+        """The hook, whose ``brev exec`` fails with a fault that is not a Brev error (a bug, say)."""
+
+        brev_conn_id = "broken"
+        retry_async = staticmethod(hook.retry_async)
+        _parse_or_lost = staticmethod(hook._parse_or_lost)
+
+        async def aexec_script(self, name, script, *, timeout):
+            raise RuntimeError("the poll broke")
+
+    async def main():
+        requests = [
+            shared_poll(BrokenHook(), "box", RemoteJob(f"j{i}"), offset=0, max_bytes=100, wait=0.0, process_cap=4)
+            for i in range(3)
+        ]
+        answers = await asyncio.wait_for(asyncio.gather(*requests, return_exceptions=True), timeout=30)
+        assert loop_polls() == {}
+        return answers
+
+    answers = asyncio.run(main())
+    assert [str(a) for a in answers] == ["the poll broke"] * 3
