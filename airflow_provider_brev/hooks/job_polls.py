@@ -93,8 +93,6 @@ class InstancePolls:
         self._waiting: list[_Request] = []
         self._running: list[_Request] = []
         self._task: asyncio.Task[None] | None = None
-        #: Polls run (one ``brev exec`` each, retries aside), for the benchmark and the tests.
-        self.polls = 0
 
     @property
     def busy(self) -> bool:
@@ -183,7 +181,6 @@ class InstancePolls:
         timeout = DEFAULT_PROBE_TIMEOUT + wait_tenths(plan.hold) / 10
 
         async def once() -> list[PollResult]:
-            self.polls += 1
             result = await self.hook.aexec_script(self.instance_name, script, timeout=timeout)
             return [self._read(result, request) for request in batch]  # a cut answer: the whole poll again
 
