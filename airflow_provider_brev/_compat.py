@@ -85,6 +85,14 @@ def deferral_settle_seconds() -> float:
     return max(0.0, float(value))
 
 
+def triggerer_max_processes() -> int:
+    """``[brev] triggerer_max_processes``: concurrent ``brev`` processes one triggerer event loop starts at most (the
+    triggers of this provider share them; ``0``: no cap); never negative."""
+    from airflow_provider_brev.core.jobs.shared_polls import DEFAULT_MAX_PROCESSES
+
+    return max(0, conf.getint("brev", "triggerer_max_processes", fallback=DEFAULT_MAX_PROCESSES))
+
+
 # Names only DAG files need, resolved on first access so importing this module (every hook, operator and
 # trigger does) does not pay for the timetable modules. First location that has the name wins.
 _LAZY_IMPORTS: dict[str, tuple[str, ...]] = {

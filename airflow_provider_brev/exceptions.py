@@ -53,6 +53,7 @@ __all__ = [
     "BrevPlacementRequiredError",
     "BrevPreflightError",
     "BrevPriceCapError",
+    "BrevProcessStartError",
     "BrevS3LocationError",
     "BrevSweepFailedError",
     "BrevTaskKilledError",
@@ -223,6 +224,13 @@ class BrevTransientError(BrevError):
 
 class BrevConnectionLostError(BrevTransientError):
     """The SSH connection to the instance dropped or could not be established."""
+
+
+class BrevProcessStartError(BrevTransientError):
+    """A process (``brev``, ``ssh``) could not be started on this machine: out of file descriptors, processes or
+    memory. An infrastructure fault of the worker or triggerer, never of the CLI's installation or the instance:
+    retried with back-off, and a job follower keeps following through it
+    (:mod:`airflow_provider_brev.core.protocol.spawn`)."""
 
 
 class BrevJobLostError(BrevTransientError):

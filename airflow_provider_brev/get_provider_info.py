@@ -35,6 +35,7 @@ def get_provider_info() -> dict:
                     "airflow_provider_brev.hooks.instances",
                     "airflow_provider_brev.hooks.brev",
                     "airflow_provider_brev.hooks.connection_form",
+                    "airflow_provider_brev.hooks.job_polls",
                     "airflow_provider_brev.hooks.listing",
                     "airflow_provider_brev.hooks.login",
                     "airflow_provider_brev.hooks.process",
@@ -192,6 +193,15 @@ def get_provider_info() -> dict:
                         "type": "string",
                         "example": "brev_default",
                         "default": "brev_default",
+                    },
+                    "triggerer_max_processes": {
+                        "description": "The most brev processes one triggerer's event loop runs at once, shared by "
+                        "every Brev trigger in it (job followers of one instance share one poll besides); 0 removes "
+                        "the cap. Each process is a brev CLI plus its ssh: about 30 MB on a real host.",
+                        "version_added": "0.2.0",
+                        "type": "integer",
+                        "example": "16",
+                        "default": "16",
                     },
                 },
             }

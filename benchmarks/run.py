@@ -26,6 +26,7 @@ from typing import Any
 from _bill_report import BILL_BUDGETS, bill_checks, bill_markdown
 from _common import BENCH_DIR, WORK_DIR, child_env, progress, write_json
 from _rerun import merged, rerun_lines, saved_details
+from _triggerer_report import TRIGGERER_BUDGETS, fleet_checks, fleet_markdown, wait_checks
 
 RESULTS_JSON = BENCH_DIR / "results.json"
 RESULTS_MD = BENCH_DIR / "results.md"
@@ -38,9 +39,6 @@ BUDGETS = {
     "concurrent_failures": 0,
     "concurrent_leaked_instances": 0,
     "concurrent_duplicate_launches": 0,
-    "concurrent_waits_brev_processes_per_s": 2.0,
-    "concurrent_waits_max_detection_lag_s": 2.0,
-    "concurrent_waits_failed": 0,
     "boot_calls_per_boot_second": 1.0,  # strictly less
     "restage_objects_downloaded": 0,
     "stage_small_provider_vs_boto3_speed": 1.0,  # at least: not slower than boto3's TransferManager
@@ -49,6 +47,7 @@ BUDGETS = {
     "instance_loss_leaked_instances": 0,
     "page_render_s": 1.0,  # the Brev page with 200 billing instances and 1,000 runs (median)
     **BILL_BUDGETS,
+    **TRIGGERER_BUDGETS,
 }
 
 BENCHMARKS: dict[str, dict[str, Any]] = {
@@ -108,6 +107,7 @@ BENCHMARKS: dict[str, dict[str, Any]] = {
         "quick": ["--scale", "100", "--objects", "1000"],
         "timeout": 1800,
     },
+    "fleet": {"script": "bench_fleet.py", "args": [], "quick": ["--sizes", "10", "--job-max", "12"], "timeout": 1500},
 }
 
 
@@ -297,6 +297,7 @@ def assemble(details: dict[str, dict[str, Any]], started: float, quick: bool, ho
         },
         # 8. re-staging an unchanged input prefix; 9. first sync of many small objects vs boto3
         "bill": details.get("bill", {}),
+        "fleet": details.get("fleet", {}),
         "restage_unchanged": details.get("restage_unchanged", {}),
         "stage_small_objects": details.get("stage_small_objects", {}),
         # 11. the Brev page of the Airflow UI
@@ -389,6 +390,7 @@ def assemble(details: dict[str, dict[str, Any]], started: float, quick: bool, ho
         *instance_loss_checks(details.get("instance_loss", {})),
         *bill_checks(details.get("bill", {})),
         *page_checks(details.get("page", {})),
+        *fleet_checks(details.get("fleet", {})),
     ]
     results["budget_checks"] = [{"metric": m, "value": v, "budget": b, "met": ok} for m, v, b, ok in checks]
     results["all_budgets_met"] = all(c["met"] is True for c in results["budget_checks"] if c["budget"] != "—")
@@ -397,28 +399,6 @@ def assemble(details: dict[str, dict[str, Any]], started: float, quick: bool, ho
 
 def _ratio(numerator: float | None, denominator: float | None) -> float | None:
     return None if not numerator or not denominator else round(numerator / denominator, 2)
-
-
-def wait_checks(waits: dict[str, Any]) -> list[tuple[str, Any, str, bool | None]]:
-    """Rows of ``bench_concurrent_waits.py``: many deferred readiness waits in one event loop."""
-    label = f"{waits.get('waits', 50)} readiness waits in one triggerer loop"
-    rate, lag, failed = waits.get("brev_processes_per_s"), waits.get("max_detection_lag_s"), waits.get("failed_waits")
-    return [
-        (
-            f"{label}: brev processes per second",
-            rate,
-            "≤ 2",
-            _met(rate, BUDGETS["concurrent_waits_brev_processes_per_s"]),
-        ),
-        (
-            f"{label}: max detection lag, ready → event (s)",
-            lag,
-            "≤ 2",
-            _met(lag, BUDGETS["concurrent_waits_max_detection_lag_s"]),
-        ),
-        (f"{label}: median detection lag (s)", waits.get("median_detection_lag_s"), "—", None),
-        (f"{label}: failed waits", failed, "0", _met(failed, BUDGETS["concurrent_waits_failed"])),
-    ]
 
 
 def boot_checks(boot: dict[str, Any]) -> list[tuple[str, Any, str, bool | None]]:
@@ -574,7 +554,7 @@ def markdown(results: dict[str, Any]) -> str:
                     f"| {label} | {_fmt(p['ready_detection_lag'])} | {_fmt(p['end_to_delete_lag'])} | "
                     f"{_fmt(p['total'])} |"
                 )
-    lines += bill_markdown(results.get("bill") or {})
+    lines += bill_markdown(results.get("bill") or {}) + fleet_markdown(results.get("fleet") or {})
     if results.get("errors"):
         lines += ["", "Errors:", ""] + [f"- {k}: {v}" for k, v in results["errors"].items()]
     return "\n".join(lines) + "\n"

@@ -38,7 +38,13 @@ from typing import TYPE_CHECKING, Any
 
 import tenacity
 
-from airflow_provider_brev._compat import AIRFLOW_V_3_1_PLUS, AirflowNotFoundException, BaseHook, mask_secret
+from airflow_provider_brev._compat import (
+    AIRFLOW_V_3_1_PLUS,
+    AirflowNotFoundException,
+    BaseHook,
+    mask_secret,
+    triggerer_max_processes,
+)
 from airflow_provider_brev.core.protocol.classify import login_failure
 from airflow_provider_brev.core.protocol.config import (
     DEFAULT_BREV_CONN_ID,
@@ -64,7 +70,13 @@ from airflow_provider_brev.exceptions import (
 )
 from airflow_provider_brev.hooks.driver import adrive, drive
 from airflow_provider_brev.hooks.login import adopt_login, scratch_home
-from airflow_provider_brev.hooks.process import LineCallback, ProcessResult, arun_process, run_process
+from airflow_provider_brev.hooks.process import (
+    LineCallback,
+    ProcessResult,
+    arun_process,
+    loop_process_slots,
+    run_process,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence
@@ -549,7 +561,8 @@ class BrevBaseHook(BaseHook):
                 await asyncio.to_thread(self._login_step, call)
                 return None
             announcement = AgentAnnouncement() if announces_agent(args[0], version) else None
-            return await arun_process(self._argv(args), announcement=announcement, **kwargs)
+            slots = loop_process_slots(triggerer_max_processes())  # shared by every trigger in this loop
+            return await arun_process(self._argv(args), announcement=announcement, slots=slots, **kwargs)
 
         async def attempt() -> ProcessResult:
             machine = self._protocol(

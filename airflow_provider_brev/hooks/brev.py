@@ -20,7 +20,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_brev._compat import mask_secret
+from airflow_provider_brev._compat import mask_secret, triggerer_max_processes
 from airflow_provider_brev.core.jobs.notices import StderrNoticeFilter
 from airflow_provider_brev.core.jobs.remote import (
     DEFAULT_MAX_BYTES,
@@ -426,10 +426,29 @@ class BrevHook(BrevInstancesHook):
         return self.retry_sync(lambda: read(self.exec_script(name, script, timeout=timeout)))  # type: ignore[no-any-return]
 
     async def apoll_job(
-        self, name: str, job: RemoteJob, *, offset: int, max_bytes: int = DEFAULT_MAX_BYTES, wait: float = 0.0
+        self,
+        name: str,
+        job: RemoteJob,
+        *,
+        offset: int,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        wait: float = 0.0,
+        shared: bool = True,
     ) -> PollResult:
-        """Async twin of :meth:`poll_job` (same script, timeout, reader and retry policy)."""
-        script, timeout, read = self._poll_request(job, offset=offset, max_bytes=max_bytes, wait=wait)
+        """Async twin of :meth:`poll_job` (same answer, reader and retry policy): by default from the event loop's
+        shared poll of the instance, one ``brev exec`` for every job followed on it
+        (:mod:`airflow_provider_brev.hooks.job_polls`).
+
+        :param shared: ``False``: one ``brev exec`` for this job alone, the same script as :meth:`poll_job`.
+        """
+        script, timeout, read = self._poll_request(job, offset=offset, max_bytes=max_bytes, wait=wait)  # validates
+        if shared:
+            from airflow_provider_brev.hooks.job_polls import shared_poll
+
+            validate_instance_name(name)
+            return await shared_poll(
+                self, name, job, offset=offset, max_bytes=max_bytes, wait=wait, process_cap=triggerer_max_processes()
+            )
 
         async def once() -> PollResult:
             return read(await self.aexec_script(name, script, timeout=timeout))

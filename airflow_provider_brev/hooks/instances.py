@@ -13,6 +13,7 @@ import shutil
 import time
 from typing import TYPE_CHECKING, Any
 
+from airflow_provider_brev._compat import triggerer_max_processes
 from airflow_provider_brev.core.cost import PriceCap, choice_note
 from airflow_provider_brev.core.instances.readiness import (
     CHECK_OUTLIVED,
@@ -66,7 +67,7 @@ from airflow_provider_brev.exceptions import (
 from airflow_provider_brev.hooks.base import BrevBaseHook
 from airflow_provider_brev.hooks.driver import EmitLog, adrive, drive
 from airflow_provider_brev.hooks.listing import shared_listing
-from airflow_provider_brev.hooks.process import ProcessResult, arun_process, run_process
+from airflow_provider_brev.hooks.process import ProcessResult, arun_process, loop_process_slots, run_process
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -440,7 +441,8 @@ class BrevInstancesHook(BrevBaseHook):
                 return await self.arun_cli(["refresh"], timeout=call.timeout, **self._REFRESH_ARGS)
             if isinstance(call, RunSshProbe):
                 kwargs = self._ssh_probe_kwargs(ssh, name, call)
-                return await arun_process(kwargs.pop("argv"), **kwargs)
+                slots = loop_process_slots(triggerer_max_processes())  # the cap of every brev call in this loop
+                return await arun_process(kwargs.pop("argv"), slots=slots, **kwargs)
             assert isinstance(call, RunProbe)
             kwargs = self._probe_args(name, call.command, call.timeout or probe_timeout)
             return await self.arun_cli(kwargs.pop("args"), **kwargs)

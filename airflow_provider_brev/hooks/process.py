@@ -23,17 +23,27 @@ import selectors
 import signal
 import subprocess
 import time
+import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from airflow_provider_brev.core.protocol.environment import AgentAnnouncement, is_announced_agent
 from airflow_provider_brev.core.protocol.lines import READ_CHUNK, Collector, LineCallback, LineSplitter, ProcessResult
-from airflow_provider_brev.exceptions import BrevCLINotFoundError
+from airflow_provider_brev.core.protocol.spawn import start_error
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
-__all__ = ["LineCallback", "ProcessResult", "arun_process", "run_process", "stop_announced_agent"]
+    from airflow_provider_brev.exceptions import BrevError
+
+__all__ = [
+    "LineCallback",
+    "ProcessResult",
+    "arun_process",
+    "loop_process_slots",
+    "run_process",
+    "stop_announced_agent",
+]
 
 KILL_GRACE_SECONDS = 3.0
 
@@ -90,13 +100,10 @@ def stop_announced_agent(announcement: AgentAnnouncement | None, call_started: f
     return False
 
 
-def start_failed(argv: Sequence[str], err: OSError) -> BrevCLINotFoundError:
-    """The typed error for an executable that could not be started (removed or made non-executable since it was
-    resolved, e.g. on a triggerer host), shared by both drivers."""
-    return BrevCLINotFoundError(
-        f"Could not start {argv[0]!r}: {err.strerror or err}. The brev CLI must be installed and executable on "
-        "every Airflow worker and triggerer (or set the connection extra 'cli_path')."
-    )
+def start_failed(argv: Sequence[str], err: OSError) -> BrevError:
+    """The typed error of a process start that failed (the CLI missing, or this machine out of descriptors,
+    processes or memory: :func:`~airflow_provider_brev.core.protocol.spawn.start_error`), shared by both drivers."""
+    return start_error(argv[0], err.errno, err.strerror or str(err))
 
 
 def run_process(
@@ -185,6 +192,26 @@ def run_process(
     )
 
 
+#: Each event loop's process slots (:func:`loop_process_slots`); gone with their loop.
+_LOOP_SLOTS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = weakref.WeakKeyDictionary()
+
+
+def loop_process_slots(cap: int) -> asyncio.Semaphore | None:
+    """The running event loop's slots for concurrent processes, shared by every caller of :func:`arun_process` in it
+    (the triggers of one triggerer): made with ``cap`` slots by the first call in the loop; ``None`` when ``cap`` is 0
+    (no cap).
+
+    :param cap: the most processes alive at once in this loop (``[brev] triggerer_max_processes``).
+    """
+    if cap <= 0:
+        return None
+    loop = asyncio.get_running_loop()
+    slots = _LOOP_SLOTS.get(loop)
+    if slots is None:
+        slots = _LOOP_SLOTS[loop] = asyncio.Semaphore(cap)
+    return slots
+
+
 async def arun_process(
     argv: Sequence[str],
     *,
@@ -194,8 +221,30 @@ async def arun_process(
     on_stdout: LineCallback | None = None,
     on_stderr: LineCallback | None = None,
     announcement: AgentAnnouncement | None = None,
+    slots: asyncio.Semaphore | None = None,
 ) -> ProcessResult:
-    """Async twin of :func:`run_process` (``asyncio.create_subprocess_exec``), for triggers."""
+    """Async twin of :func:`run_process` (``asyncio.create_subprocess_exec``), for triggers.
+
+    :param slots: the loop's process slots (:func:`loop_process_slots`): the process starts once one is free and
+        holds it until it has been reaped (``timeout`` counts from the start, not from the wait for a slot).
+    """
+    kwargs = {"env": env, "timeout": timeout, "capture_stdout": capture_stdout, "on_stdout": on_stdout}
+    if slots is None:
+        return await _arun_process(argv, on_stderr=on_stderr, announcement=announcement, **kwargs)  # type: ignore[arg-type]
+    async with slots:
+        return await _arun_process(argv, on_stderr=on_stderr, announcement=announcement, **kwargs)  # type: ignore[arg-type]
+
+
+async def _arun_process(
+    argv: Sequence[str],
+    *,
+    env: dict[str, str] | None,
+    timeout: float | None,
+    capture_stdout: bool,
+    on_stdout: LineCallback | None,
+    on_stderr: LineCallback | None,
+    announcement: AgentAnnouncement | None,
+) -> ProcessResult:
     started_at = time.time()
     started = time.monotonic()
     try:
@@ -229,6 +278,8 @@ async def arun_process(
     except TimeoutError:
         timed_out = True
     except BaseException:
+        if pumps.done() and not pumps.cancelled():
+            pumps.exception()  # retrieved: a cancelled pump is not reported as an error nobody saw
         _kill_group(proc.pid, signal.SIGKILL)
         with contextlib.suppress(Exception):
             await _reaped(proc)

@@ -98,6 +98,7 @@ class JobRunner:
     :param last_line: the last non-empty line shown so far.
     :param clock: the wall clock (epoch seconds), for the deadline.
     :param next_sync_at: when the next periodic output sync is due (epoch seconds; policy ``sync_interval``).
+    :param hold_first: the first poll waits on the instance for the job's end like every later one (the triggerer).
     """
 
     def __init__(
@@ -112,6 +113,7 @@ class JobRunner:
         last_line: str = "",
         clock: Callable[[], float] = time.time,
         next_sync_at: float | None = None,
+        hold_first: bool = False,
     ) -> None:
         self.hook = hook
         self.instance_name = instance_name
@@ -125,6 +127,7 @@ class JobRunner:
             offset=offset,
             last_line=last_line,
             next_sync_at=next_sync_at,
+            hold_first=hold_first,
         )
 
     @property

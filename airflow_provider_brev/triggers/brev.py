@@ -13,11 +13,15 @@ including triggerer restarts, so it never deletes or kills anything.
 
 from __future__ import annotations
 
+import asyncio
+import random
+import time
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_brev.core.instances.recovery import EVENT_INSTANCE_LOST, may_be_lost
 from airflow_provider_brev.core.jobs.follower import SYNC_DUE, FollowPolicy
 from airflow_provider_brev.core.jobs.remote import RemoteJob
+from airflow_provider_brev.core.jobs.shared_polls import first_poll_delay
 from airflow_provider_brev.core.protocol.config import DEFAULT_BREV_CONN_ID
 from airflow_provider_brev.exceptions import BrevError
 from airflow_provider_brev.triggers.base import ProviderBaseTrigger
@@ -163,6 +167,11 @@ class BrevRemoteJobTrigger(BrevBaseTrigger):
     the serialised ``offset`` (lines since then may be shown twice, none are lost). At the end the *whole*
     remaining log is drained before the event is sent (no cap on the tail).
 
+    Many triggers in one triggerer share their cost (:mod:`airflow_provider_brev.core.jobs.shared_polls`): the
+    first poll is put off by a random share of ``poll_interval``; the triggers following jobs on the same instance
+    share one poll (:mod:`airflow_provider_brev.hooks.job_polls`); and the loop's ``brev`` processes are capped by
+    ``[brev] triggerer_max_processes``.
+
     Events (each carries ``instance_name``, ``instance_id``, ``job``, ``ephemeral`` and ``deadline``): the job's end
     (``finished``/``lost``/``missing``/``timeout`` with ``state``, ``exit_code``, ``last_line``, ``offset``);
     ``sync_due`` (with ``offset`` and ``last_line``) when the step's outputs are due -- every ``sync_interval``
@@ -271,8 +280,12 @@ class BrevRemoteJobTrigger(BrevBaseTrigger):
             offset=self.offset,
             last_line=self.last_line,
             next_sync_at=self.next_sync_at,
+            hold_first=True,  # after the spread first poll: one poll at the start, not two
         )
         self.log.info("Following job %s on %s from the triggerer.", job.job_id, self.instance_name)
+        until_deadline = None if self.deadline is None else self.deadline - time.time()
+        delay = first_poll_delay(self.poll_interval, random.random(), until_deadline=until_deadline)
+        await asyncio.sleep(delay)  # many triggers created at once do not all poll at once
         try:
             outcome = await runner.afollow()
         except BrevError as err:

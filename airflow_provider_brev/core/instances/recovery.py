@@ -31,6 +31,7 @@ from airflow_provider_brev.exceptions import (
     BrevInstanceNotReadyError,
     BrevInvalidInputError,
     BrevJobLostError,
+    BrevProcessStartError,
     BrevTransferError,
     BrevTransientError,
     retry_policy,
@@ -68,8 +69,8 @@ _SUSPECTS = (
 
 def may_be_lost(error: BaseException) -> bool:
     """Whether ``error`` could mean the step's instance is gone (never a command's own failure, a bad input, a
-    failure no retry can fix, a timeout or an authentication problem)."""
-    if isinstance(error, BrevCommandError) or retry_policy(error) == "never":
+    failure no retry can fix, a timeout, an authentication problem, or a process this machine could not start)."""
+    if isinstance(error, BrevCommandError | BrevProcessStartError) or retry_policy(error) == "never":
         return False
     return isinstance(error, _SUSPECTS)
 

@@ -12,7 +12,10 @@ it, and answers a call with :meth:`JobFollower.receive` (a :class:`PollResult`, 
 * whether to poll again at once (more log is waiting), wait ``poll_interval`` -- on the instance, for the job to
   end (:attr:`PollJob.wait`, at most :data:`~airflow_provider_brev.core.jobs.handle.MAX_POLL_WAIT`; the rest of a
   longer interval on the driver), so that the end of a job is seen at once -- or back off after a failed call;
-* whether the failure budget (``max_poll_failures`` *consecutive* transient failures) is spent;
+* whether the failure budget (``max_poll_failures`` *consecutive* transient failures) is spent -- a call that could
+  not even start a process on this machine (:class:`~airflow_provider_brev.exceptions.BrevProcessStartError`:
+  descriptors or processes exhausted) never spends it: it says nothing about the job, so following goes on with
+  back-off;
 * whether the absolute deadline passed (then the job is killed once and followed until it ends);
 * whether the step's outputs are due to be synced while the job runs (:class:`SyncOutputs`: every
   ``sync_interval`` seconds, and as soon as a log line shows a new checkpoint);
@@ -39,7 +42,13 @@ from airflow_provider_brev.core.jobs.remote import (
     PollResult,
 )
 from airflow_provider_brev.core.protocol.machine import Call, Done, Fail, Failed, Sleep, StepMachine
-from airflow_provider_brev.exceptions import BrevError, BrevJobLostError, BrevTimeoutError, retry_policy
+from airflow_provider_brev.exceptions import (
+    BrevError,
+    BrevJobLostError,
+    BrevProcessStartError,
+    BrevTimeoutError,
+    retry_policy,
+)
 
 #: Outcome states beyond the job's own (``finished``/``lost``/``missing``).
 TIMED_OUT = "timeout"
@@ -169,6 +178,9 @@ class JobFollower(StepMachine[JobOutcome]):
     :param last_line: the last non-empty line shown so far.
     :param next_sync_at: when the next periodic output sync is due (epoch seconds); default: ``sync_interval``
         after the first :meth:`next_action`.
+    :param hold_first: the first poll already waits on the instance for the job's end, as every later one does (the
+        triggerer: its first poll was put off already, and one poll at the start is cheaper than two); by default the
+        first poll reads at once.
     """
 
     def __init__(
@@ -180,6 +192,7 @@ class JobFollower(StepMachine[JobOutcome]):
         offset: int = 0,
         last_line: str = "",
         next_sync_at: float | None = None,
+        hold_first: bool = False,
     ) -> None:
         super().__init__()
         self.policy = policy
@@ -189,6 +202,8 @@ class JobFollower(StepMachine[JobOutcome]):
         self.last_line = last_line
         self.timed_out = False
         self.failures = 0
+        #: consecutive calls that could not start a process on this machine (never spend ``failures``)
+        self.start_failures = 0
         self.next_sync_at = next_sync_at
         self.checkpoint_seen = False
         self._progress_re = re.compile(policy.progress_regex) if policy.progress_regex else None
@@ -196,7 +211,8 @@ class JobFollower(StepMachine[JobOutcome]):
         self._last_percent: int | None = None
         self._assembler = LogLineAssembler()
         self._wait: float | None = None  # seconds to sleep on the driver before the next call
-        self._hold: float | None = None  # seconds the next poll waits on the instance for the job's end
+        # seconds the next poll waits on the instance for the job's end
+        self._hold: float | None = min(float(policy.poll_interval), MAX_POLL_WAIT) if hold_first else None
 
     # -- asking ------------------------------------------------------------------------------------
     def _decide(self, now: float) -> Call | Sleep | Done[JobOutcome] | Fail:
@@ -249,7 +265,7 @@ class JobFollower(StepMachine[JobOutcome]):
             self._emit(logging.INFO, f"Job {self.job_id}: {outcome}.")
 
     def _polled(self, poll: PollResult) -> None:
-        self.failures = 0
+        self.failures = self.start_failures = 0
         lines = self._assembler.feed(poll.chunk)
         self.offset = poll.next_offset
         if poll.complete:
@@ -284,19 +300,29 @@ class JobFollower(StepMachine[JobOutcome]):
         """The call for the last action failed with ``error``."""
         if isinstance(failed, KillJob):
             self.timed_out = False  # the kill is tried again at the next step
+        what = "Kill" if isinstance(failed, KillJob) else "Poll"
+        self._hold = None
+        if isinstance(error, BrevProcessStartError):  # this machine's fault: says nothing about the job
+            self.start_failures += 1
+            self._wait = min(float(self.policy.poll_interval) * self.start_failures, MAX_BACKOFF)
+            self._emit(
+                logging.WARNING,
+                f"{what} of job {self.job_id} could not start a process here ({error}); the job keeps running, "
+                f"retrying in {self._wait:.0f} s.",
+            )
+            return
         if retry_policy(error) != "hook":
             self._finish(Fail(error))
             return
+        self.start_failures = 0
         self.failures += 1
         if self.failures > int(self.policy.max_poll_failures):
             self._finish(Fail(error))
             return
-        what = "Kill" if isinstance(failed, KillJob) else "Poll"
         self._emit(
             logging.WARNING,
             f"{what} {self.failures} of job {self.job_id} failed ({error}); the job keeps running, retrying.",
         )
-        self._hold = None
         self._wait = min(float(self.policy.poll_interval) * self.failures, MAX_BACKOFF)
 
     # -- internals ---------------------------------------------------------------------------------

@@ -165,6 +165,29 @@ def build_poll_command(job: RemoteJob, *, offset: int, max_bytes: int = DEFAULT_
     return _render("job_poll", job, {"__BJ_OFFSET": offset, "__BJ_MAX": max_bytes, "__BJ_WAIT": wait_tenths(wait)})
 
 
+def build_poll_many_command(polls: Sequence[tuple[RemoteJob, int, int]], *, wait: float = 0.0) -> str:
+    """Report several jobs of one instance in one call: ``polls`` is ``(job, offset, max_bytes)`` per job; while every
+    one of them runs, first wait on the instance up to ``wait`` seconds (in tenths) for one to end.
+
+    The output is one block of :func:`build_poll_command`'s per job, in order (each parsed by
+    :func:`~airflow_provider_brev.core.jobs.remote.parse_poll_output` with its job id).
+
+    :raises ValueError: no job, the same job twice, or an offset or size :func:`build_poll_command` refuses.
+    """
+    if not polls:
+        raise ValueError("build_poll_many_command needs at least one job")
+    if len({job.job_dir for job, _, _ in polls}) != len(polls):
+        raise ValueError("build_poll_many_command: each job once")
+    values: dict[str, Value] = {"__BJ_COUNT": len(polls), "__BJ_WAIT": wait_tenths(wait)}
+    for index, (job, offset, max_bytes) in enumerate(polls):
+        _check_offsets(offset, max_bytes)
+        values[f"__bj_dir_{index}"] = path_value(job.job_dir, relative_to_home=True)
+        values[f"__BJ_ID_{index}"] = job.job_id
+        values[f"__BJ_OFFSET_{index}"] = offset
+        values[f"__BJ_MAX_{index}"] = max_bytes
+    return _check_length(render_script("job_poll_many", values, include=(JOB_LIBRARY,)))
+
+
 def wait_tenths(wait: float) -> int:
     """``wait`` seconds as whole tenths for the poll script (never negative, at most :data:`MAX_POLL_WAIT`)."""
     if isinstance(wait, bool) or not isinstance(wait, (int, float)) or wait != wait:

@@ -1,0 +1,133 @@
+"""One poll per instance for every job the triggers of one event loop follow (hooks/job_polls.py), against the
+simulator: real ``brev exec`` calls, real detached jobs."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import psutil
+import pytest
+
+from airflow_provider_brev.core.jobs.follower import FollowPolicy
+from airflow_provider_brev.core.jobs.remote import RemoteJob
+from airflow_provider_brev.hooks.job_polls import loop_polls, shared_poll
+from airflow_provider_brev.jobs.runner import JobRunner
+
+
+class _Log:
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def info(self, event, *args, **kw) -> None:
+        self.lines.append(event % args if args else event)
+
+    warning = info
+
+    def log(self, level, event, *args, **kw) -> None:
+        self.info(event, *args)
+
+
+@pytest.fixture
+def hook(brev_sim, monkeypatch):
+    from airflow_provider_brev.hooks.brev import BrevHook
+
+    monkeypatch.setenv("AIRFLOW_CONN_BREV_DEFAULT", brev_sim.connection_json())
+    brev_sim.create_instance_directly("box", ready=True)
+    return BrevHook(retry_delay=0.05, log_cli_output=False)
+
+
+class CountingHook:
+    """The hook, counting the followers' poll requests (each would have been one ``brev exec``)."""
+
+    def __init__(self, hook) -> None:
+        self.hook, self.requests = hook, 0
+
+    async def apoll_job(self, name, job, **kwargs):
+        self.requests += 1
+        return await self.hook.apoll_job(name, job, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self.hook, name)
+
+
+def _polls(sim) -> list[str]:
+    """The scripts of the job polls the simulator ran (one or many jobs)."""
+    return [
+        c["argv"][-1]
+        for c in sim.calls("exec")
+        if "BREV_JOB_STATUS" in c["argv"][-1] and "job_run" not in c["argv"][-1] and "__BJ_OFFSET" in c["argv"][-1]
+    ]
+
+
+def test_jobs_on_one_instance_share_each_poll_and_each_sees_its_own_log(brev_sim, hook):
+    jobs = [RemoteJob(f"shared-{i}") for i in range(6)]
+    for index, job in enumerate(jobs):
+        hook.launch_job("box", job, f"until [ -e gate ]; do sleep 0.05; done; echo job {index} done; exit {index}")
+    counting = CountingHook(hook)
+    logs = [_Log() for _ in jobs]
+    policy = FollowPolicy(poll_interval=1.0)
+
+    async def main():
+        runners = [JobRunner(counting, "box", job, policy, log) for job, log in zip(jobs, logs, strict=True)]
+        follows = [asyncio.create_task(runner.afollow()) for runner in runners]
+        while counting.requests < 2 * len(jobs):  # every follower has been answered once and asks again
+            await asyncio.sleep(0.05)
+        (brev_sim.sandbox("box") / "gate").touch()
+        return await asyncio.gather(*follows)
+
+    outcomes = asyncio.run(main())
+    assert [(o.state, o.exit_code) for o in outcomes] == [("finished", i) for i in range(6)]
+    for index, log in enumerate(logs):
+        assert f"[remote] job {index} done" in log.lines
+    polls = _polls(brev_sim)
+    assert any("__BJ_COUNT=6\n" in script for script in polls)  # one call for all six
+    assert len(polls) * 2 <= counting.requests  # far fewer processes than the followers' polls
+
+
+def test_a_poll_nobody_waits_for_is_stopped_with_its_process(brev_sim, hook):
+    job = RemoteJob("long-1")
+    hook.launch_job("box", job, "sleep 600")
+    me = psutil.Process()
+
+    async def main():
+        runner = JobRunner(hook, "box", job, FollowPolicy(poll_interval=10.0), _Log())
+        follow = asyncio.create_task(runner.afollow())
+        deadline = time.monotonic() + 60
+        while not me.children():  # the poll's brev: it waits on the instance up to 10 s for the job's end
+            assert time.monotonic() < deadline, "no poll started"
+            await asyncio.sleep(0.05)
+        follow.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await follow
+        assert loop_polls() == {}  # nothing left to serve
+
+    started = time.monotonic()
+    asyncio.run(main())
+    assert time.monotonic() - started < 60
+    assert me.children() == []  # the held poll's brev was killed with its group
+    assert brev_sim.agent_pids() == []
+
+
+def test_a_fault_of_the_poll_reaches_every_waiting_follower_instead_of_leaving_them_waiting(hook):
+    class BrokenHook:
+        """The hook, whose ``brev exec`` fails with a fault that is not a Brev error (a bug, say)."""
+
+        brev_conn_id = "broken"
+        retry_async = staticmethod(hook.retry_async)
+        _parse_or_lost = staticmethod(hook._parse_or_lost)
+
+        async def aexec_script(self, name, script, *, timeout):
+            raise RuntimeError("the poll broke")
+
+    async def main():
+        requests = [
+            shared_poll(BrokenHook(), "box", RemoteJob(f"j{i}"), offset=0, max_bytes=100, wait=0.0, process_cap=4)
+            for i in range(3)
+        ]
+        answers = await asyncio.wait_for(asyncio.gather(*requests, return_exceptions=True), timeout=30)
+        assert loop_polls() == {}
+        return answers
+
+    answers = asyncio.run(main())
+    assert [str(a) for a in answers] == ["the poll broke"] * 3
