@@ -89,4 +89,3 @@ def instance(tmp_path: Path) -> Iterator[Instance]:
         yield box
     finally:
         sim.kill_all()
-

@@ -37,7 +37,7 @@ CONTAINER = {
         ("{{if .State.Running}}up{{else}}down {{.State.ExitCode}}{{end}}", "down 143"),
         ('{{if eq .State.Status "exited"}}gone{{end}}', "gone"),
         ("{{with .State}}{{.Status}}/{{.Pid}}{{end}}", "exited/0"),
-        ("{{len .Config.Cmd}} {{join .Config.Cmd \",\"}} {{upper .State.Status}}", "2 sleep,5 EXITED"),
+        ('{{len .Config.Cmd}} {{join .Config.Cmd ","}} {{upper .State.Status}}', "2 sleep,5 EXITED"),
         ('{{printf "%s=%d" .Id .State.ExitCode}}', "c0ffee=143"),
         ("{{$code := .State.ExitCode}}code {{$code}}", "code 143"),
         ("a {{- .Id -}} b", "ac0ffeeb"),

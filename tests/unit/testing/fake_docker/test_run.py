@@ -61,7 +61,8 @@ def test_a_detached_rm_container_is_removed_when_it_ends_and_wait_still_reports_
     gated = "while [ ! -e /work/gate ]; do sleep 0.02; done; exit 4"
     instance.ok(f"docker run -d --rm --name brief -v $HOME:/work ubuntu bash -c '{gated}'")
     waiter = instance.start("docker wait brief")
-    instance.until(lambda: any(c.get("waiting") for c in instance.sim.docker_calls(subcommand="wait")))  # `docker wait` says (its call record) once it holds the container
+    # `docker wait` says (its call record) once it holds the container
+    instance.until(lambda: any(c.get("waiting") for c in instance.sim.docker_calls(subcommand="wait")))
     (instance.home / "gate").touch()
     out, _ = waiter.communicate(timeout=30)
     assert (waiter.returncode, out) == (0, "4\n")
@@ -94,7 +95,11 @@ def test_a_signal_to_an_attached_client_is_forwarded_to_the_container(instance) 
     ("script", "code", "message"),
     [
         ("docker run --bogus ubuntu true", 125, "unknown flag: --bogus\nSee 'docker run --help'."),
-        ("docker run --name x ubuntu true", 125, "Invalid container name (x), only [a-zA-Z0-9][a-zA-Z0-9_.-] are allowed"),
+        (
+            "docker run --name x ubuntu true",
+            125,
+            "Invalid container name (x), only [a-zA-Z0-9][a-zA-Z0-9_.-] are allowed",
+        ),
         ("docker run -w rel ubuntu true", 125, "the working directory 'rel' is invalid"),
         ("docker run --env-file missing.env ubuntu true", 125, "docker: open missing.env: no such file or directory."),
         ("docker run ubuntu no-such-tool", 127, 'exec: "no-such-tool": executable file not found in $PATH'),
