@@ -4,8 +4,9 @@ what the provider and other clients of Docker send (the table: docs/simulator.md
 
 ``BrevSimulator.install()`` puts a launcher for :func:`.commands.main` at ``<root>/tools/bin/docker``, on the PATH
 of every command ``brev exec`` runs. Per-instance state lives under ``<root>/instances/<id>/docker/``
-(``images.json``, ``containers/<id>/``: :mod:`.containers`, shared by every ``docker`` call on the instance); registry logins in the client's ``~/.docker/config.json``
-(``$DOCKER_CONFIG`` / ``--config``), which never holds a key. Every invocation is appended to
+(``images.json``; ``containers/<id>/``, see :mod:`.containers`), shared by every ``docker`` call on the instance;
+registry logins in the client's ``~/.docker/config.json`` (``$DOCKER_CONFIG`` / ``--config``), which never holds
+a key. Every invocation is appended to
 ``<root>/docker_calls.jsonl`` (``start``/``end`` lines sharing ``call_id``) with ``-e K=V`` and ``-p`` values
 redacted; ``inline_env_values`` and ``password_on_argv`` say whether any was given. Knobs
 (``BrevSimulator.set_docker``): :data:`DEFAULT_DOCKER_CONFIG`.
