@@ -265,6 +265,10 @@ class BrevSimulator(SimulatorProcesses):
         """Images the fake docker of instance ``name`` holds: canonical ref -> ``pull_count``, ``downloads``..."""
         return dict(read_json(str(self.sandbox(name).parent / "docker" / "images.json"), {}) or {})
 
+    def docker_containers(self, name: str) -> list[dict[str, Any]]:
+        """The containers of instance ``name``'s fake docker, newest first, as ``docker inspect`` shows them."""
+        return _fd.containers_of(str(self.root), str(self.sandbox(name).parent.name))
+
     def set_timings(self, **timings: float) -> None:
         """``set_timings(deploy_seconds=1.0, ssh=0.5)`` (the ``_seconds`` suffix is optional)."""
         norm = {(k if k.endswith("_seconds") else f"{k}_seconds"): float(v) for k, v in timings.items()}

@@ -1,4 +1,6 @@
-"""``docker info``, ``login`` and ``pull``, the dispatcher and the entry point of the fake ``docker``."""
+"""``docker info``, ``login`` and ``pull``, the command table (:data:`COMMANDS`), the dispatcher and the entry
+point of the fake ``docker``. Docker's other commands are listed so that they fail saying they are not simulated;
+a word Docker does not know fails as Docker fails it."""
 
 from __future__ import annotations
 
@@ -19,7 +21,18 @@ from airflow_provider_brev.testing.fake_docker.client import (
     parse,
     parse_ref,
 )
-from airflow_provider_brev.testing.fake_docker.run import cmd_run
+from airflow_provider_brev.testing.fake_docker.manage import FLAGS as MANAGE_FLAGS
+from airflow_provider_brev.testing.fake_docker.manage import (
+    cmd_images,
+    cmd_inspect,
+    cmd_kill,
+    cmd_logs,
+    cmd_ps,
+    cmd_rm,
+    cmd_stop,
+    cmd_wait,
+)
+from airflow_provider_brev.testing.fake_docker.run import RUN_FLAGS, cmd_run
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -40,10 +53,12 @@ def cmd_info(d: Docker, args: list[str]) -> int:
     return 0
 
 
+LOGIN_FLAGS = [Flag("username", "u", "str"), Flag("password", "p", "str"), Flag("password-stdin")]
+
+
 def cmd_login(d: Docker, args: list[str]) -> int:
     see = "See 'docker login --help'."
-    flags = [Flag("username", "u", "str"), Flag("password", "p", "str"), Flag("password-stdin")]
-    v, pos = parse(args, flags, see)
+    v, pos = parse(args, LOGIN_FLAGS, see)
     if len(pos) > 1:
         raise DockerError(f'"docker login" requires at most 1 argument.\n{see}')
     registry = re.sub(r"^https?://", "", pos[0] if pos else "docker.io").split("/", 1)[0]
@@ -92,12 +107,113 @@ def cmd_pull(d: Docker, args: list[str]) -> int:
     return 0
 
 
+#: the simulated commands
 HANDLERS: dict[str, Callable[[Docker, list[str]], int]] = {
+    "images": cmd_images,
     "info": cmd_info,
+    "inspect": cmd_inspect,
+    "kill": cmd_kill,
     "login": cmd_login,
+    "logs": cmd_logs,
+    "ps": cmd_ps,
     "pull": cmd_pull,
+    "rm": cmd_rm,
     "run": cmd_run,
+    "stop": cmd_stop,
+    "wait": cmd_wait,
 }
+#: management commands: ``docker container ls`` is ``docker ps`` (their other subcommands are not simulated)
+MANAGEMENT: dict[str, dict[str, str]] = {
+    "container": {
+        "inspect": "inspect",
+        "kill": "kill",
+        "logs": "logs",
+        "ls": "ps",
+        "list": "ps",
+        "ps": "ps",
+        "rm": "rm",
+        "remove": "rm",
+        "run": "run",
+        "stop": "stop",
+        "wait": "wait",
+    },
+    "image": {"inspect": "inspect", "ls": "images", "list": "images", "pull": "pull"},
+    "system": {"info": "info"},
+}
+#: Docker 27's other commands: they exist, and fail here saying the simulator does not simulate them
+UNSIMULATED = [
+    "attach",
+    "build",
+    "builder",
+    "buildx",
+    "checkpoint",
+    "commit",
+    "compose",
+    "config",
+    "context",
+    "cp",
+    "create",
+    "diff",
+    "events",
+    "exec",
+    "export",
+    "history",
+    "import",
+    "load",
+    "logout",
+    "manifest",
+    "network",
+    "node",
+    "pause",
+    "plugin",
+    "port",
+    "push",
+    "rename",
+    "restart",
+    "rmi",
+    "save",
+    "search",
+    "secret",
+    "service",
+    "stack",
+    "start",
+    "stats",
+    "swarm",
+    "tag",
+    "top",
+    "trust",
+    "unpause",
+    "update",
+    "version",
+    "volume",
+]
+#: the flags of each simulated command (``docs/simulator.md``'s table is checked against these)
+FLAGS: dict[str, list[Flag]] = {"info": [], "login": LOGIN_FLAGS, "pull": [], "run": RUN_FLAGS, **MANAGE_FLAGS}
+
+
+def _unsimulated(word: str) -> DockerError:
+    return DockerError(f"docker: '{word}' is a docker command the Brev simulator does not simulate (docs/simulator.md)")
+
+
+def _resolve(d: Docker, words: list[str]) -> tuple[Callable[[Docker, list[str]], int], list[str]]:
+    """The handler of ``docker <words...>`` and its arguments."""
+    word, rest = words[0], words[1:]
+    if word in HANDLERS:
+        return HANDLERS[word], rest
+    if word in MANAGEMENT:
+        if not rest or rest[0].startswith("-"):
+            raise DockerError(
+                f"Usage:  docker {word} COMMAND\n\nRun 'docker {word} COMMAND --help' for more information"
+            )
+        target = MANAGEMENT[word].get(rest[0])
+        if target is None:
+            raise _unsimulated(f"{word} {rest[0]}")
+        d.sub = f"{word} {rest[0]}"
+        typed = ["--type", word] if target == "inspect" else []  # `container inspect` looks at containers only
+        return HANDLERS[target], [*typed, *rest[1:]]
+    if word in UNSIMULATED:
+        raise _unsimulated(word)
+    raise DockerError(f"docker: '{word}' is not a docker command.\nSee 'docker --help'")
 
 
 def main(argv: list[str], root: str | None = None) -> int:
@@ -110,10 +226,9 @@ def main(argv: list[str], root: str | None = None) -> int:
         if v["version"] or not pos:
             out(f"Docker version {DOCKER_VERSION}, build ce12230\n" if v["version"] else "Usage:  docker COMMAND\n")
             code = 0 if v["version"] or v["help"] else 1
-        elif d.sub not in HANDLERS:
-            raise DockerError(f"docker: '{d.sub}' is not a docker command.\nSee 'docker --help'")
         else:
-            code = HANDLERS[d.sub](d, pos[1:])
+            handler, rest = _resolve(d, pos)
+            code = handler(d, rest)
     except DockerError as exc:
         err("".join(f"{text}\n" for text in (exc.message, exc.see) if text))
         code = exc.code

@@ -6,7 +6,8 @@ group, through the simulator's fake ``docker`` (:mod:`airflow_provider_brev.test
 sandbox of its own, so the fake TAO entrypoints, GPU checks and registry logins of the Brev simulator apply. Its
 output is the job's log (one entry per line, strictly increasing nanosecond timestamps). Exit code 0 ends it
 ``Completed``; any other restarts it (``Restarting``) while ``max_failure_retry`` allows, then ends it ``Failed``.
-A stop (``spec.stopped``) sends SIGTERM to the container (SIGKILL after ``stop_grace``) and ends it ``Stopped``.
+A stop (``spec.stopped``) sends SIGTERM to the container (SIGKILL after ``stop_grace``, to its ``docker run`` and
+the container's own processes) and ends it ``Stopped``.
 ``ttl_seconds_after_finished`` after it ended, the job and its log are removed (the API then answers 404).
 """
 
@@ -150,7 +151,7 @@ class Workspace:
             if proc is None:
                 self._end(job, "Stopped")
         if proc is not None:
-            self._terminate(proc)
+            self._terminate(proc, f"{job.name}-{job.restarts}")
         return True
 
     def delete(self, name: str) -> bool:
@@ -290,7 +291,7 @@ class Workspace:
             job.proc = proc
             stop_now = job.stopping
         if stop_now:
-            self._terminate(proc)
+            self._terminate(proc, replica)
         threading.Thread(target=self._watch, args=(job, proc), name=f"fake-lepton-{replica}", daemon=True).start()
 
     def _watch(self, job: Job, proc: subprocess.Popen[bytes]) -> None:
@@ -319,7 +320,7 @@ class Workspace:
     def _end(self, job: Job, state: str) -> None:
         job.state, job.finished_at = state, time.time()
 
-    def _terminate(self, proc: subprocess.Popen[bytes]) -> None:
+    def _terminate(self, proc: subprocess.Popen[bytes], replica: str) -> None:
         with contextlib.suppress(OSError):
             os.killpg(proc.pid, signal.SIGTERM)
 
@@ -329,8 +330,21 @@ class Workspace:
             except subprocess.TimeoutExpired:
                 with contextlib.suppress(OSError):
                     os.killpg(proc.pid, signal.SIGKILL)
+                self._kill_containers(replica)
 
         threading.Thread(target=kill_later, daemon=True).start()
+
+    def _kill_containers(self, replica: str | None = None) -> None:
+        """SIGKILL the container processes (and their monitors) of one replica, or of every replica: a container
+        outlives its ``docker run`` client, as with real Docker."""
+        from airflow_provider_brev.testing.fake_brev.store import marked_pids
+
+        pids = set(marked_pids(("BREV_SIM_ROOT", str(self.root))))
+        if replica is not None:
+            pids &= set(marked_pids(("BREV_SIM_INSTANCE", replica)))
+        for pid in pids:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
 
     def close(self) -> None:
         """Stop the ticker and every container."""
@@ -340,3 +354,4 @@ class Workspace:
         for proc in procs:
             with contextlib.suppress(OSError):
                 os.killpg(proc.pid, signal.SIGKILL)
+        self._kill_containers()
