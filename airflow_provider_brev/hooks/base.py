@@ -81,6 +81,10 @@ LOGIN_TIMEOUT = 60.0
 # Per-process caches shared by every hook instance (a worker runs many tasks; probing once is enough).
 _CAPABILITIES: dict[tuple[str, float], BrevCapabilities] = {}
 _LOGGED_IN: set[tuple[str, str]] = set()
+#: ``(ssh executable, host-entry file)`` -> why that ``ssh`` could not reach an instance that ``brev exec`` reached
+#: (:func:`~airflow_provider_brev.core.instances.ssh_probe.direct_ssh_unreachable`): this process's later readiness
+#: checks through that pair probe with ``brev exec`` alone (:mod:`airflow_provider_brev.hooks.instances`).
+_DIRECT_SSH_UNREACHABLE: dict[tuple[str, str], str] = {}
 _CACHE_LOCK = threading.Lock()
 _PROBE_LOCKS: dict[str, threading.Lock] = {}
 
@@ -565,3 +569,4 @@ def _reset_process_caches() -> None:
     with _CACHE_LOCK:
         _CAPABILITIES.clear()
         _LOGGED_IN.clear()
+        _DIRECT_SSH_UNREACHABLE.clear()

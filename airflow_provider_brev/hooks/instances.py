@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import shutil
-import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -65,7 +64,7 @@ from airflow_provider_brev.exceptions import (
     BrevTimeoutError,
     BrevTransientError,
 )
-from airflow_provider_brev.hooks.base import BrevBaseHook
+from airflow_provider_brev.hooks.base import _CACHE_LOCK, _DIRECT_SSH_UNREACHABLE, BrevBaseHook
 from airflow_provider_brev.hooks.driver import EmitLog, adrive, drive
 from airflow_provider_brev.hooks.listing import shared_listing
 from airflow_provider_brev.hooks.process import ProcessResult, arun_process, run_process
@@ -79,12 +78,6 @@ __all__ = ["DEFAULT_CREATE_TIMEOUT", "DEFAULT_PROBE_TIMEOUT", "BrevInstancesHook
 
 #: Default budget of ``brev create`` (it may try several instance types).
 DEFAULT_CREATE_TIMEOUT = 600.0
-
-#: ``(ssh executable, host-entry file)`` -> why that ``ssh`` could not reach an instance that ``brev exec`` reached
-#: (:func:`~airflow_provider_brev.core.instances.ssh_probe.direct_ssh_unreachable`): this process's later readiness
-#: checks through that pair probe with ``brev exec`` alone, so none spends its direct window on it again.
-_DIRECT_SSH_UNREACHABLE: dict[tuple[str, str], str] = {}
-_DIRECT_SSH_LOCK = threading.Lock()
 
 
 class BrevInstancesHook(BrevBaseHook):
@@ -378,7 +371,7 @@ class BrevInstancesHook(BrevBaseHook):
         """The check's machine, and the ``ssh`` the CLI's environment would run (``""``: none, or one this process
         found unable to reach the instances: no direct probe)."""
         ssh = shutil.which("ssh", path=self._env().get("PATH")) or ""
-        with _DIRECT_SSH_LOCK:
+        with _CACHE_LOCK:
             direct = bool(ssh) and (ssh, self._host_entries_path()) not in _DIRECT_SSH_UNREACHABLE
         check = ReadinessCheck(name, require_docker=require_docker, direct_ssh=direct, probe_timeout=probe_timeout)
         return check, ssh
@@ -398,7 +391,7 @@ class BrevInstancesHook(BrevBaseHook):
         if not check.direct_unreachable:
             return
         key = (ssh, self._host_entries_path())
-        with _DIRECT_SSH_LOCK:
+        with _CACHE_LOCK:
             first = key not in _DIRECT_SSH_UNREACHABLE
             _DIRECT_SSH_UNREACHABLE.setdefault(key, check.direct_unreachable)
         if first:
