@@ -65,6 +65,7 @@ from airflow_provider_brev.exceptions import (
 from airflow_provider_brev.hooks.driver import adrive, drive
 from airflow_provider_brev.hooks.login import adopt_login, scratch_home
 from airflow_provider_brev.hooks.process import LineCallback, ProcessResult, arun_process, run_process
+from airflow_provider_brev.hooks.transcript import record_call
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence
@@ -287,6 +288,8 @@ class BrevBaseHook(BaseHook):
         version_run = run_process([path, "--version"], env=self._env(), timeout=30, capture_stdout=True)
         version_text = (version_run.stdout + "\n" + version_run.stderr).strip()
         help_run = run_process([path, "create", "--help"], env=self._env(), timeout=30, capture_stdout=True)
+        for probe, run in ((["--version"], version_run), (["create", "--help"], help_run)):
+            self._transcribe(probe, run, version=version_text.splitlines()[0] if version_text else "unknown")
         caps = BrevCapabilities(
             version=parse_version(version_text),
             version_text=version_text.splitlines()[0] if version_text else "unknown",
@@ -349,6 +352,7 @@ class BrevBaseHook(BaseHook):
             with scratch_home(brev_dir) as scratch:
                 env = login_environment(self._env(), home=str(scratch))
                 result = run_process([self.cli_path, *argv], env=env, timeout=LOGIN_TIMEOUT)
+                self._transcribe(argv, result)
                 if result.timed_out:
                     raise BrevTimeoutError(
                         f"`brev login` did not finish within {LOGIN_TIMEOUT:.0f} s.", command="login"
@@ -442,6 +446,11 @@ class BrevBaseHook(BaseHook):
                 return await func()
         raise AssertionError("unreachable")  # pragma: no cover
 
+    def _transcribe(self, args: Sequence[str], result: ProcessResult, *, version: str | None = None) -> None:
+        """Record a call in the transcript when ``make system-test`` asks for one (:mod:`.transcript`)."""
+        secrets = (self.config.token, self.config.api_key)
+        record_call(args, result, secrets=secrets, cli_version=lambda: version or self.capabilities.version_text)
+
     def _argv(self, args: Sequence[str]) -> list[str]:
         if args and args[0] == "login":
             raise BrevInvalidInputError("use the hook's login handling")  # keep the token off other argv
@@ -518,7 +527,9 @@ class BrevBaseHook(BaseHook):
                 self._login_step(call)
                 return None
             announcement = AgentAnnouncement() if announces_agent(args[0], version) else None
-            return run_process(self._argv(args), on_start=self._track, announcement=announcement, **kwargs)
+            result = run_process(self._argv(args), on_start=self._track, announcement=announcement, **kwargs)
+            self._transcribe(args, result)
+            return result
 
         def attempt() -> ProcessResult:
             machine = self._protocol(
@@ -553,7 +564,9 @@ class BrevBaseHook(BaseHook):
                 await asyncio.to_thread(self._login_step, call)
                 return None
             announcement = AgentAnnouncement() if announces_agent(args[0], version) else None
-            return await arun_process(self._argv(args), announcement=announcement, **kwargs)
+            result = await arun_process(self._argv(args), announcement=announcement, **kwargs)
+            self._transcribe(args, result)
+            return result
 
         async def attempt() -> ProcessResult:
             machine = self._protocol(

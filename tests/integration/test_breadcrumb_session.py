@@ -48,9 +48,19 @@ def test_every_json_answer_is_read_past_the_breadcrumb_line(brev_sim_both, crumb
 
 def test_the_simulators_token_command_makes_a_breadcrumb_session_by_hand(brev_sim):
     token = subprocess.run(
-        [sys.executable, "-m", "airflow_provider_brev.testing.simulator", "token", "--root", str(brev_sim.root),
-         "--issuer", ISSUER],
-        capture_output=True, text=True, check=True,
+        [
+            sys.executable,
+            "-m",
+            "airflow_provider_brev.testing.simulator",
+            "token",
+            "--root",
+            str(brev_sim.root),
+            "--issuer",
+            ISSUER,
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout.strip()
     brev_sim.login(token=token)
     listing = subprocess.run(["brev", "ls", "--json"], stdin=subprocess.DEVNULL, capture_output=True, text=True)
