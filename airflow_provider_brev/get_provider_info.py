@@ -40,6 +40,7 @@ def get_provider_info() -> dict:
                     "airflow_provider_brev.hooks.login",
                     "airflow_provider_brev.hooks.process",
                     "airflow_provider_brev.hooks.s3_staging",
+                    "airflow_provider_brev.hooks.transcript",
                 ],
             },
             {"integration-name": "NVIDIA DGX Cloud Lepton", "python-modules": ["airflow_provider_brev.hooks.lepton"]},

@@ -77,6 +77,7 @@ from airflow_provider_brev.hooks.process import (
     loop_process_slots,
     run_process,
 )
+from airflow_provider_brev.hooks.transcript import record_call
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence
@@ -93,6 +94,10 @@ LOGIN_TIMEOUT = 60.0
 # Per-process caches shared by every hook instance (a worker runs many tasks; probing once is enough).
 _CAPABILITIES: dict[tuple[str, float], BrevCapabilities] = {}
 _LOGGED_IN: set[tuple[str, str]] = set()
+#: ``(ssh executable, host-entry file)`` -> why that ``ssh`` could not reach an instance that ``brev exec`` reached
+#: (:func:`~airflow_provider_brev.core.instances.ssh_probe.direct_ssh_unreachable`): this process's later readiness
+#: checks through that pair probe with ``brev exec`` alone (:mod:`airflow_provider_brev.hooks.instances`).
+_DIRECT_SSH_UNREACHABLE: dict[tuple[str, str], str] = {}
 _CACHE_LOCK = threading.Lock()
 _PROBE_LOCKS: dict[str, threading.Lock] = {}
 
@@ -295,6 +300,8 @@ class BrevBaseHook(BaseHook):
         version_run = run_process([path, "--version"], env=self._env(), timeout=30, capture_stdout=True)
         version_text = (version_run.stdout + "\n" + version_run.stderr).strip()
         help_run = run_process([path, "create", "--help"], env=self._env(), timeout=30, capture_stdout=True)
+        for probe, run in ((["--version"], version_run), (["create", "--help"], help_run)):
+            self._transcribe(probe, run, version=version_text.splitlines()[0] if version_text else "unknown")
         caps = BrevCapabilities(
             version=parse_version(version_text),
             version_text=version_text.splitlines()[0] if version_text else "unknown",
@@ -357,6 +364,7 @@ class BrevBaseHook(BaseHook):
             with scratch_home(brev_dir) as scratch:
                 env = login_environment(self._env(), home=str(scratch))
                 result = run_process([self.cli_path, *argv], env=env, timeout=LOGIN_TIMEOUT)
+                self._transcribe(argv, result)
                 if result.timed_out:
                     raise BrevTimeoutError(
                         f"`brev login` did not finish within {LOGIN_TIMEOUT:.0f} s.", command="login"
@@ -450,6 +458,11 @@ class BrevBaseHook(BaseHook):
                 return await func()
         raise AssertionError("unreachable")  # pragma: no cover
 
+    def _transcribe(self, args: Sequence[str], result: ProcessResult, *, version: str | None = None) -> None:
+        """Record a call in the transcript when ``make system-test`` asks for one (:mod:`.transcript`)."""
+        secrets = (self.config.token, self.config.api_key)
+        record_call(args, result, secrets=secrets, cli_version=lambda: version or self.capabilities.version_text)
+
     def _argv(self, args: Sequence[str]) -> list[str]:
         if args and args[0] == "login":
             raise BrevInvalidInputError("use the hook's login handling")  # keep the token off other argv
@@ -526,7 +539,9 @@ class BrevBaseHook(BaseHook):
                 self._login_step(call)
                 return None
             announcement = AgentAnnouncement() if announces_agent(args[0], version) else None
-            return run_process(self._argv(args), on_start=self._track, announcement=announcement, **kwargs)
+            result = run_process(self._argv(args), on_start=self._track, announcement=announcement, **kwargs)
+            self._transcribe(args, result)
+            return result
 
         def attempt() -> ProcessResult:
             machine = self._protocol(
@@ -562,7 +577,9 @@ class BrevBaseHook(BaseHook):
                 return None
             announcement = AgentAnnouncement() if announces_agent(args[0], version) else None
             slots = loop_process_slots(triggerer_max_processes())  # shared by every trigger in this loop
-            return await arun_process(self._argv(args), announcement=announcement, slots=slots, **kwargs)
+            result = await arun_process(self._argv(args), announcement=announcement, slots=slots, **kwargs)
+            self._transcribe(args, result)
+            return result
 
         async def attempt() -> ProcessResult:
             machine = self._protocol(
@@ -578,3 +595,4 @@ def _reset_process_caches() -> None:
     with _CACHE_LOCK:
         _CAPABILITIES.clear()
         _LOGGED_IN.clear()
+        _DIRECT_SSH_UNREACHABLE.clear()

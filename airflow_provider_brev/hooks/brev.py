@@ -48,7 +48,12 @@ from airflow_provider_brev.core.jobs.shell import (
     strip_once_stdout,
     validate_env,
 )
-from airflow_provider_brev.core.protocol.classify import classify_failure, last_error_text, strip_breadcrumbs
+from airflow_provider_brev.core.protocol.classify import (
+    classify_failure,
+    is_startup_breadcrumb,
+    last_error_text,
+    strip_breadcrumbs,
+)
 from airflow_provider_brev.core.protocol.config import BrevCapabilities, BrevConnectionConfig
 from airflow_provider_brev.core.protocol.invocation import exec_view
 from airflow_provider_brev.core.protocol.names import validate_instance_name
@@ -218,8 +223,12 @@ class BrevHook(BrevInstancesHook):
                 raise BrevCommandError(f"The command on {name!r} was stopped (the task was killed).", exit_code=-15)
             pending: deque[str] = deque()
             notices = StderrNoticeFilter()
+            started = [False]  # the command printed a line: no start-up line of the CLI's can follow
 
             def on_stdout(line: str) -> None:
+                if not started[0] and is_startup_breadcrumb(line):
+                    return
+                started[0] = True
                 pending.append(line)
                 while len(pending) > 2:
                     emit(pending.popleft())

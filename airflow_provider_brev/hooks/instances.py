@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import shutil
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_brev._compat import triggerer_max_processes
@@ -64,7 +65,7 @@ from airflow_provider_brev.exceptions import (
     BrevTimeoutError,
     BrevTransientError,
 )
-from airflow_provider_brev.hooks.base import BrevBaseHook
+from airflow_provider_brev.hooks.base import _CACHE_LOCK, _DIRECT_SSH_UNREACHABLE, BrevBaseHook
 from airflow_provider_brev.hooks.driver import EmitLog, adrive, drive
 from airflow_provider_brev.hooks.listing import shared_listing
 from airflow_provider_brev.hooks.process import ProcessResult, arun_process, loop_process_slots, run_process
@@ -368,19 +369,45 @@ class BrevInstancesHook(BrevBaseHook):
     _REFRESH_ARGS: dict[str, Any] = {"retry": False, "log_output": False}
 
     def _readiness_check(self, name: str, require_docker: bool, probe_timeout: float) -> tuple[ReadinessCheck, str]:
-        """The check's machine, and the ``ssh`` the CLI's environment would run (``""``: none, no direct probe)."""
+        """The check's machine, and the ``ssh`` the CLI's environment would run (``""``: none, or one this process
+        found unable to reach the instances: no direct probe)."""
         ssh = shutil.which("ssh", path=self._env().get("PATH")) or ""
-        check = ReadinessCheck(name, require_docker=require_docker, direct_ssh=bool(ssh), probe_timeout=probe_timeout)
+        with _CACHE_LOCK:
+            direct = bool(ssh) and (ssh, self._host_entries_path()) not in _DIRECT_SSH_UNREACHABLE
+        check = ReadinessCheck(name, require_docker=require_docker, direct_ssh=direct, probe_timeout=probe_timeout)
         return check, ssh
 
+    def _host_entries_path(self) -> str:
+        """The CLI's ssh config (``~/.brev/ssh_config`` of the CLI's HOME)."""
+        return str(self._home() / ".brev" / "ssh_config")
+
     def _ssh_probe_kwargs(self, ssh: str, name: str, call: RunSshProbe) -> dict[str, Any]:
-        """One direct ``ssh`` attempt through the CLI's host entry (``~/.brev/ssh_config`` of the CLI's HOME)."""
-        config = str(self._home() / ".brev" / "ssh_config")
-        return {"argv": ssh_probe_argv(ssh, config, name, call.command), "env": self._env(), "timeout": call.timeout}
+        """One direct ``ssh`` attempt through the CLI's host entry."""
+        argv = ssh_probe_argv(ssh, self._host_entries_path(), name, call.command)
+        return {"argv": argv, "env": self._env(), "timeout": call.timeout}
+
+    def _remember_direct_ssh(self, check: ReadinessCheck, ssh: str) -> None:
+        """After a check: when plain ``ssh`` could not reach an instance that ``brev exec`` reached, stop probing
+        directly through this ``ssh`` and host-entry file for the rest of the process (logged once)."""
+        if not check.direct_unreachable:
+            return
+        key = (ssh, self._host_entries_path())
+        with _CACHE_LOCK:
+            first = key not in _DIRECT_SSH_UNREACHABLE
+            _DIRECT_SSH_UNREACHABLE.setdefault(key, check.direct_unreachable)
+        if first:
+            self.log.warning(
+                "Plain ssh (%s) cannot reach Brev instance %s through the CLI's host entry (%s), although brev exec "
+                "can: %s. This process checks readiness through brev exec from now on.",
+                ssh,
+                check.name,
+                key[1],
+                check.direct_unreachable,
+            )
 
     def _read_host_entries(self) -> str | None:
         try:
-            return (self._home() / ".brev" / "ssh_config").read_text(encoding="utf-8", errors="replace")
+            return Path(self._host_entries_path()).read_text(encoding="utf-8", errors="replace")
         except OSError:
             return None
 
@@ -405,7 +432,9 @@ class BrevInstancesHook(BrevBaseHook):
             kwargs = self._probe_args(name, call.command, call.timeout or probe_timeout)
             return self.run_cli(kwargs.pop("args"), **kwargs)
 
-        return drive(check, perform)
+        readiness = drive(check, perform)
+        self._remember_direct_ssh(check, ssh)
+        return readiness
 
     async def acheck_readiness(
         self,
@@ -447,7 +476,9 @@ class BrevInstancesHook(BrevBaseHook):
             kwargs = self._probe_args(name, call.command, call.timeout or probe_timeout)
             return await self.arun_cli(kwargs.pop("args"), **kwargs)
 
-        return await adrive(check, perform)
+        readiness = await adrive(check, perform)
+        self._remember_direct_ssh(check, ssh)
+        return readiness
 
     def is_ready(self, name: str, *, require_docker: bool = False) -> bool:
         """Whether ``name`` is usable now (RUNNING, shell READY, exec probe answered)."""

@@ -87,6 +87,7 @@ def install_tools(root: Path, bin_dir: Path, tools_bin: Path, container_bin: Pat
     ``nvidia-smi`` that needs ``--gpus``) on the PATH of fake containers only."""
     write_exe(bin_dir / "brev", module_launcher("fake_brev.main", f"sys.argv[1:], root={str(root)!r}"))
     write_exe(bin_dir / "ssh", module_launcher("fake_brev.ssh_client", f"sys.argv[1:], root={str(root)!r}"))
+    write_exe(bin_dir / "brev-sim-proxy", module_launcher("fake_brev.ssh_proxy", f"sys.argv[1:], root={str(root)!r}"))
     write_exe(tools_bin / "nvidia-smi", shebang_script(_NVIDIA_SMI.strip("\n")))
     write_exe(tools_bin / "docker", module_launcher("fake_docker.commands", f"sys.argv[1:], root={str(root)!r}"))
     for entry in tao_entrypoints:

@@ -72,6 +72,9 @@ FAULT_KINDS: dict[str, int | None] = {
     # a gate, not a failure: run= (bash, in the sandbox HOME) runs to its end right before the next exec whose
     # command contains match= (instance=): deterministic changes between two steps of the provider
     "before_exec": 1,
+    # instance=; plain ssh (the host entries' ProxyCommand, the simulator's bin/ssh) times out connecting to a
+    # RUNNING instance that brev exec reaches: a worker whose own ssh cannot get through
+    "direct_ssh_unreachable": None,
 }
 
 _TIMING_KEYS = tuple(_cat.DEFAULT_TIMINGS)
@@ -543,7 +546,7 @@ class BrevSimulator(SimulatorProcesses):
             st["instances"].append(inst)
         _st.prepare_sandbox(str(self.root), inst, cfg)
         if ssh_config_home is not None:
-            write_ssh_config(str(Path(ssh_config_home) / ".brev"), [inst], append=True)
+            write_ssh_config(str(self.root), str(Path(ssh_config_home) / ".brev"), [inst], append=True)
         view = self.instance(name)
         assert view is not None
         return view

@@ -29,6 +29,9 @@ def main(argv: Iterable[str] | None = None) -> int:
     p_token = sub.add_parser("token", help="print a JWT the simulator accepts")
     p_token.add_argument("--root", required=True)
     p_token.add_argument("--exp", type=float, default=3600)
+    p_token.add_argument(
+        "--issuer", default=None, help="the token's iss (unknown: every brev call prints `no oauth found for token`)"
+    )
     p_ls = sub.add_parser("instances", help="print the current instances as JSON")
     p_ls.add_argument("--root", required=True)
     args = parser.parse_args(list(argv) if argv is not None else None)
@@ -43,7 +46,7 @@ def main(argv: Iterable[str] | None = None) -> int:
         return 0
     sim = BrevSimulator(args.root)
     if args.cmd == "token":
-        sys.stdout.write(sim.make_token(args.exp) + "\n")
+        sys.stdout.write(sim.make_token(args.exp, issuer=args.issuer) + "\n")
         return 0
     sys.stdout.write(json.dumps(sim.instances(), indent=2) + "\n")
     return 0

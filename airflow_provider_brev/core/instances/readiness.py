@@ -22,11 +22,13 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from airflow_provider_brev.core.instances.ssh_probe import (
+    SSH_CONFIRM_SECONDS,
     SSH_CONNECT_TIMEOUT,
     SSH_WAIT_SECONDS,
     ReadHostEntries,
     RefreshHostEntries,
     RunSshProbe,
+    direct_ssh_unreachable,
     host_entry_present,
     ssh_retry_interval,
     ssh_still_booting,
@@ -200,6 +202,9 @@ class ReadinessCheck(StepMachine[Readiness]):
     :func:`~airflow_provider_brev.core.instances.ssh_probe.ssh_retry_interval`) while it says sshd is not up yet, for
     at most ``ssh_window`` seconds. A missing entry, a failed refresh,
     a missing ``ssh``, any other ``ssh`` failure or the end of the window hand over to the ``brev exec`` probe.
+    When a direct attempt failed and the ``brev exec`` probe then passed, one confirming direct attempt follows
+    (:data:`~airflow_provider_brev.core.instances.ssh_probe.SSH_CONFIRM_SECONDS`): if it cannot connect either,
+    :attr:`direct_unreachable` says why, and the hook stops probing directly for the rest of its process.
     The hook's ``check_readiness`` / ``acheck_readiness`` run it with the generic drivers
     (:mod:`airflow_provider_brev.hooks.driver`) and perform its calls.
 
@@ -230,6 +235,10 @@ class ReadinessCheck(StepMachine[Readiness]):
         self._sleep: float | None = None
         #: How the check probed: ``ssh`` (directly), ``exec`` (through ``brev exec``) or ``""`` (not at all).
         self.probed_with = ""
+        self._ssh_failed = False  # a direct attempt of this check failed
+        self._passed: Done[Readiness] | None = None  # the exec probe's verdict, held while the direct path is confirmed
+        #: Why plain ``ssh`` cannot reach the instance that ``brev exec`` reached (``""``: it can, or not asked).
+        self.direct_unreachable = ""
 
     def _decide(self, now: float) -> Call | Sleep | Done[Readiness] | Fail:
         if self._sleep is not None:
@@ -253,6 +262,9 @@ class ReadinessCheck(StepMachine[Readiness]):
             self._next = ReadHostEntries()
             if isinstance(outcome, Failed):
                 self._hand_over(now)
+        elif isinstance(call, RunSshProbe) and self._passed is not None:
+            self.direct_unreachable = direct_ssh_unreachable(outcome)
+            self._finish(self._passed)
         elif isinstance(call, RunSshProbe):
             self._on_ssh_probe(outcome, now)
         else:
@@ -308,7 +320,9 @@ class ReadinessCheck(StepMachine[Readiness]):
         if passed or (stage == STAGE_DOCKER):
             self.probed_with = "ssh"
             self._finish(Done(probe_readiness(self.name, self._instance, passed, stage)))
-        elif ssh_still_booting(outcome) and not self._refreshed:
+            return
+        self._ssh_failed = True
+        if ssh_still_booting(outcome) and not self._refreshed:
             # the entry was there before this check: it may be an earlier instance's of this name (one re-created
             # or started under it answers at another address), so it is rewritten once before waiting on it
             self._refreshed = True
@@ -330,7 +344,12 @@ class ReadinessCheck(StepMachine[Readiness]):
             return
         assert isinstance(outcome, ProcessResult)
         passed, stage = probe_passed(outcome.stdout_lines, self._nonce, require_docker=self.require_docker)
-        self._finish(Done(probe_readiness(self.name, self._instance, passed, stage, outcome.stderr[-300:])))
+        verdict = Done(probe_readiness(self.name, self._instance, passed, stage, outcome.stderr[-300:]))
+        if passed and self._ssh_failed:  # brev exec reached it where plain ssh did not: confirm once
+            self._passed = verdict
+            self._next = RunSshProbe(self._command, SSH_CONFIRM_SECONDS)
+        else:
+            self._finish(verdict)
 
 
 #: Poll at the base interval for this long after the last change of stage, then back off.

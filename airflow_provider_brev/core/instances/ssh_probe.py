@@ -7,6 +7,13 @@ writes a host entry per RUNNING instance to ``~/.brev/ssh_config`` (the file the
 sooner and starts no ``brev`` process per attempt. Like the CLI, it waits on only while ``ssh`` says the connection
 was refused or timed out; anything else, a missing entry or a missing ``ssh`` falls back to the ``brev exec`` probe.
 
+A worker's plain ``ssh`` may never get through where the CLI does (a different ``ssh`` first on ``PATH``, a proxy
+or jump host only the CLI's environment knows, a firewall): every check would then spend its whole direct window
+(:data:`SSH_WAIT_SECONDS`) on connections that time out. So when a direct attempt failed and the ``brev exec``
+probe then reached the instance, one confirming attempt follows; :func:`direct_ssh_unreachable` judges it, and a
+host entry that still cannot be reached is remembered by the hook for the rest of its process (logged once), whose
+later checks probe through ``brev exec`` alone.
+
 :class:`~airflow_provider_brev.core.instances.readiness.ReadinessCheck` makes the decisions; the hook
 (:mod:`airflow_provider_brev.hooks.instances`) reads the file and runs the processes.
 """
@@ -14,12 +21,9 @@ was refused or timed out; anything else, a missing entry or a missing ``ssh`` fa
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
+from airflow_provider_brev.core.protocol.lines import ProcessResult
 from airflow_provider_brev.core.protocol.machine import Call
-
-if TYPE_CHECKING:
-    from airflow_provider_brev.core.protocol.lines import ProcessResult
 
 #: Seconds between two direct ``ssh`` attempts (the CLI's own retry waits 1 s) ...
 SSH_PROBE_INTERVAL = 0.1
@@ -31,6 +35,8 @@ SSH_SLOW_INTERVAL = 0.5
 SSH_WAIT_SECONDS = 40.0
 #: ``ssh -o ConnectTimeout`` of one direct attempt (the CLI's fast path uses 5 s).
 SSH_CONNECT_TIMEOUT = 5
+#: Budget of the one confirming attempt made after ``brev exec`` reached an instance that plain ``ssh`` did not.
+SSH_CONFIRM_SECONDS = float(SSH_CONNECT_TIMEOUT)
 #: What ``ssh`` says while sshd is not up yet: the lines the CLI's ``WaitForSSHToBeAvailable`` retries on.
 SSH_BOOTING_MARKERS = ("Connection refused", "Operation timed out", "Connection timed out")
 
@@ -119,3 +125,23 @@ def ssh_still_booting(result: ProcessResult) -> bool:
     if result.timed_out:
         return True
     return result.exit_code == 255 and any(marker in result.stderr for marker in SSH_BOOTING_MARKERS)
+
+
+def direct_ssh_unreachable(confirm: object) -> str:
+    """Why plain ``ssh`` cannot reach an instance that ``brev exec`` has just reached (``""``: it can).
+
+    Asked once per check, when a direct attempt of the check failed and the ``brev exec`` probe after it passed:
+    ``confirm`` is a direct attempt made right then, so a sshd that was still booting during the direct window
+    answers it. ``ssh`` exits 255 on a connection error; any other exit code (or 0) means it reached the instance.
+
+    :param confirm: the confirming attempt's :class:`~airflow_provider_brev.core.protocol.lines.ProcessResult`, or
+        anything else when ``ssh`` could not be started.
+    """
+    if not isinstance(confirm, ProcessResult):
+        return "ssh could not be started"
+    if confirm.timed_out:
+        return f"no answer within {SSH_CONFIRM_SECONDS:.0f} s"
+    if confirm.exit_code != 255:
+        return ""
+    lines = [line.strip() for line in confirm.stderr.splitlines() if line.strip()]
+    return lines[0][:200] if lines else "ssh exited with 255"

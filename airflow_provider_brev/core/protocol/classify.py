@@ -37,10 +37,12 @@ __all__ = [
     "BREADCRUMB_PATTERNS",
     "LOGGED_OUT_MARKERS",
     "RULES",
+    "STARTUP_BREADCRUMBS",
     "Marker",
     "Rule",
     "classify_failure",
     "is_logged_out",
+    "is_startup_breadcrumb",
     "last_error_text",
     "login_failure",
     "should_relogin",
@@ -247,6 +249,19 @@ def strip_breadcrumbs(text: str) -> str:
         return text
     kept = [line for line in text.splitlines() if not any(p.match(line.strip()) for p in BREADCRUMB_PATTERNS)]
     return "\n".join(kept)
+
+
+#: What the CLI prints on stdout as it starts, before anything else (``auth.StandardLogin``: a stored token from an
+#: issuer it has no authenticator for), so before a remote command's first line.
+STARTUP_BREADCRUMBS = ("no oauth found for token",)
+
+
+def is_startup_breadcrumb(line: str) -> bool:
+    """Whether a stdout line that comes before any other is the CLI's own start-up line, not a remote command's.
+
+    :param line: a line of ``brev exec``'s stdout, read before the command printed anything.
+    """
+    return line.strip() in STARTUP_BREADCRUMBS
 
 
 def is_logged_out(stdout: str, stderr: str) -> bool:

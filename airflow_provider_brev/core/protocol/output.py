@@ -125,7 +125,7 @@ def parse_gpu_spec(spec: str) -> GpuSpec:
     return GpuSpec(name=match.group(1), count=count)
 
 
-def _first_json_document(text: str) -> Any:
+def first_json_document(text: str) -> Any:
     """Return the first JSON document in ``text``, skipping leading non-JSON lines.
 
     Several auth paths print breadcrumbs (``no oauth found for token``, login banners) to stdout even in
@@ -148,7 +148,7 @@ def _first_json_document(text: str) -> Any:
 def parse_instances(stdout: str) -> list[BrevInstance]:
     """Parse ``brev ls --json``: ``{"workspaces": [...] | null}`` (v0.6.323+) or a bare list / ``null``."""
     try:
-        document = _first_json_document(stdout)
+        document = first_json_document(stdout)
     except ValueError as err:
         raise BrevCLIError("Could not parse `brev ls --json` output: " + stdout.strip()[:300], command="ls") from err
     if isinstance(document, dict):
@@ -182,7 +182,7 @@ def parse_instances(stdout: str) -> list[BrevInstance]:
 def parse_search(stdout: str) -> list[InstanceTypeOffer]:
     """Parse ``brev search --json`` (a list; ``[]`` when nothing matches)."""
     try:
-        document = _first_json_document(stdout)
+        document = first_json_document(stdout)
     except ValueError as err:
         raise BrevCLIError(
             "Could not parse `brev search --json` output: " + stdout.strip()[:300], command="search"

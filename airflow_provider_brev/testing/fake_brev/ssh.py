@@ -6,6 +6,7 @@ import os
 import time
 
 from airflow_provider_brev.testing.fake_brev.context import Ctx, authenticate, raise_5xx, visible_instances
+from airflow_provider_brev.testing.fake_brev.ssh_proxy import PROXY_NAME
 from airflow_provider_brev.testing.fake_brev.store import derive, fake_ip, sandbox_dir
 
 TYPE_CHECKING = False
@@ -33,11 +34,15 @@ def read_ssh_aliases(ctx: Ctx, path: str | None = None) -> dict[str, str]:
     return aliases
 
 
-def ssh_block(brev_dir: str, inst: dict, host: bool = False) -> str:
+def ssh_block(root: str, brev_dir: str, inst: dict, host: bool = False) -> str:
+    """One host entry, as the CLI writes it, plus the ``ProxyCommand`` that lets any ``ssh`` reach the simulator
+    (:mod:`.ssh_proxy`) instead of a ``10.x`` address no network answers."""
     alias = inst["name"] + ("-host" if host else "")
+    proxy = os.path.join(root, "bin", PROXY_NAME)
     return (
         f"Host {alias}\n"
         f"  Hostname {fake_ip(inst['id'])}\n"
+        f'  ProxyCommand "{proxy}" {inst["id"]}\n'
         f'  IdentityFile "{os.path.join(brev_dir, "brev.pem")}"\n'
         f"  User ubuntu\n"
         f"  Port 22\n"
@@ -48,9 +53,9 @@ def ssh_block(brev_dir: str, inst: dict, host: bool = False) -> str:
     )
 
 
-def write_ssh_config(brev_dir: str, insts: list[dict], append: bool = False) -> None:
-    """Rewrite (or extend) ``~/.brev/ssh_config`` with aliases ``<name>`` and ``<name>-host``."""
-    blocks = [ssh_block(brev_dir, i, host) for i in insts for host in (False, True)]
+def write_ssh_config(root: str, brev_dir: str, insts: list[dict], append: bool = False) -> None:
+    """Rewrite (or extend) ``~/.brev/ssh_config`` with aliases ``<name>`` and ``<name>-host`` (simulator ``root``)."""
+    blocks = [ssh_block(root, brev_dir, i, host) for i in insts for host in (False, True)]
     os.makedirs(brev_dir, mode=0o770, exist_ok=True)
     path = os.path.join(brev_dir, "ssh_config")
     head = "# included in ~/.ssh/config\n"
@@ -80,7 +85,7 @@ def run_refresh(ctx: Ctx, user: dict) -> None:
     st = ctx.store.read()
     now = ctx.now()
     running = [i for i in visible_instances(ctx, st, user) if derive(i, now)["status"] == "RUNNING"]
-    write_ssh_config(ctx.brev_dir, running)
+    write_ssh_config(ctx.root, ctx.brev_dir, running)
 
 
 def cmd_refresh(ctx: Ctx, _v: dict, _pos: list[str]) -> int:

@@ -82,6 +82,7 @@ def main(argv: list[str] | None = None, root: str | None = None) -> int:
     from airflow_provider_brev.testing.fake_brev.cmd_exec import run_remote
     from airflow_provider_brev.testing.fake_brev.context import Ctx
     from airflow_provider_brev.testing.fake_brev.ssh import read_ssh_aliases, ssh_check
+    from airflow_provider_brev.testing.fake_brev.ssh_proxy import unreachable_line
 
     argv = list(sys.argv[1:] if argv is None else argv)
     root = os.path.abspath(root or os.environ.get("FAKE_BREV_STATE", ""))
@@ -97,6 +98,9 @@ def main(argv: list[str] | None = None, root: str | None = None) -> int:
             aliases.update(read_ssh_aliases(ctx, path))
         inst, line = ssh_check(ctx, alias, aliases)
         record["alias"] = alias
+        blocked = unreachable_line(ctx, aliases[alias]) if alias in aliases else None
+        if blocked is not None:
+            inst, line = None, blocked
         if inst is None:
             ctx.err(line + "\n")
         else:

@@ -243,10 +243,10 @@ CHECKS = [
     ),
     (
         "ssh-denied-hands-over-to-exec",
-        {"ls": [_listing("RUNNING")], "refresh": [{}], "ssh": [{"exit": 255, "stderr": "Permission denied.\n"}]}
+        {"ls": [_listing("RUNNING")], "refresh": [{}], "ssh": [{"exit": 255, "stderr": "Permission denied.\n"}] * 2}
         | {"exec": [PROBE_OK]},
         "ready",
-        ["ls", "refresh", "ssh", "exec"],
+        ["ls", "refresh", "ssh", "exec", "ssh"],  # brev exec reached it: one confirming direct attempt
     ),
     (
         "refresh-fails-hands-over-to-exec",

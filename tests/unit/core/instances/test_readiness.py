@@ -36,7 +36,12 @@ from airflow_provider_brev.core.instances.readiness import (
     probe_readiness,
     readiness_from_status,
 )
-from airflow_provider_brev.core.instances.ssh_probe import SSH_PROBE_INTERVAL, RefreshHostEntries, RunSshProbe
+from airflow_provider_brev.core.instances.ssh_probe import (
+    SSH_CONFIRM_SECONDS,
+    SSH_PROBE_INTERVAL,
+    RefreshHostEntries,
+    RunSshProbe,
+)
 from airflow_provider_brev.core.protocol.lines import ProcessResult
 from airflow_provider_brev.core.protocol.machine import Done, Fail, Failed, Sleep
 from airflow_provider_brev.core.protocol.output import BrevInstance
@@ -309,7 +314,13 @@ def test_anything_but_a_booting_sshd_hands_over_to_brev_exec(answers):
     assert isinstance(action, RunProbe)
     assert machine.probed_with == "exec"
     machine.receive(echo(action), 1.0)
-    assert step(machine, 1.0).result.stage == STAGE_READY
+    action = step(machine, 1.0)
+    if isinstance(action, RunSshProbe):  # a direct attempt had failed: confirmed once, here it gets through
+        assert action.timeout == SSH_CONFIRM_SECONDS
+        machine.receive(ProcessResult(0, ["x"], []), 1.5)
+        action = step(machine, 1.5)
+    assert action.result.stage == STAGE_READY
+    assert machine.direct_unreachable == ""
 
 
 def test_the_docker_stage_is_judged_from_the_direct_probe_and_status_still_comes_first():

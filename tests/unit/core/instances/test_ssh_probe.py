@@ -11,6 +11,7 @@ from airflow_provider_brev.core.instances.readiness import (
     RunProbe,
 )
 from airflow_provider_brev.core.instances.ssh_probe import (
+    SSH_CONFIRM_SECONDS,
     SSH_FAST_SECONDS,
     SSH_PROBE_INTERVAL,
     SSH_SLOW_INTERVAL,
@@ -18,6 +19,7 @@ from airflow_provider_brev.core.instances.ssh_probe import (
     ReadHostEntries,
     RefreshHostEntries,
     RunSshProbe,
+    direct_ssh_unreachable,
     host_entry_present,
     ssh_probe_argv,
     ssh_retry_interval,
@@ -131,6 +133,83 @@ def test_a_missing_entry_is_written_once_with_brev_refresh_then_probed():
     assert isinstance(step(machine, 0.3), ReadHostEntries)
     machine.receive(ENTRY, 0.3)
     assert isinstance(step(machine, 0.3), RunSshProbe)
+
+
+#: (case, the confirming direct attempt after `brev exec` reached the instance, why plain ssh cannot reach it)
+CONFIRMS = [
+    ("it ran the command", ProcessResult(0, ["nonce"], []), ""),
+    ("the remote command failed", ProcessResult(1, [], ["docker: not found"]), ""),
+    ("timed out", ProcessResult(-9, [], [], timed_out=True), "no answer within 5 s"),
+    (
+        "connect timed out",
+        ProcessResult(255, [], ["ssh: connect to host 10.66.33.2 port 22: Connection timed out"]),
+        "ssh: connect to host 10.66.33.2 port 22: Connection timed out",
+    ),
+    ("refused", REFUSED, "ssh: connect to host 10.0.0.1 port 22: Connection refused"),
+    (
+        "a proxy that only the CLI knows",
+        ProcessResult(255, [], ["", "  kex_exchange_identification: Connection closed by remote host"]),
+        "kex_exchange_identification: Connection closed by remote host",
+    ),
+    ("no word", ProcessResult(255, [], []), "ssh exited with 255"),
+    ("ssh could not start", Failed(BrevCLINotFoundError("no ssh")), "ssh could not be started"),
+]
+
+
+@pytest.mark.parametrize(("case", "confirm", "why"), CONFIRMS, ids=[r[0] for r in CONFIRMS])
+def test_plain_ssh_is_unreachable_only_when_the_confirming_attempt_cannot_connect(case, confirm, why):
+    assert direct_ssh_unreachable(confirm) == why, case
+    assert direct_ssh_unreachable(ProcessResult(255, [], ["x" * 300])) == "x" * 200  # bounded for the log
+
+
+def timed_out_window(machine: ReadinessCheck) -> RunProbe:
+    """Drive a 2 s direct window in which every attempt times out: the ``brev exec`` probe it hands over to."""
+    refreshed_entry(machine, 0.0)
+    now = 0.0
+    while isinstance(action := step(machine, now), RunSshProbe | Sleep):
+        if isinstance(action, RunSshProbe):
+            now += 0.5
+            machine.receive(ProcessResult(-9, [], [], timed_out=True), now)
+        else:
+            now += action.seconds
+    assert isinstance(action, RunProbe)
+    return action
+
+
+@pytest.mark.parametrize(
+    ("confirm", "why"),
+    [
+        (ProcessResult(-9, [], [], timed_out=True), "no answer within 5 s"),
+        (ProcessResult(0, ["any"], []), ""),  # sshd was booting through the window and is up now
+    ],
+)
+def test_brev_exec_reaching_what_plain_ssh_did_not_is_confirmed_once_and_the_verdict_kept(confirm, why):
+    machine = ReadinessCheck("w-1", direct_ssh=True, probe_timeout=4.0)
+    probe = timed_out_window(machine)
+    machine.receive(echo(probe), 3.0)
+    again = step(machine, 3.0)
+    assert again == RunSshProbe(probe.command, SSH_CONFIRM_SECONDS)
+    machine.receive(confirm, 3.5)
+    done = step(machine, 3.5)
+    assert isinstance(done, Done) and done.result.stage == STAGE_READY  # ready either way: brev exec reached it
+    assert machine.direct_unreachable == why
+
+
+def test_no_confirming_attempt_without_a_failed_direct_one_or_when_brev_exec_did_not_reach_it():
+    no_entry = ReadinessCheck("w-1", direct_ssh=True)
+    listed(no_entry)
+    no_entry.receive(None, 0.0)
+    step(no_entry, 0.0)
+    no_entry.receive(Failed(BrevTransientError("502")), 0.0)  # refresh failed: never tried directly
+    probe = step(no_entry, 0.0)
+    no_entry.receive(echo(probe), 1.0)
+    assert isinstance(step(no_entry, 1.0), Done)
+    not_reached = ReadinessCheck("w-1", direct_ssh=True, probe_timeout=4.0)
+    probe = timed_out_window(not_reached)
+    not_reached.receive(ProcessResult(255, [], ["Connection refused"]), 3.0)
+    done = step(not_reached, 3.0)
+    assert isinstance(done, Done) and done.result.stage != STAGE_READY
+    assert no_entry.direct_unreachable == not_reached.direct_unreachable == ""
 
 
 def test_after_the_window_the_check_hands_over_to_brev_exec_with_what_is_left_of_the_budget():

@@ -18,6 +18,7 @@ from airflow_provider_brev.core.protocol.classify import (
     Marker,
     classify_failure,
     is_logged_out,
+    is_startup_breadcrumb,
     last_error_text,
     login_failure,
     should_relogin,
@@ -622,3 +623,19 @@ def test_relogin_decision(kwargs, expected):
         "stderr": "EOF",
     }
     assert should_relogin(**{**base, **kwargs}) is expected
+
+
+@pytest.mark.parametrize(
+    ("line", "startup"),
+    [
+        ("no oauth found for token", True),
+        ("  no oauth found for token  ", True),
+        ("no oauth found for token: x", False),  # a command's own words, not the CLI's line
+        ("current organization: acme", False),  # printed by `brev login` only, never before a command's output
+        ("Agent pid 7", False),  # read by the hook's agent announcement, not here
+        ("", False),
+        ("work", False),
+    ],
+)
+def test_only_the_clis_start_up_line_is_dropped_before_a_commands_output(line, startup):
+    assert is_startup_breadcrumb(line) is startup
