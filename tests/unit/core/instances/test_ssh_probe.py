@@ -26,7 +26,8 @@ from airflow_provider_brev.core.instances.ssh_probe import (
     ssh_still_booting,
 )
 from airflow_provider_brev.core.protocol.lines import ProcessResult
-from airflow_provider_brev.core.protocol.machine import Done, Sleep
+from airflow_provider_brev.core.protocol.machine import Done, Failed, Sleep
+from airflow_provider_brev.exceptions import BrevCLINotFoundError, BrevTransientError
 from unit.core.instances.ssh_probe_helpers import ENTRY, REFUSED, echo, listed, refreshed_entry
 from unit.machine_steps import step
 
