@@ -140,9 +140,9 @@ airflow-smoke: sync
 # tests/system against REAL Brev (prints the estimated cost first, always deletes); `make test` runs the same tests
 # against the simulator. Needs BREV_API_TOKEN or AIRFLOW_CONN_BREV_DEFAULT (else skipped); optional BREV_SYSTEM_GPU
 # (e.g. L4) and BREV_SYSTEM_MAX_PRICE (USD/h, default 1.50) narrow the cheapest 1-GPU type chosen.
-# Every `brev` call is recorded, secrets scrubbed, in tests/transcripts/real-<UTC time>.jsonl (or the file named by
+# Every `brev` call is recorded, secrets scrubbed, in tests/system/transcripts/real-<UTC time>.jsonl (or the file named by
 # AIRFLOW_PROVIDER_BREV_TRANSCRIPT), a transcript `make test` replays on the simulator: docs/transcripts.md.
 system-test: sync
 	BREV_SYSTEM_TEST=real \
-	AIRFLOW_PROVIDER_BREV_TRANSCRIPT="$${AIRFLOW_PROVIDER_BREV_TRANSCRIPT:-$(CURDIR)/tests/transcripts/real-$$(date -u +%Y%m%dT%H%M%SZ).jsonl}" \
+	AIRFLOW_PROVIDER_BREV_TRANSCRIPT="$${AIRFLOW_PROVIDER_BREV_TRANSCRIPT:-$(CURDIR)/tests/system/transcripts/real-$$(date -u +%Y%m%dT%H%M%SZ).jsonl}" \
 	$(BIN)/pytest tests/system -v

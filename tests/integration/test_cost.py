@@ -193,10 +193,11 @@ def test_work_is_the_job_s_own_run_time_never_the_event_held_back_nor_the_resump
     seconds = cost["seconds"]
     assert seconds["work"] >= 0.5  # `sleep 0.5`
     assert seconds["resume"] >= held[0] - 0.05  # the event held back (logged to 0.1 s) is resume...
-    # ...and never work: from the launch to the settled event is the settling time, of which the hold is not work
-    assert seconds["work"] <= SETTLE_SECONDS - held[0] + 0.1
     work, resume = (span for span in cost["spans"] if span[0] in ("work", "resume"))
-    assert work[2] == resume[1]  # the job's end, seen by the trigger: one instant, no gap and no overlap
+    # ...and never work: work ends where resume begins (the job's end, seen by the trigger: one instant, no gap and
+    # no overlap), so the hold inside resume is outside work. No wall-clock bound on work itself: on a busy machine
+    # the time from the launch to the deferral (work, rightly) is as long as the machine makes it.
+    assert work[2] == resume[1] and resume[2] - resume[1] >= held[0] - 0.05
     report = _ti(dag_run, "settle_report").xcom_pull(task_ids="settle_report")
     adds_up_to_the_bill(report)
     assert report["seconds"]["work"] == seconds["work"] and report["seconds"]["resume"] == seconds["resume"]

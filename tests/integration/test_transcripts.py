@@ -1,4 +1,4 @@
-"""Transcripts of ``brev`` calls (tests/transcripts/*.jsonl) keep the simulator honest: every checked-in transcript
+"""Transcripts of ``brev`` calls (tests/system/transcripts/*.jsonl) keep the simulator honest: every checked-in transcript
 (recorded from real Brev by ``make system-test``, or built from the reference's quoted outputs) is replayed on a
 fresh simulator, call by call, and the provider must make the same of both answers -- exit code, classified
 outcome, JSON keys and types -- and must read every recorded answer with its own parsers. A difference fails the
@@ -27,7 +27,7 @@ from airflow_provider_brev.testing.transcripts import Difference, differences, l
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-TRANSCRIPTS = sorted((Path(__file__).resolve().parents[1] / "transcripts").glob("*.jsonl"))
+TRANSCRIPTS = sorted((Path(__file__).resolve().parents[1] / "system" / "transcripts").glob("*.jsonl"))
 
 
 @dataclass(frozen=True)
@@ -161,7 +161,7 @@ def test_the_hooks_recording_is_a_transcript_that_replays_without_a_difference(b
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="no make on this machine")
 def test_make_system_test_records_a_transcript_in_the_transcripts_folder(tmp_path):
-    """`make system-test` runs the system tests with the recording on, into tests/transcripts/ (its pytest stood in
+    """`make system-test` runs the system tests with the recording on, into tests/system/transcripts/ (its pytest stood in
     for by a script that prints what it was given: nothing real runs)."""
     root = Path(__file__).resolve().parents[2]
     (tmp_path / "pytest").write_text(
@@ -180,4 +180,4 @@ def test_make_system_test_records_a_transcript_in_the_transcripts_folder(tmp_pat
     )
     mode, transcript, args = ran.stdout.strip().split("|")
     assert (mode, args) == ("real", "tests/system -v")
-    assert re.fullmatch(re.escape(f"{root}/tests/transcripts/real-") + r"\d{8}T\d{6}Z\.jsonl", transcript)
+    assert re.fullmatch(re.escape(f"{root}/tests/system/transcripts/real-") + r"\d{8}T\d{6}Z\.jsonl", transcript)

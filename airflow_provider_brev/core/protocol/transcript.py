@@ -1,6 +1,6 @@
 """A transcript of ``brev`` calls: one record per call, secrets scrubbed, and what the provider reads from it (pure).
 
-A transcript is a JSON Lines file, one session in call order (``tests/transcripts/*.jsonl``). Each record says
+A transcript is a JSON Lines file, one session in call order (``tests/system/transcripts/*.jsonl``). Each record says
 what the call was and what it printed: ``argv`` (after ``brev``), ``stdout``, ``stderr``, ``exit_code``,
 ``timed_out``, the CLI's ``cli_version``, and its ``source``: ``recorded`` (a real ``brev``, written by the hook
 while :data:`TRANSCRIPT_VARIABLE` names a file, which ``make system-test`` sets) or ``reference`` (built from the

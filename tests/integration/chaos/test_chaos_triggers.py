@@ -20,6 +20,7 @@ import time
 import pytest
 from helpers import cli_calls
 
+from airflow_provider_brev.core.jobs.follower import REMOTE_LINE_PREFIX
 from airflow_provider_brev.core.jobs.remote import FINISHED, KILLED_EXIT_CODE, RUNNING, TERMINATED_EXIT_CODE, RemoteJob
 from airflow_provider_brev.triggers.brev import BrevInstanceReadyTrigger, BrevRemoteJobTrigger
 from integration.chaos.chaos_helpers import (
@@ -65,12 +66,10 @@ def polls_of(sim, job: RemoteJob) -> int:
 
 
 def shown_lines(task_logs, name: str) -> list[str]:
-    """Job output lines a trigger logged (``[<instance>] <line>``), in order, duplicates kept."""
-    return [
-        m.group(1)
-        for line in task_logs.lines
-        if (m := re.search(rf"\[{re.escape(name)}\] (\S[^\n]*?)\s*(?:\[|$)", line))
-    ]
+    """Job output lines a trigger logged (``[remote] <line>``; the test follows one instance, ``name``), in order,
+    duplicates kept."""
+    prefix = re.escape(REMOTE_LINE_PREFIX)
+    return [m.group(1) for line in task_logs.lines if (m := re.search(rf"{prefix}(\S[^\n]*?)\s*(?:\[|$)", line))]
 
 
 # --------------------------------------------------------------------------- 8. a user kills a deferred task
