@@ -51,7 +51,7 @@ if TYPE_CHECKING:
 ARTIFACTS = ROOT / "artifacts" / "airflow-smoke"
 SMOKE_ROOT = ROOT / ".airflow-local" / "smoke"
 DAG_ID = "example_brev_lifecycle"
-LIFECYCLE_TASKS = ("create_instance", "wait_until_ready", "nvidia_smi", "delete_instance")
+LIFECYCLE_TASKS = ("create_instance", "wait_until_ready", "nvidia_smi", "delete_instance", "cost_report")
 UI_CONN_ID = "brev_from_the_form"
 UI_TOKEN = "placeholder-typed-by-the-smoke-test"  # not a credential: the connection is never used
 RUN_TIMEOUT = 240.0
