@@ -53,7 +53,8 @@ def test_every_step_reports_its_cost_and_the_run_adds_them_up(run_dag, brev_sim,
     assert run["seconds"]["boot"] == 0 and run["seconds"]["work"] >= 1.0  # `sleep 1`, across the deferral
     # the ephemeral step bills its boot too, on the cheapest type within the cap
     assert (solo["instance_type"], solo["price_per_hour"]) == ("g5.xlarge", 1.21)
-    assert solo["seconds"]["boot"] > 0 and solo["seconds"]["work"] >= 0.5
+    # `sleep 0.5`: work starts when the launch returns, a few ms after the job itself may have started
+    assert solo["seconds"]["boot"] > 0 and solo["seconds"]["work"] >= 0.45
     assert "type g5.xlarge at $1.21/h, cheapest of 2" in task_logs.text
     assert "type g6e.xlarge at $2.24/h" in task_logs.text
     assert task_logs.text.count("Cost: $") >= 3  # one line per task: total, rate and phases

@@ -78,6 +78,13 @@ def readme_sample() -> str:
 
 
 def test_the_readmes_sample_output_is_what_the_demo_prints(demo):
+    from airflow import __version__ as airflow_version
+
+    if tuple(int(part) for part in airflow_version.split(".")[:2]) < (3, 1):  # the floor venv (make test-floor)
+        pytest.skip(
+            "the README shows what `make demo` prints in the dev environment; Airflow 3.0's dag.test() also "
+            "prints its own debug lines"
+        )
     assert demo.returncode == 0, (demo.stdout + demo.stderr)[-4000:]
     printed = stable(demo.stdout)
     assert stable(readme_sample()) == printed, (
