@@ -205,8 +205,10 @@ class AirflowApi:
             lines.append(" ".join(str(p) for p in parts if p not in ("", None, {})))
         return "\n".join(lines)
 
-    def xcom(self, dag_id: str, run_id: str, task_id: str, key: str = "return_value") -> Any:
-        """An XCom value as the API serves it (stringified on the server, as the UI shows it)."""
+    def xcom(self, dag_id: str, run_id: str, task_id: str, key: str = "return_value", *, native: bool = False) -> Any:
+        """An XCom value as the API serves it: stringified on the server, as the UI shows it, or with ``native`` the
+        deserialized value as JSON (a task's returned dict as a dict)."""
         self.login()
-        entry = self.xcoms.get_xcom_entry(dag_id, task_id, run_id, key)
+        options = {"deserialize": True, "stringify": False} if native else {}
+        entry = self.xcoms.get_xcom_entry(dag_id, task_id, run_id, key, **options)
         return getattr(entry.actual_instance, "value", None)

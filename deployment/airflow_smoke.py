@@ -43,10 +43,19 @@ from airflow_local import LocalAirflow, free_port  # noqa: E402
 from browser import brev_connection_form, chromium_page, ensure_chromium, login, wait_chromium  # noqa: E402
 from cpu_load import cpu_load  # noqa: E402
 
+from airflow_provider_brev.testing.evidence import (  # noqa: E402
+    adds_up_to_the_bill,
+    cli_calls,
+    downloads,
+    pulled_bytes,
+)
+
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from playwright.sync_api import Page
+
+    from airflow_provider_brev.testing.simulator import BrevSimulator
 
 ARTIFACTS = ROOT / "artifacts" / "airflow-smoke"
 SMOKE_ROOT = ROOT / ".airflow-local" / "smoke"
@@ -59,6 +68,8 @@ FLAGSHIP = "tao_visual_changenet_retrain"
 #: The flagship's TAO steps and the action each runs.
 FLAGSHIP_STEPS = {"gap_analysis": "vcn_aoi", "train": "train", "evaluate": "evaluate"}
 FLAGSHIP_TIMEOUT = 900.0
+#: What each of the flagship's two images downloads on a cold pull (the simulator's docker pulls at once).
+IMAGE_BYTES = 3 * 10**9
 #: The examples the REST checks trigger once each, at the same time, with their default params (the lifecycle
 #: example and the flagship run in the checks above): every task of each must succeed.
 OTHER_EXAMPLES = (
@@ -106,12 +117,16 @@ class Smoke:
         self.ui_run_id = ""
         self.timings: dict[str, float] = {}
         self.flagship_run_id = ""
+        self.warm_run_id = ""
+        self.warm_instance = ""
 
     # ------------------------------------------------------------------------------------------- REST
     def start(self) -> str:
         t0 = time.monotonic()
         self.local.start()
         statuses = self.local.wait_healthy(timeout=240)
+        assert self.local.sim is not None
+        self.local.sim.set_docker(image_bytes=IMAGE_BYTES)  # a cold pull downloads something a warm run saves
         self.timings["startup_seconds"] = round(time.monotonic() - t0, 1)
         self.api = AirflowApi(self.local.url)
         self.api.wait_dag(DAG_ID, timeout=120)
@@ -282,27 +297,76 @@ class Smoke:
             f"(tries {tries})"
         )
 
+    def rest_flagship_warm(self) -> str:
+        """The flagship triggered again (REST, no logical date, default params: warm by default) once the first
+        run's instance is STOPPED: the second run starts that instance (same id, no ``brev create``), pulls no image
+        byte, downloads no unchanged dataset object, and its cost report puts the bill first, its total the bill."""
+        assert self.api is not None and self.local.sim is not None
+        sim, api = self.local.sim, self.api
+        name = self.warm_instance = str(api.xcom(FLAGSHIP, self.flagship_run_id, "create_instance", native=True))
+        status = until_instance(sim, name, "STOPPED", timeout=180.0)
+        instance_id = status["id"]
+        assert pulled_bytes(sim) == 2 * IMAGE_BYTES, f"the cold run pulled {pulled_bytes(sim)} bytes"
+        creates, t0 = len(cli_calls(sim, "create")), time.time()
+        run_id = self.warm_run_id = api.trigger(FLAGSHIP)
+        state = api.wait_run(FLAGSHIP, run_id, timeout=FLAGSHIP_TIMEOUT)
+        seconds = round(time.time() - t0, 1)
+        states = {ti.task_id: state_of(ti) for ti in api.task_instances(FLAGSHIP, run_id)}
+        self.save_task_logs(run_id, list(states), dag_id=FLAGSHIP)
+        assert state == "success", f"warm flagship run {run_id} is {state}: {states}"
+        second = str(api.xcom(FLAGSHIP, run_id, "create_instance", native=True))
+        assert second == name and sim.instance(name)["id"] == instance_id, f"{second} != {name} (id {instance_id})"
+        started = [call["argv"][-1] for call in cli_calls(sim, "start") if call["ts"] >= t0]
+        assert started == [instance_id] and len(cli_calls(sim, "create")) == creates, (started, creates)
+        assert pulled_bytes(sim, t0) == 0, f"the warm run pulled {pulled_bytes(sim, t0)} image bytes"
+        staged = {step: downloads(api.xcom(FLAGSHIP, run_id, step, native=True))[0] for step in FLAGSHIP_STEPS}
+        objects = self.local.seeded_objects
+        assert all(got == (0, objects) for got in staged.values()), f"(transferred, skipped) per step: {staged}"
+        report = api.xcom(FLAGSHIP, run_id, "cost_report", native=True)
+        adds_up_to_the_bill(report)
+        first_line = report["table"].splitlines()[0]
+        return (
+            f"{run_id} success in {seconds} s: started {name} (id {instance_id}), 0 image bytes pulled, dataset "
+            f"(transferred, skipped) {staged}; cost report: {first_line!r}"
+        )
+
     def ui_brev_page(self, page: Page) -> str:
-        """Browse -> Brev (the provider's page, in the UI's frame): the flagship run's bill is a bar of its cost
-        history, linking to its cost report; every request the page made went to the API server."""
+        """Browse -> Brev (the provider's page, in the UI's frame) after the two flagship runs: the warm pool lists
+        the flagship's stopped instance, the fleet every instance billing at that moment, the cost history a bar
+        per flagship run linking to its cost report; every request the page made went to the API server."""
         from urllib.parse import quote
 
         from playwright.sync_api import expect
 
+        assert self.local.sim is not None
         requested: list[str] = []
         page.context.on("request", lambda request: requested.append(request.url))
+        running = [i["name"] for i in self.local.sim.instances() if i["status"] == "RUNNING"]
         login(page, self.local.url, "/plugin/brev")
         frame = page.frame_locator("iframe")
         expect(frame.locator("#fleet")).to_be_visible(timeout=60_000)
-        bar = frame.locator(f'section[data-dag="{FLAGSHIP}"] svg a.bar[data-run="{self.flagship_run_id}"]')
-        expect(bar).to_have_count(1)
-        href = bar.get_attribute("href") or ""
-        assert href.endswith(f"/runs/{quote(self.flagship_run_id, safe='')}/tasks/cost_report"), href
+        if self.warm_instance:
+            expect(frame.locator("#warm-table tbody tr").filter(has_text=self.warm_instance)).to_contain_text(
+                "tao-vcn-retrain"
+            )
+        for name in running:  # billing while the page loaded (none, once every example run ended)
+            expect(frame.locator("#fleet-table tbody tr").filter(has_text=name)).to_contain_text("RUNNING")
+        runs = [r for r in (self.flagship_run_id, self.warm_run_id) if r]
+        bars = frame.locator(f'section[data-dag="{FLAGSHIP}"] svg a.bar')
+        expect(bars).to_have_count(len(runs))
+        hrefs = []
+        for run_id in runs:
+            href = frame.locator(f'section[data-dag="{FLAGSHIP}"] svg a.bar[data-run="{run_id}"]').get_attribute("href")
+            assert (href or "").endswith(f"/runs/{quote(run_id, safe='')}/tasks/cost_report"), href
+            hrefs.append(href)
         page.screenshot(path=str(ARTIFACTS / "brev-page.png"), full_page=True)
         url = self.local.url
         elsewhere = [u for u in requested if not u.startswith("data:") and not u.removeprefix("blob:").startswith(url)]
         assert f"{url}/brev/" in requested and not elsewhere, f"requests to another host: {elsewhere}"
-        return f"the flagship's bar links to {href}; {len(requested)} requests, all to {url}; brev-page.png"
+        return (
+            f"warm pool: {self.warm_instance or '-'}; billing: {running or 'nothing'}; {len(runs)} flagship bars "
+            f"linking to {hrefs}; {len(requested)} requests, all to {url}; brev-page.png"
+        )
 
     def job_launches(self, run_id: str) -> dict[str, int]:
         """How often each flagship step's command really started: its job directories on the simulated instances
@@ -329,6 +393,15 @@ class Smoke:
                 shutil.copytree(src, ARTIFACTS / name.replace("/", "-"), dirs_exist_ok=True)
         assert not left, f"processes left running: {left}"
         return f"all stopped (SIGKILL needed for: {killed or 'none'}); no process carries the marker"
+
+
+def until_instance(sim: BrevSimulator, name: str, status: str, *, timeout: float) -> dict[str, Any]:
+    """Until the simulator lists ``name`` with ``status`` (the simulator runs in real time here); its record."""
+    deadline = time.monotonic() + timeout
+    while (instance := sim.instance(name)) is None or instance["status"] != status:
+        assert time.monotonic() < deadline, f"{name} is not {status} after {timeout:.0f} s: {instance}"
+        time.sleep(0.5)
+    return instance
 
 
 def _fail(message: str) -> Callable[[], str]:
@@ -360,6 +433,7 @@ def _browser_checks(checks: Checks, smoke: Smoke) -> None:
         if ui_run:
             checks.run("ui_run_success", lambda: smoke.wait_success(smoke.ui_run_id))
         if in_browser("ui_flagship_under_load", smoke.ui_flagship_under_load):
+            checks.run("rest_flagship_warm", smoke.rest_flagship_warm)
             in_browser("ui_brev_page", smoke.ui_brev_page)
 
 
