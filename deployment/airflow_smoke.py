@@ -12,8 +12,16 @@ every component is healthy, then:
   machine is loaded (scripts/cpu_load.py: busy-loops, twice the cores): the run succeeds, and every TAO step ran
   its job exactly once (one job directory per step on the simulated instance, one TAO run per action) -- a retry
   after Airflow's deferral race must collect the finished job, never launch it again;
-* the Brev page (Browse -> Brev, ``/plugin/brev``) after the flagship's run: its cost history has a bar for that
-  run linking to its cost report, and the page asked nothing of another host;
+* the flagship triggered a second time through REST (no logical date, default params: warm by default) once the
+  first run's instance is STOPPED: it starts that instance (same id, no ``brev create``), pulls 0 image bytes
+  (the simulator's images are 3 GB each: the cold run pulled both), downloads none of the dataset's unchanged
+  objects, and its cost report puts the bill first with a total equal to it (deployment/warm_run.py);
+* the Brev page (Browse -> Brev, ``/plugin/brev``) after the two flagship runs: the warm pool lists the stopped
+  instance under the flagship's ``reuse_key``, the fleet every instance RUNNING in the simulator at that moment
+  (none by then: every example run ended; the deployment test shows one), the cost history a bar per flagship run
+  linking to its cost report, and the page asked nothing of another host. ``make airflow`` runs the simple auth
+  manager in all-admins mode (every request is made an admin's), so refusing an unauthenticated request and
+  hiding a DAG from a user are checked by the deployment test, whose API server has users;
 * ``example_brev_mixed_stages`` triggered through REST with its default params (its bucket, ``brev-examples``, is
   one the local S3 creates): the run succeeds, every task green;
 * stop: no process carrying LocalAirflow's marker variable is left.
@@ -42,20 +50,12 @@ from airflow_api import AirflowApi, state_of  # noqa: E402
 from airflow_local import LocalAirflow, free_port  # noqa: E402
 from browser import brev_connection_form, chromium_page, ensure_chromium, login, wait_chromium  # noqa: E402
 from cpu_load import cpu_load  # noqa: E402
-
-from airflow_provider_brev.testing.evidence import (  # noqa: E402
-    adds_up_to_the_bill,
-    cli_calls,
-    downloads,
-    pulled_bytes,
-)
+from warm_run import FLAGSHIP, IMAGE_BYTES, check_warm_run, kept_instance  # noqa: E402
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from playwright.sync_api import Page
-
-    from airflow_provider_brev.testing.simulator import BrevSimulator
 
 ARTIFACTS = ROOT / "artifacts" / "airflow-smoke"
 SMOKE_ROOT = ROOT / ".airflow-local" / "smoke"
@@ -64,12 +64,9 @@ LIFECYCLE_TASKS = ("create_instance", "wait_until_ready", "nvidia_smi", "delete_
 UI_CONN_ID = "brev_from_the_form"
 UI_TOKEN = "placeholder-typed-by-the-smoke-test"  # not a credential: the connection is never used
 RUN_TIMEOUT = 240.0
-FLAGSHIP = "tao_visual_changenet_retrain"
 #: The flagship's TAO steps and the action each runs.
 FLAGSHIP_STEPS = {"gap_analysis": "vcn_aoi", "train": "train", "evaluate": "evaluate"}
 FLAGSHIP_TIMEOUT = 900.0
-#: What each of the flagship's two images downloads on a cold pull (the simulator's docker pulls at once).
-IMAGE_BYTES = 3 * 10**9
 #: The examples the REST checks trigger once each, at the same time, with their default params (the lifecycle
 #: example and the flagship run in the checks above): every task of each must succeed.
 OTHER_EXAMPLES = (
@@ -300,35 +297,21 @@ class Smoke:
     def rest_flagship_warm(self) -> str:
         """The flagship triggered again (REST, no logical date, default params: warm by default) once the first
         run's instance is STOPPED: the second run starts that instance (same id, no ``brev create``), pulls no image
-        byte, downloads no unchanged dataset object, and its cost report puts the bill first, its total the bill."""
+        byte, downloads no unchanged dataset object, and its cost report puts the bill first, its total the bill
+        (deployment/warm_run.py)."""
         assert self.api is not None and self.local.sim is not None
         sim, api = self.local.sim, self.api
-        name = self.warm_instance = str(api.xcom(FLAGSHIP, self.flagship_run_id, "create_instance", native=True))
-        status = until_instance(sim, name, "STOPPED", timeout=180.0)
-        instance_id = status["id"]
-        assert pulled_bytes(sim) == 2 * IMAGE_BYTES, f"the cold run pulled {pulled_bytes(sim)} bytes"
-        creates, t0 = len(cli_calls(sim, "create")), time.time()
+        kept = kept_instance(api, sim, self.flagship_run_id)
+        self.warm_instance = kept[0]
+        t0 = time.time()
         run_id = self.warm_run_id = api.trigger(FLAGSHIP)
         state = api.wait_run(FLAGSHIP, run_id, timeout=FLAGSHIP_TIMEOUT)
         seconds = round(time.time() - t0, 1)
         states = {ti.task_id: state_of(ti) for ti in api.task_instances(FLAGSHIP, run_id)}
         self.save_task_logs(run_id, list(states), dag_id=FLAGSHIP)
         assert state == "success", f"warm flagship run {run_id} is {state}: {states}"
-        second = str(api.xcom(FLAGSHIP, run_id, "create_instance", native=True))
-        assert second == name and sim.instance(name)["id"] == instance_id, f"{second} != {name} (id {instance_id})"
-        started = [call["argv"][-1] for call in cli_calls(sim, "start") if call["ts"] >= t0]
-        assert started == [instance_id] and len(cli_calls(sim, "create")) == creates, (started, creates)
-        assert pulled_bytes(sim, t0) == 0, f"the warm run pulled {pulled_bytes(sim, t0)} image bytes"
-        staged = {step: downloads(api.xcom(FLAGSHIP, run_id, step, native=True))[0] for step in FLAGSHIP_STEPS}
-        objects = self.local.seeded_objects
-        assert all(got == (0, objects) for got in staged.values()), f"(transferred, skipped) per step: {staged}"
-        report = api.xcom(FLAGSHIP, run_id, "cost_report", native=True)
-        adds_up_to_the_bill(report)
-        first_line = report["table"].splitlines()[0]
-        return (
-            f"{run_id} success in {seconds} s: started {name} (id {instance_id}), 0 image bytes pulled, dataset "
-            f"(transferred, skipped) {staged}; cost report: {first_line!r}"
-        )
+        warm = check_warm_run(api, sim, run_id, kept=kept, since=t0, objects=self.local.seeded_objects)
+        return f"{run_id} success in {seconds} s: {warm}"
 
     def ui_brev_page(self, page: Page) -> str:
         """Browse -> Brev (the provider's page, in the UI's frame) after the two flagship runs: the warm pool lists
@@ -393,15 +376,6 @@ class Smoke:
                 shutil.copytree(src, ARTIFACTS / name.replace("/", "-"), dirs_exist_ok=True)
         assert not left, f"processes left running: {left}"
         return f"all stopped (SIGKILL needed for: {killed or 'none'}); no process carries the marker"
-
-
-def until_instance(sim: BrevSimulator, name: str, status: str, *, timeout: float) -> dict[str, Any]:
-    """Until the simulator lists ``name`` with ``status`` (the simulator runs in real time here); its record."""
-    deadline = time.monotonic() + timeout
-    while (instance := sim.instance(name)) is None or instance["status"] != status:
-        assert time.monotonic() < deadline, f"{name} is not {status} after {timeout:.0f} s: {instance}"
-        time.sleep(0.5)
-    return instance
 
 
 def _fail(message: str) -> Callable[[], str]:

@@ -3,8 +3,8 @@
 
 * :func:`cli_calls`: the real invocations of one ``brev`` command in the simulator's call log (which instance a
   run created, started, deleted);
-* :func:`pulled_bytes`: the image bytes the simulated instances' ``docker`` downloaded since a moment (a warm run
-  pulls none: its images are on the kept disk);
+* :func:`pulled_bytes`: the image bytes the simulated instances' ``docker`` downloaded since a moment;
+* :func:`started_warm`: a run started a stopped instance (same id, no ``brev create``) and pulled no image byte;
 * :func:`downloads`: per input of a TAO step's S3 staging, how many objects it transferred and how many unchanged
   ones it skipped (from the step's XCom; a warm run transfers none);
 * :func:`adds_up_to_the_bill`: a ``cost_report`` (``run_cost``) report puts the bill first, its table's total row
@@ -33,9 +33,24 @@ def cli_calls(sim: BrevSimulator, command: str) -> list[dict[str, Any]]:
     ]
 
 
-def pulled_bytes(sim: BrevSimulator, since: float = 0.0) -> int:
-    """Image bytes the instances' ``docker`` downloaded since ``since`` (epoch seconds)."""
-    return sum(int(call.get("bytes") or 0) for call in sim.docker_calls() if call["ts"] >= since)
+def pulled_bytes(sim: BrevSimulator, since: float = 0.0, *, instance: str | None = None) -> int:
+    """Image bytes the instances' ``docker`` (``instance``'s alone: its name or id) downloaded since ``since``
+    (epoch seconds)."""
+    return sum(int(call.get("bytes") or 0) for call in sim.docker_calls(instance) if call["ts"] >= since)
+
+
+def started_warm(sim: BrevSimulator, name: str, instance_id: str, since: float) -> None:
+    """Since ``since``, instance ``name`` was started once (``brev start`` of ``instance_id``), never created
+    again, kept its id, and its ``docker`` pulled no image byte (both images were on its kept disk)."""
+    starts = [
+        c["argv"][-1] for c in cli_calls(sim, "start") if c["ts"] >= since and c["argv"][-1] in (name, instance_id)
+    ]
+    _require(starts == [instance_id], f"brev start calls since the run began: {starts} (id {instance_id})")
+    creates = [c["argv"] for c in cli_calls(sim, "create") if c["ts"] >= since and name in c["argv"]]
+    _require(creates == [], f"created again: {creates}")
+    _require((sim.instance(name) or {}).get("id") == instance_id, f"{name} is now {sim.instance(name)}")
+    pulled = pulled_bytes(sim, since, instance=instance_id)
+    _require(pulled == 0, f"{name} pulled {pulled} image bytes")
 
 
 def downloads(step_result: Mapping[str, Any]) -> list[tuple[int, int]]:
