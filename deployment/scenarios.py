@@ -251,16 +251,19 @@ class Scenarios:
 
     # ------------------------------------------------------------------------------------ the end
     def delete_instances(self, names: list[str]) -> str:
-        """``brev delete`` the instances runs left on purpose (a warm one stopped, one billing), by id."""
+        """``brev delete`` the instances runs left on purpose (a warm one stopped, one billing), by id, logged in
+        with a ``HOME`` of its own (the components' stays theirs)."""
         if not names:
             raise AssertionError("no instance to delete: the runs that keep one did not finish")
+        home = self.dep.workdir / "cleanup-home"
+        self.dep.sim.login(home)
         for name in names:
             instance = self.dep.sim.instance(name)
             if instance is None:
                 raise AssertionError(f"{name} is gone already")
             done = subprocess.run(
                 ["brev", "delete", instance["id"]],
-                env=self.dep.env,
+                env={**self.dep.env, "HOME": str(home)},
                 capture_output=True,
                 text=True,
                 timeout=120,
