@@ -1,15 +1,16 @@
 """The REST calls the deployment and smoke tests make, through the official ``apache-airflow-client``.
 
 ``AirflowApi(base_url)`` wraps ``airflow_client.client`` (the generated client matching Airflow 3.3) with the
-few waits and conversions the tests need. Authentication is Airflow's simple auth manager with
-``[core] simple_auth_manager_all_admins = True``: ``GET /auth/token`` hands out an admin JWT, which the client then
-sends as its bearer token.
+few waits and conversions the tests need. Authentication is Airflow's simple auth manager: with ``[core]
+simple_auth_manager_all_admins = True`` (``make airflow``) ``GET /auth/token`` hands out an admin JWT; with users
+(``make deployment-test``) ``POST /auth/token`` hands out the JWT of ``AirflowApi(base_url, user=(name,
+password))``. The client then sends it as its bearer token.
 
 Two requests are not operations of the public API, so the generated client has no method for them; they still go
 through the client's own transport (``ApiClient.param_serialize`` + ``call_api``: same urllib3 pool, host and
 bearer token), not a hand-written HTTP client:
 
-* ``GET /auth/token``: the simple auth manager's token endpoint, mounted outside ``/api/v2``;
+* ``GET`` or ``POST /auth/token``: the simple auth manager's token endpoint, mounted outside ``/api/v2``;
 * ``GET /ui/connections/hook_meta``: the connection-form metadata the UI renders, served by the UI's private API
   (``/ui``), which the public OpenAPI spec (and so the client) does not cover.
 """
@@ -46,8 +47,9 @@ def state_of(obj: Any) -> str:
 class AirflowApi:
     """One authenticated ``airflow_client`` session against an api-server (cheap: make one per thread)."""
 
-    def __init__(self, base_url: str, *, timeout: float = 60.0) -> None:
+    def __init__(self, base_url: str, *, timeout: float = 60.0, user: tuple[str, str] | None = None) -> None:
         self.base_url = base_url.rstrip("/")
+        self.user = user
         self.timeout = timeout
         self.config = af.Configuration(host=self.base_url)
         self.client = af.ApiClient(self.config)
@@ -61,13 +63,15 @@ class AirflowApi:
         self.xcoms = af.XComApi(self.client)
 
     # ------------------------------------------------------------------------------------ transport
-    def _raw(self, method: str, path: str, *, auth: bool = True, timeout: float | None = None) -> Any:
+    def _raw(self, method: str, path: str, *, auth: bool = True, timeout: float | None = None, body: Any = None) -> Any:
         """A JSON request outside the public API, through the client's transport (see the module docstring)."""
         headers = {"Accept": "application/json"}
         if auth:
             headers["Authorization"] = f"Bearer {self.login()}"
+        if body is not None:
+            headers["Content-Type"] = "application/json"
         _method, url, header_params, body, post_params = self.client.param_serialize(
-            method=method, resource_path=path, header_params=headers, auth_settings=[]
+            method=method, resource_path=path, header_params=headers, body=body, auth_settings=[]
         )
         resp = self.client.call_api(
             _method, url, header_params, body, post_params, _request_timeout=timeout or self.timeout
@@ -78,9 +82,15 @@ class AirflowApi:
         return json.loads(data)
 
     def login(self) -> str:
-        """The simple auth manager's JWT for the all-admins user (fetched once, then sent on every call)."""
+        """The simple auth manager's JWT (fetched once, then sent on every call): ``user``'s from ``POST
+        /auth/token`` with its password, else the all-admins user's from ``GET /auth/token``."""
         if not self.config.access_token:
-            self.config.access_token = self._raw("GET", "/auth/token", auth=False)["access_token"]
+            if self.user is None:
+                response = self._raw("GET", "/auth/token", auth=False)
+            else:
+                credentials = {"username": self.user[0], "password": self.user[1]}
+                response = self._raw("POST", "/auth/token", auth=False, body=credentials)
+            self.config.access_token = response["access_token"]
         return str(self.config.access_token)
 
     # ------------------------------------------------------------------------------------ health, metadata
@@ -205,8 +215,10 @@ class AirflowApi:
             lines.append(" ".join(str(p) for p in parts if p not in ("", None, {})))
         return "\n".join(lines)
 
-    def xcom(self, dag_id: str, run_id: str, task_id: str, key: str = "return_value") -> Any:
-        """An XCom value as the API serves it (stringified on the server, as the UI shows it)."""
+    def xcom(self, dag_id: str, run_id: str, task_id: str, key: str = "return_value", *, native: bool = False) -> Any:
+        """An XCom value as the API serves it: stringified on the server, as the UI shows it, or with ``native`` the
+        deserialized value as JSON (a task's returned dict as a dict)."""
         self.login()
-        entry = self.xcoms.get_xcom_entry(dag_id, task_id, run_id, key)
+        options = {"deserialize": True, "stringify": False} if native else {}
+        entry = self.xcoms.get_xcom_entry(dag_id, task_id, run_id, key, **options)
         return getattr(entry.actual_instance, "value", None)

@@ -12,8 +12,16 @@ every component is healthy, then:
   machine is loaded (scripts/cpu_load.py: busy-loops, twice the cores): the run succeeds, and every TAO step ran
   its job exactly once (one job directory per step on the simulated instance, one TAO run per action) -- a retry
   after Airflow's deferral race must collect the finished job, never launch it again;
-* the Brev page (Browse -> Brev, ``/plugin/brev``) after the flagship's run: its cost history has a bar for that
-  run linking to its cost report, and the page asked nothing of another host;
+* the flagship triggered a second time through REST (no logical date, default params: warm by default) once the
+  first run's instance is STOPPED: it starts that instance (same id, no ``brev create``), pulls 0 image bytes
+  (the simulator's images are 3 GB each: the cold run pulled both), downloads none of the dataset's unchanged
+  objects, and its cost report puts the bill first with a total equal to it (deployment/warm_run.py);
+* the Brev page (Browse -> Brev, ``/plugin/brev``) after the two flagship runs: the warm pool lists the stopped
+  instance under the flagship's ``reuse_key``, the fleet every instance RUNNING in the simulator at that moment
+  (none by then: every example run ended; the deployment test shows one), the cost history a bar per flagship run
+  linking to its cost report, and the page asked nothing of another host. ``make airflow`` runs the simple auth
+  manager in all-admins mode (every request is made an admin's), so refusing an unauthenticated request and
+  hiding a DAG from a user are checked by the deployment test, whose API server has users;
 * ``example_brev_mixed_stages`` triggered through REST with its default params (its bucket, ``brev-examples``, is
   one the local S3 creates): the run succeeds, every task green;
 * stop: no process carrying LocalAirflow's marker variable is left.
@@ -42,6 +50,7 @@ from airflow_api import AirflowApi, state_of  # noqa: E402
 from airflow_local import LocalAirflow, free_port  # noqa: E402
 from browser import brev_connection_form, chromium_page, ensure_chromium, login, wait_chromium  # noqa: E402
 from cpu_load import cpu_load  # noqa: E402
+from warm_run import FLAGSHIP, IMAGE_BYTES, check_warm_run, kept_instance  # noqa: E402
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -55,7 +64,6 @@ LIFECYCLE_TASKS = ("create_instance", "wait_until_ready", "nvidia_smi", "delete_
 UI_CONN_ID = "brev_from_the_form"
 UI_TOKEN = "placeholder-typed-by-the-smoke-test"  # not a credential: the connection is never used
 RUN_TIMEOUT = 240.0
-FLAGSHIP = "tao_visual_changenet_retrain"
 #: The flagship's TAO steps and the action each runs.
 FLAGSHIP_STEPS = {"gap_analysis": "vcn_aoi", "train": "train", "evaluate": "evaluate"}
 FLAGSHIP_TIMEOUT = 900.0
@@ -106,12 +114,16 @@ class Smoke:
         self.ui_run_id = ""
         self.timings: dict[str, float] = {}
         self.flagship_run_id = ""
+        self.warm_run_id = ""
+        self.warm_instance = ""
 
     # ------------------------------------------------------------------------------------------- REST
     def start(self) -> str:
         t0 = time.monotonic()
         self.local.start()
         statuses = self.local.wait_healthy(timeout=240)
+        assert self.local.sim is not None
+        self.local.sim.set_docker(image_bytes=IMAGE_BYTES)  # a cold pull downloads something a warm run saves
         self.timings["startup_seconds"] = round(time.monotonic() - t0, 1)
         self.api = AirflowApi(self.local.url)
         self.api.wait_dag(DAG_ID, timeout=120)
@@ -282,27 +294,62 @@ class Smoke:
             f"(tries {tries})"
         )
 
+    def rest_flagship_warm(self) -> str:
+        """The flagship triggered again (REST, no logical date, default params: warm by default) once the first
+        run's instance is STOPPED: the second run starts that instance (same id, no ``brev create``), pulls no image
+        byte, downloads no unchanged dataset object, and its cost report puts the bill first, its total the bill
+        (deployment/warm_run.py)."""
+        assert self.api is not None and self.local.sim is not None
+        sim, api = self.local.sim, self.api
+        kept = kept_instance(api, sim, self.flagship_run_id)
+        self.warm_instance = kept[0]
+        t0 = time.time()
+        run_id = self.warm_run_id = api.trigger(FLAGSHIP)
+        state = api.wait_run(FLAGSHIP, run_id, timeout=FLAGSHIP_TIMEOUT)
+        seconds = round(time.time() - t0, 1)
+        states = {ti.task_id: state_of(ti) for ti in api.task_instances(FLAGSHIP, run_id)}
+        self.save_task_logs(run_id, list(states), dag_id=FLAGSHIP)
+        assert state == "success", f"warm flagship run {run_id} is {state}: {states}"
+        warm = check_warm_run(api, sim, run_id, kept=kept, since=t0, objects=self.local.seeded_objects)
+        return f"{run_id} success in {seconds} s: {warm}"
+
     def ui_brev_page(self, page: Page) -> str:
-        """Browse -> Brev (the provider's page, in the UI's frame): the flagship run's bill is a bar of its cost
-        history, linking to its cost report; every request the page made went to the API server."""
+        """Browse -> Brev (the provider's page, in the UI's frame) after the two flagship runs: the warm pool lists
+        the flagship's stopped instance, the fleet every instance billing at that moment, the cost history a bar
+        per flagship run linking to its cost report; every request the page made went to the API server."""
         from urllib.parse import quote
 
         from playwright.sync_api import expect
 
+        assert self.local.sim is not None
         requested: list[str] = []
         page.context.on("request", lambda request: requested.append(request.url))
+        running = [i["name"] for i in self.local.sim.instances() if i["status"] == "RUNNING"]
         login(page, self.local.url, "/plugin/brev")
         frame = page.frame_locator("iframe")
         expect(frame.locator("#fleet")).to_be_visible(timeout=60_000)
-        bar = frame.locator(f'section[data-dag="{FLAGSHIP}"] svg a.bar[data-run="{self.flagship_run_id}"]')
-        expect(bar).to_have_count(1)
-        href = bar.get_attribute("href") or ""
-        assert href.endswith(f"/runs/{quote(self.flagship_run_id, safe='')}/tasks/cost_report"), href
+        if self.warm_instance:
+            expect(frame.locator("#warm-table tbody tr").filter(has_text=self.warm_instance)).to_contain_text(
+                "tao-vcn-retrain"
+            )
+        for name in running:  # billing while the page loaded (none, once every example run ended)
+            expect(frame.locator("#fleet-table tbody tr").filter(has_text=name)).to_contain_text("RUNNING")
+        runs = [r for r in (self.flagship_run_id, self.warm_run_id) if r]
+        bars = frame.locator(f'section[data-dag="{FLAGSHIP}"] svg a.bar')
+        expect(bars).to_have_count(len(runs))
+        hrefs = []
+        for run_id in runs:
+            href = frame.locator(f'section[data-dag="{FLAGSHIP}"] svg a.bar[data-run="{run_id}"]').get_attribute("href")
+            assert (href or "").endswith(f"/runs/{quote(run_id, safe='')}/tasks/cost_report"), href
+            hrefs.append(href)
         page.screenshot(path=str(ARTIFACTS / "brev-page.png"), full_page=True)
         url = self.local.url
         elsewhere = [u for u in requested if not u.startswith("data:") and not u.removeprefix("blob:").startswith(url)]
         assert f"{url}/brev/" in requested and not elsewhere, f"requests to another host: {elsewhere}"
-        return f"the flagship's bar links to {href}; {len(requested)} requests, all to {url}; brev-page.png"
+        return (
+            f"warm pool: {self.warm_instance or '-'}; billing: {running or 'nothing'}; {len(runs)} flagship bars "
+            f"linking to {hrefs}; {len(requested)} requests, all to {url}; brev-page.png"
+        )
 
     def job_launches(self, run_id: str) -> dict[str, int]:
         """How often each flagship step's command really started: its job directories on the simulated instances
@@ -360,6 +407,7 @@ def _browser_checks(checks: Checks, smoke: Smoke) -> None:
         if ui_run:
             checks.run("ui_run_success", lambda: smoke.wait_success(smoke.ui_run_id))
         if in_browser("ui_flagship_under_load", smoke.ui_flagship_under_load):
+            checks.run("rest_flagship_warm", smoke.rest_flagship_warm)
             in_browser("ui_brev_page", smoke.ui_brev_page)
 
 

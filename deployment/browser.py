@@ -105,10 +105,15 @@ def chromium_page(
             browser.close()
 
 
-def login(page: Page, base_url: str, path: str = "/") -> None:
-    """Open ``path`` through the simple auth manager's login (all admins): it sets the UI's token cookie."""
+def login(page: Page, base_url: str, path: str = "/", *, token: str | None = None) -> None:
+    """Open ``path`` logged in: with ``token`` (a user's JWT) as the UI's token cookie, else through the simple
+    auth manager's all-admins login, which sets that cookie."""
     base = base_url.rstrip("/")
     target = urllib.parse.quote(f"{base}{path}", safe=":/")  # run ids hold '+': unquoted it would become a space
+    if token is not None:
+        page.context.add_cookies([{"name": "_token", "value": token, "url": base}])
+        page.goto(target, timeout=90_000)
+        return
     page.goto(f"{base}/auth/token/login?next={target}", timeout=90_000)  # slow on a busy machine
 
 
@@ -135,17 +140,18 @@ def brev_connection_form(
     *,
     conn_id: str = "brev_default",
     prefix: str = "brev-connection-form",
+    token: str | None = None,
 ) -> ConnectionForm:
     """Connections -> Add Connection -> type "NVIDIA Brev", as a newcomer does; leaves the dialog open.
 
     Checks that the password field is relabelled "Brev API token", that the standard fields the provider hides are
     not shown and that the "Extra Fields" section holds the provider's fields. Saves ``<prefix>-standard.png``
     (standard fields), ``<prefix>.png`` (Extra Fields opened) and ``<prefix>.txt`` (both texts) in
-    ``artifacts_dir``. The caller may go on filling the dialog and save it.
+    ``artifacts_dir``. The caller may go on filling the dialog and save it. ``token``: as :func:`login`.
     """
     from playwright.sync_api import expect
 
-    login(page, base_url, "/connections")
+    login(page, base_url, "/connections", token=token)
     add = page.get_by_role("button", name="Add Connection")
     add.click(timeout=90_000)  # the first load of the UI bundle is slow on a busy machine
     dialog = page.get_by_role("dialog")

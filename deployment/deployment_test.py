@@ -11,9 +11,15 @@ Two stages in one file:
   the ``run`` stage with that venv's Python, and afterwards kills anything left behind and drops the database.
 * ``run`` (inside the deployment venv): starts everything, runs the checks, stops everything, prints a summary.
 
-Process, marker, database and Redis handling: deployment/processes.py; the checks: deployment/scenarios.py and
-deployment/worker_kills.py; REST through the official client: deployment/airflow_api.py; the browser (Playwright,
-Debian's Chromium): deployment/browser.py.
+The API server's auth manager has users (``admin``; ``outsider``, who may not read the flagship's DAG): no
+all-admins mode. The flagship runs twice with its default params (warm: the second run starts the first one's
+stopped instance, deployment/warm_run.py) and ``brev_page_billing`` leaves an instance running; then the Brev page
+is checked in Chromium (deployment/brev_page.py) and those two instances are deleted before the end's
+"0 instances left".
+
+Process, marker, database and Redis handling: deployment/processes.py; the checks: deployment/scenarios.py,
+deployment/warm_run.py, deployment/brev_page.py and deployment/worker_kills.py; REST through the official client:
+deployment/airflow_api.py; the browser (Playwright, Debian's Chromium): deployment/browser.py.
 """
 
 from __future__ import annotations
@@ -32,11 +38,12 @@ import threading
 import time
 import traceback
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from browser import ensure_chromium, wait_chromium
 from processes import (
     ARTIFACTS,
+    DAGS,
     DATASET_PREFIX,
     MARKER,
     REDIS_HOST,
@@ -52,6 +59,9 @@ from processes import (
     services_missing,
     tcp_ok,
 )
+
+if TYPE_CHECKING:
+    from scenarios import Scenarios
 
 
 def bootstrap(args: argparse.Namespace) -> int:
@@ -206,7 +216,28 @@ class Checks:
         return [r for r in self.results if not r["ok"]]
 
 
+def flagship_twice(scen: Scenarios, results: dict[str, Any]) -> dict[str, Any]:
+    """The flagship triggered twice through REST with its default params (warm by default): the first run's
+    result goes to ``results["flagship"]``; returns both runs and the evidence :func:`warm_run.check_warm_run`
+    needs (the first run's stopped instance, when the second was triggered, the dataset's object count)."""
+    from warm_run import kept_instance
+
+    conf = {"bucket": scen.dep.bucket, "dataset_prefix": DATASET_PREFIX}
+    first = results["flagship"] = scen.run_and_wait("flagship", conf)
+    if first["state"] != "success":
+        raise AssertionError(f"the first flagship run is {first['state']}: {first['states']}")
+    kept = kept_instance(scen.api(), scen.dep.sim, first["run_id"])
+    since = time.time()
+    second = scen.run_and_wait("flagship", conf)
+    if second["state"] != "success":
+        raise AssertionError(f"the second flagship run is {second['state']}: {second['states']}")
+    evidence = {"kept": kept, "since": since, "objects": scen.dep.dataset_objects}
+    return {"first": first, "second": second, "evidence": evidence}
+
+
 def run_stage(args: argparse.Namespace) -> int:
+    from brev_page import check_brev_page
+    from warm_run import check_warm_run
     from worker_kills import KillScenarios
 
     dep = Deployment(args)
@@ -240,19 +271,13 @@ def run_stage(args: argparse.Namespace) -> int:
         t0 = time.monotonic()
         threads = [
             threading.Thread(target=scenario, args=("lifecycle", scen.run_and_wait, "lifecycle")),
-            threading.Thread(
-                target=scenario,
-                args=(
-                    "flagship",
-                    scen.run_and_wait,
-                    "flagship",
-                    # release="delete": the run ends its bill (the flagship's default keeps its instance stopped
-                    # for the next run), so check_no_instances can require that nothing is left
-                    {"bucket": dep.bucket, "dataset_prefix": DATASET_PREFIX, "release": "delete"},
-                ),
-            ),
+            # the flagship twice with its default params (warm: the second run starts the first one's stopped
+            # instance); results["flagship"] is the first run
+            threading.Thread(target=scenario, args=("flagship_warm", flagship_twice, scen, results)),
             threading.Thread(target=scenario, args=("worker_kill", scen.worker_kill_scenario)),
             threading.Thread(target=scenario, args=("secret", scen.run_and_wait, "secret")),
+            # an instance left billing, for the Brev page's fleet
+            threading.Thread(target=scenario, args=("billing", scen.run_and_wait, "billing")),
         ]
         for t in threads:
             t.start()
@@ -277,6 +302,27 @@ def run_stage(args: argparse.Namespace) -> int:
         )
         ok_runs = [results[k] for k in ("lifecycle", "flagship") if isinstance(results.get(k), dict)]
         checks.run("deferrable tasks went through the triggerer", scen.check_deferred, ok_runs)
+        checks.run(
+            "flagship triggered again (default params): starts the first run's instance, 0 image bytes, 0 unchanged"
+            " objects downloaded, its cost report puts the bill first",
+            from_result,
+            "flagship_warm",
+            lambda r: check_warm_run(scen.api(), dep.sim, r["second"]["run_id"], **r["evidence"]),
+        )
+        warm = results.get("flagship_warm")
+        kept = [warm["evidence"]["kept"][0]] if isinstance(warm, dict) else []
+        billing = results.get("billing")
+        if isinstance(billing, dict) and billing["state"] == "success":
+            kept.append(str(scen.api().xcom(DAGS["billing"], billing["run_id"], "create", native=True)))
+        checks.run(
+            "Brev page in Chromium: running and stopped instances, two flagship bars; outsider sees no flagship"
+            " row; 401 without credentials; no request elsewhere",
+            lambda: check_brev_page(
+                dep, flagship_runs=[warm["first"]["run_id"], warm["second"]["run_id"]], warm=kept[0], billing=kept[1]
+            ),
+        )
+        # what the janitor does once max_idle passed, and whoever left brev_page_billing's instance running
+        checks.run("the warm and the billing instance deleted", scen.delete_instances, kept)
         checks.run(
             "task SIGKILLed on a worker is retried and finishes without a second launch",
             from_result,

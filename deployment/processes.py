@@ -5,7 +5,8 @@ psycopg2, redis, boto3 and the provider are imported inside the methods that run
 
 :class:`Deployment` owns what the run stage starts: a PostgreSQL database, a Redis database number, the moto S3
 server, the Brev simulator and the seven Airflow processes (each in its own process group, all carrying the
-run's marker environment variable), and stops all of it again.
+run's marker environment variable), and stops all of it again. The API server's auth manager has two users:
+``admin`` and ``outsider``, who may not read the flagship's DAG (:mod:`airflow_provider_brev.testing.page_auth`).
 """
 
 from __future__ import annotations
@@ -41,7 +42,11 @@ DAGS = {
     "flagship": "tao_visual_changenet_retrain",
     "worker_kill": "deploy_brev_worker_kill",
     "secret": "deploy_brev_secret_printed",
+    "billing": "brev_page_billing",
 }
+#: DAG files the deployment runs besides dags_examples/ and deployment/dags/ (``brev_page_billing``: an instance
+#: left billing, for the Brev page's fleet)
+EXTRA_DAG_FILES = (ROOT / "tests" / "integration" / "dags" / "brev_page_cases.py",)
 #: A secret the deploy_brev_secret_printed DAG's commands print (connection ``wandb``): it must be redacted.
 PRINTED_SECRET = "wandb-deploy-" + "9c3a" * 6
 # tasks that defer (their waits must go through the triggerer)
@@ -175,6 +180,11 @@ class Deployment:
         self.lost_workers: set[str] = set()
         self.s3: Any = None
         self.api: AirflowApi | None = None
+        #: the simple auth manager's users (airflow_provider_brev.testing.page_auth): an admin, and ``outsider``,
+        #: who may not read the flagship's DAG
+        self.passwords = {"admin": secrets.token_hex(12), "outsider": secrets.token_hex(12)}
+        self.admin = ("admin", self.passwords["admin"])
+        self.dataset_objects = 0
 
     # ---------------------------------------------------------------------------------------- plumbing
     def save_state(self) -> None:
@@ -263,21 +273,28 @@ class Deployment:
 
     def prepare(self) -> None:
         from cryptography.fernet import Fernet
+        from warm_run import IMAGE_BYTES
 
         from airflow_provider_brev.testing import BrevSimulator
+        from airflow_provider_brev.testing.page_auth import auth_environment
 
         home = self.workdir / "airflow"
         dags = self.workdir / "dags"
         worker_home = self.workdir / "worker-home"
         for d in (home, dags, worker_home):
             d.mkdir(parents=True, exist_ok=True)
-        for src in sorted((ROOT / "dags_examples").glob("*.py")) + sorted((HERE / "dags").glob("*.py")):
+        for src in [
+            *sorted((ROOT / "dags_examples").glob("*.py")),
+            *sorted((HERE / "dags").glob("*.py")),
+            *EXTRA_DAG_FILES,
+        ]:
             shutil.copy(src, dags / src.name)
         # Slow enough deploys that readiness waits really defer even on a loaded CI machine (the sensor checks once
         # before deferring: an instance ready by then is not waited for), fast enough for CI.
         self.sim = BrevSimulator(
             self.workdir / "brev-sim", profile="released", deploy_seconds=15.0, build_seconds=1.0, ssh_seconds=1.0
         ).install()
+        self.sim.set_docker(image_bytes=IMAGE_BYTES)  # what a warm run of the flagship saves
         sim_env = self.sim.env()
         db_url = f"postgresql+psycopg2://{PG_USER}@{PG_HOST}:{PG_PORT}/{self.database}"
         env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "AWS_"))}
@@ -292,7 +309,6 @@ class Deployment:
                 "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
                 "AIRFLOW__CORE__DAGS_FOLDER": str(dags),
                 "AIRFLOW__CORE__FERNET_KEY": Fernet.generate_key().decode(),
-                "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "True",
                 "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"{self.api_url}/execution/",
                 "AIRFLOW__CORE__PARALLELISM": "16",
                 "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": db_url,
@@ -334,6 +350,8 @@ class Deployment:
                 "TAO_VCN_DATASET_PREFIX": DATASET_PREFIX,
             }
         )
+        # users and passwords, no all-admins mode: a request without credentials is refused
+        env.update(auth_environment(self.workdir / "passwords.json", self.passwords, [DAGS["flagship"]]))
         self.env = env
 
     def start_s3(self) -> None:
@@ -360,7 +378,7 @@ class Deployment:
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(0.3)
-        count = upload_synthetic_vcn_dataset(client, self.bucket, DATASET_PREFIX)
+        count = self.dataset_objects = upload_synthetic_vcn_dataset(client, self.bucket, DATASET_PREFIX)
         self.s3 = client
         log(f"moto S3 on {self.s3_url}: s3://{self.bucket}/{DATASET_PREFIX} seeded with {count} objects")
 
@@ -386,7 +404,7 @@ class Deployment:
             self.worker_pids[f"worker{n}"] = proc.pid
         from airflow_api import AirflowApi
 
-        api = self.api = AirflowApi(self.api_url)
+        api = self.api = AirflowApi(self.api_url, user=self.admin)
         api.wait_healthy(timeout=240)
         self.assert_running()
         # every component reports in

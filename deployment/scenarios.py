@@ -2,7 +2,7 @@
 
 REST calls go through the official client (deployment/airflow_api.py), the connection form through Playwright
 and Debian's Chromium (deployment/browser.py). The worker-kill scenarios build on this in
-deployment/worker_kills.py.
+deployment/worker_kills.py. Every client logs in as the deployment's ``admin`` (processes.Deployment.admin).
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib.metadata
 import json
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -28,6 +29,8 @@ from processes import (
     log,
 )
 
+from airflow_provider_brev.testing.evidence import cli_calls
+
 if TYPE_CHECKING:
     from collections.abc import Callable
 
@@ -44,7 +47,7 @@ class Scenarios:
 
     def api(self) -> AirflowApi:
         """A client of its own for the calling thread."""
-        return AirflowApi(self.dep.api_url)
+        return AirflowApi(self.dep.api_url, user=self.dep.admin)
 
     def task_log_file(self, dag_id: str, run_id: str, task_id: str) -> Path:
         """Airflow's log folder of one task (shared by workers, triggerer and api-server)."""
@@ -95,8 +98,9 @@ class Scenarios:
         home = self.dep.workdir / "chromium-home"
         home.mkdir(exist_ok=True)
         env = {**os.environ, MARKER: self.dep.test_id, "HOME": str(home)}
+        token = self.api().login()
         with chromium_page(ARTIFACTS, env=env, failure_name="connection-form-failure.png") as page:
-            form = brev_connection_form(page, self.dep.api_url, ARTIFACTS)
+            form = brev_connection_form(page, self.dep.api_url, ARTIFACTS, token=token)
         size = form.extra_png.stat().st_size
         if size < 10_000:
             raise AssertionError(f"screenshot suspiciously small ({size} bytes)")
@@ -246,6 +250,30 @@ class Scenarios:
         )
 
     # ------------------------------------------------------------------------------------ the end
+    def delete_instances(self, names: list[str]) -> str:
+        """``brev delete`` the instances runs left on purpose (a warm one stopped, one billing), by id, logged in
+        with a ``HOME`` of its own (the components' stays theirs)."""
+        if not names:
+            raise AssertionError("no instance to delete: the runs that keep one did not finish")
+        home = self.dep.workdir / "cleanup-home"
+        self.dep.sim.login(home)
+        for name in names:
+            instance = self.dep.sim.instance(name)
+            if instance is None:
+                raise AssertionError(f"{name} is gone already")
+            done = subprocess.run(
+                ["brev", "delete", instance["id"]],
+                env={**self.dep.env, "HOME": str(home)},
+                capture_output=True,
+                text=True,
+                timeout=120,
+                stdin=subprocess.DEVNULL,
+                check=False,
+            )
+            if done.returncode != 0:
+                raise AssertionError(f"brev delete {instance['id']} ({name}): {done.stderr[-500:]}")
+        return f"deleted {names}"
+
     def check_no_instances(self) -> str:
         sim = self.dep.sim
         deadline = time.monotonic() + 60
@@ -262,6 +290,11 @@ class Scenarios:
             for c in calls
             if c.get("argv", [])[:1] == ["create"] and len(c["argv"]) > 1 and not c["argv"][1].startswith("-")
         ]
-        if len(names) != runs or len(set(names)) != len(names):  # one instance per DAG run, never a second one
-            raise AssertionError(f"{len(names)} brev create calls for {runs} DAG runs: {names}")
-        return f"0 instances left; {len(names)} brev create calls for {runs} DAG runs, {len(calls)} brev invocations in all"
+        # one instance per DAG run, never a second one; a warm run starts the stopped instance instead
+        starts = len(cli_calls(sim, "start"))
+        if len(names) + starts != runs or len(set(names)) != len(names):
+            raise AssertionError(f"{len(names)} brev create and {starts} start calls for {runs} DAG runs: {names}")
+        return (
+            f"0 instances left; {len(names)} brev create and {starts} brev start calls for {runs} DAG runs, "
+            f"{len(calls)} brev invocations in all"
+        )

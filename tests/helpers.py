@@ -15,6 +15,11 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from airflow_provider_brev.testing.evidence import (
+    adds_up_to_the_bill as adds_up_to_the_bill,  # the tests import both from here
+)
+from airflow_provider_brev.testing.evidence import cli_calls
+
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator
     from datetime import datetime
@@ -135,35 +140,6 @@ def task_states(dag_run) -> dict[str, str]:
 
 def run_state(dag_run) -> str:
     return getattr(dag_run.state, "value", dag_run.state)
-
-
-def cli_calls(sim, command: str) -> list[dict]:
-    """Real invocations of ``brev <command>`` from the simulator's call log (``--help`` probes excluded)."""
-    return [
-        call
-        for call in sim.calls()
-        if next((a for a in call["argv"] if not a.startswith("-")), None) == command
-        and not {"--help", "-h"} & set(call["argv"])
-    ]
-
-
-def adds_up_to_the_bill(report: dict[str, Any]) -> None:
-    """A ``run_cost`` report: every row's phases add up to its seconds, the rows to the bill (within a second:
-    milliseconds of rounding per row), and the table's total row is the bill."""
-    from airflow_provider_brev.core.bill import TABLE_PHASES
-    from airflow_provider_brev.core.cost import money
-
-    for row in report["tasks"]:
-        assert abs(sum(row["seconds"][p] for p in TABLE_PHASES) - row["total_seconds"]) < 0.01, row
-    billed = sum(entry["seconds"] for entry in report["bill"])
-    assert abs(report["total_seconds"] - billed) < 0.001, report["bill"]
-    assert abs(sum(row["total_seconds"] for row in report["tasks"]) - billed) < 1.0, report["table"]
-    assert abs(sum(report["seconds"].values()) - billed) < 1.0, report["table"]
-    priced = [entry["dollars"] for entry in report["bill"] if entry["dollars"] is not None]
-    assert abs(report["total_dollars"] - sum(priced)) < 1e-6, report["bill"]
-    [total_row] = [line.split() for line in report["table"].splitlines() if line.startswith("total ")]
-    assert total_row[-1] == money(report["total_dollars"]), report["table"]
-    assert report["table"].startswith(f"Bill: {money(report['total_dollars'])} for "), report["table"]
 
 
 def deleted_names(sim) -> list[str]:

@@ -4,7 +4,7 @@ Real runs (``dag.test()`` against the simulator, tests/integration/dags/brev_pag
 DAG run twice (its teardown stops the instance; the second run starts it again) with a cost report each time, a
 DAG whose instance still bills, and the same in a DAG the restricted user may not read. Then an API server on the
 same metadata database (its auth manager: the simple one, with ``outsider`` denied that DAG,
-tests/integration/page_auth_manager.py) serves the page, and:
+:mod:`airflow_provider_brev.testing.page_auth`) serves the page, and:
 
 * in Chromium, logged in as ``admin``: the fleet lists the billing instance RUNNING (``brev ls``, run by the API
   server), the warm pool the stopped one, the cost history two bars linking to the cost reports' task logs; the
@@ -16,15 +16,12 @@ tests/integration/page_auth_manager.py) serves the page, and:
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import re
 import signal
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -32,13 +29,13 @@ import pytest
 from helpers import run_kept, run_state, task_states, xcom_of
 
 from airflow_provider_brev.testing.local_s3 import free_port
+from airflow_provider_brev.testing.page_auth import auth_environment, request, token
 from airflow_provider_brev.ui.plugin import SERVES_PAGES
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
 ROOT = Path(__file__).resolve().parents[2]
-HERE = Path(__file__).resolve().parent
 PASSWORDS = {"admin": "admin-pw-7f3a", "outsider": "outsider-pw-2c9d"}
 
 
@@ -52,40 +49,16 @@ def until(sim: Any, name: str, wanted: str | None) -> None:
     raise AssertionError(f"{name} never reached {wanted}")
 
 
-def _request(url: str, *, token: str | None = None, method: str = "GET") -> tuple[int, str]:
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
-    request = urllib.request.Request(url, headers=headers, method=method)
-    try:
-        with urllib.request.urlopen(request, timeout=120) as response:
-            return response.status, response.read().decode()
-    except urllib.error.HTTPError as err:
-        return err.code, err.read().decode(errors="replace")
-
-
-def token(base: str, user: str) -> str:
-    body = json.dumps({"username": user, "password": PASSWORDS[user]}).encode()
-    request = urllib.request.Request(
-        f"{base}/auth/token", data=body, headers={"Content-Type": "application/json"}, method="POST"
-    )
-    with urllib.request.urlopen(request, timeout=120) as response:
-        return str(json.loads(response.read())["access_token"])
-
-
 @contextlib.contextmanager
 def api_server(tmp_path: Path) -> Iterator[str]:
     """``airflow api-server`` on this test's metadata database and simulator (the environment ``run_dag`` set up),
-    its auth manager :class:`page_auth_manager.DagScopedAuthManager`; yields its URL, stops its process group."""
+    its auth manager :class:`~airflow_provider_brev.testing.page_auth.DagScopedAuthManager` with
+    ``brev_page_private`` hidden from ``outsider``; yields its URL, stops its process group."""
     port = free_port()
     base = f"http://127.0.0.1:{port}"
-    passwords = tmp_path / "passwords.json"
-    passwords.write_text(json.dumps(PASSWORDS))
     env = {
         **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]),
-        "AIRFLOW__CORE__AUTH_MANAGER": "page_auth_manager.DagScopedAuthManager",
-        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": "admin:admin,outsider:viewer",
-        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(passwords),
-        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "False",
+        **auth_environment(tmp_path / "passwords.json", PASSWORDS, ["brev_page_private"]),
         "AIRFLOW__API__BASE_URL": base,
         "AIRFLOW__API__WORKERS": "1",
         "AIRFLOW__API__SECRET_KEY": "page-test-secret-" + "0" * 16,
@@ -121,7 +94,7 @@ def api_server(tmp_path: Path) -> Iterator[str]:
 
 def _health(base: str) -> int | None:
     try:
-        return _request(f"{base}/api/v2/monitor/health")[0]
+        return request(f"{base}/api/v2/monitor/health")[0]
     except OSError:
         return None
 
@@ -159,16 +132,16 @@ def test_the_brev_page_shows_the_fleet_warm_pool_and_cost_history_to_whom_may_re
     assert sim.instance(billing_name)["status"] == "RUNNING"
 
     with api_server(tmp_path) as base:
-        admin, outsider = token(base, "admin"), token(base, "outsider")
+        admin, outsider = (token(base, user, PASSWORDS[user]) for user in ("admin", "outsider"))
         # refused without credentials, and read-only for everyone
-        assert _request(f"{base}/brev/")[0] == 401
-        assert _request(f"{base}/brev/icon.svg")[0] == 401
-        assert _request(f"{base}/brev/", token=admin, method="POST")[0] == 405
-        assert _request(f"{base}/brev/", token=admin, method="DELETE")[0] == 405
+        assert request(f"{base}/brev/")[0] == 401
+        assert request(f"{base}/brev/icon.svg")[0] == 401
+        assert request(f"{base}/brev/", bearer=admin, method="POST")[0] == 405
+        assert request(f"{base}/brev/", bearer=admin, method="DELETE")[0] == 405
         # the auth manager decides what each user sees
-        status, seen_by_admin = _request(f"{base}/brev/", token=admin)
+        status, seen_by_admin = request(f"{base}/brev/", bearer=admin)
         assert status == 200 and "brev_page_private" in seen_by_admin and private_name in seen_by_admin
-        status, seen_by_outsider = _request(f"{base}/brev/", token=outsider)
+        status, seen_by_outsider = request(f"{base}/brev/", bearer=outsider)
         assert status == 200 and billing_name in seen_by_outsider and warm_name in seen_by_outsider
         assert "brev_page_private" not in seen_by_outsider and private_name not in seen_by_outsider
 

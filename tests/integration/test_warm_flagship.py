@@ -14,6 +14,7 @@ import pytest
 from helpers import cli_calls, delete_kept_instance, run_kept, run_state, task_states, until_status
 
 from airflow_provider_brev.testing.datasets import upload_synthetic_vcn_dataset
+from airflow_provider_brev.testing.evidence import downloads, pulled_bytes
 
 FLAGSHIP = "tao_visual_changenet_retrain"
 DATASET_PREFIX = "datasets/vcn-aoi/"
@@ -30,11 +31,6 @@ def xcom(dag_run, task_id: str, key: str = "return_value"):
 def billed(sim) -> dict[str, tuple[float, float]]:
     """Per instance id: the seconds billed at the machine's price and those billed for the stopped disk alone."""
     return {row["id"]: (row["running_seconds"], row["stopped_seconds"]) for row in sim.billing()}
-
-
-def pulled_bytes(sim, since: float) -> int:
-    """Image bytes the instances' docker downloaded since ``since`` (epoch seconds)."""
-    return sum(int(call.get("bytes") or 0) for call in sim.docker_calls() if call["ts"] >= since)
 
 
 @pytest.fixture
@@ -73,8 +69,7 @@ def test_the_flagship_triggered_twice_starts_the_first_runs_instance(
     assert f"Reuse key 'tao-vcn-retrain': starting stopped instance {name}" in task_logs.text
     assert pulled_bytes(sim, second_started) == 0  # both images were on the kept disk
     for step in STEPS:
-        dataset_sync = xcom(second, step)["sync"]["inputs"][0]
-        assert (dataset_sync["transferred"], dataset_sync["skipped"]) == (0, dataset), (step, dataset_sync)
+        assert downloads(xcom(second, step))[0] == (0, dataset), step
     assert xcom(second, "delete_instance")["stopped"] is True
 
     # nothing bills GPU time any more: the one instance is stopped, and only its disk time grows
