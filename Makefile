@@ -131,8 +131,8 @@ airflow: sync
 	$(BIN)/python scripts/airflow_local.py
 
 .PHONY: airflow-smoke
-# CI: start `make airflow`, trigger example_brev_lifecycle through the REST API (no logical date), click through the
-# UI with Playwright, stop everything.
+# CI: start `make airflow`, trigger the examples through the REST API and the UI (no logical date), the flagship
+# twice (the second run warm), check the Brev page in Chromium (Playwright), stop everything.
 airflow-smoke: sync
 	$(BIN)/python deployment/airflow_smoke.py
 
