@@ -69,6 +69,8 @@ def test_task_side_modules_import_nothing_heavy_nor_the_page_nor_the_simulator()
     new = found["new"]
     heavy = sorted(name for name in new if name.split(".")[0] in HEAVY)
     assert heavy == [], f"imported at parse time: {heavy}"
-    page = sorted(name for name in new if name.startswith(("airflow_provider_brev.ui.", "airflow_provider_brev.core.ui")))
+    page = sorted(
+        name for name in new if name.startswith(("airflow_provider_brev.ui.", "airflow_provider_brev.core.ui"))
+    )
     assert page == ["airflow_provider_brev.ui.plugin"], "outside the API server the plugin builds no page"
     assert [name for name in new if name.startswith("airflow_provider_brev.testing")] == []
