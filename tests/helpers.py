@@ -483,3 +483,32 @@ def succeeded(dag_run) -> Any:
     """``dag_run``, which must have succeeded (else the task states say which task failed)."""
     assert run_state(dag_run) == "success", task_states(dag_run)
     return dag_run
+
+
+def the_page_reads_the_bill(dag_run: Any) -> dict[str, Any]:
+    """The Brev page's cost history reads the run's report from the metadata database as the page does
+    (``ui/sources.py``, then ``core/ui/history.py``) and shows what the report says: its total, its seconds and
+    dollars per phase (``resume``, ``uncovered``, a stopped disk's time included), nothing left over as ``other``,
+    the same unpriced rows. Returns the report as the page read it."""
+    import pytest
+
+    from airflow_provider_brev.core.bill import TABLE_PHASES, XCOM_RUN_COST
+    from airflow_provider_brev.core.ui.history import OTHER, history
+    from airflow_provider_brev.ui.sources import read_facts
+
+    facts = read_facts({dag_run.dag_id}, live=None, live_note="")
+    [report] = [p.value for p in facts.pushed if p.run_id == dag_run.run_id and p.key == XCOM_RUN_COST]
+    [dag] = history(facts, {dag_run.dag_id})
+    [bill] = [run for run in dag.runs if run.run_id == dag_run.run_id]
+    assert bill.report is not None, bill  # read from the report, not added up from the tasks' own costs
+    assert bill.total_dollars == round(report["total_dollars"], 6), (bill, report["table"])
+    assert bill.total_seconds == round(report["total_seconds"], 3), (bill, report["table"])
+    assert OTHER not in bill.dollars, (bill, report["table"])  # the rows' dollars account for the bill
+    assert set(bill.seconds) <= set(TABLE_PHASES), bill
+    shown = {phase: seconds for phase, seconds in report["seconds"].items() if seconds > 0}
+    assert bill.seconds == pytest.approx(shown, abs=0.002), (bill, report["table"])
+    for phase in bill.dollars:  # a phase's dollars are the rows' dollars in it
+        rows = [row["dollars"][phase] for row in report["tasks"] if row["dollars"].get(phase) is not None]
+        assert bill.dollars[phase] == pytest.approx(sum(rows), abs=1e-6), (phase, bill)
+    assert bill.unpriced == tuple(report["unpriced"]), bill
+    return report

@@ -17,6 +17,9 @@ the run neither created nor deleted, an ephemeral step's own instance, a Lepton 
 its shape's price) bill what they measured themselves: their windows, merged where they overlap, split the same way.
 A stopped warm instance's disk time (stopped until this run started it again) is billed to its reuse key
 (:func:`disk_cost`). :func:`run_cost` puts the bill first, then the rows; its total is the bill's.
+
+The report is kept under :data:`XCOM_RUN_COST`; :func:`is_run_report` is how its one reader, the Brev page's cost
+history (:mod:`~airflow_provider_brev.core.ui.history`), recognises it: writer and reader share both.
 """
 
 from __future__ import annotations
@@ -39,6 +42,8 @@ TABLE_PHASES = (*PHASES, STOPPED, UNCOVERED)
 PRECEDENCE = ("work", "upload", "stage", "pull", "boot", "resume", "idle")
 #: The task id of the uncovered row.
 UNCOVERED_ROW = "(uncovered)"
+#: The XCom key of a DAG run's report (:func:`run_cost`), kept by the task that made it; the Brev page reads it.
+XCOM_RUN_COST = "brev_run_cost"
 
 Span = tuple[str, float, float]
 
@@ -131,6 +136,14 @@ def disk_cost(
         "disk_price_per_hour": disk_price_per_hour,
         "dollars": dollars(disk_price_per_hour, seconds),
     }
+
+
+def is_run_report(value: Any) -> bool:
+    """Whether ``value`` is a run's report as :func:`run_cost` makes it (a dict with its ``tasks`` and a total).
+
+    :param value: what a task kept under :data:`XCOM_RUN_COST`.
+    """
+    return isinstance(value, dict) and isinstance(value.get("tasks"), list) and "total_dollars" in value
 
 
 # -- the run's report --------------------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from airflow_provider_brev.core.bill import XCOM_RUN_COST
 from airflow_provider_brev.core.cost import costs_in
 from airflow_provider_brev.utils.task_memory import MemoryAccessor
 
@@ -25,8 +26,6 @@ XCOM_COST = "brev_cost"
 XCOM_COST_CLOCK = "brev_cost_clock"
 #: XCom key of an instance's lifetime cost, reported by the delete task.
 XCOM_LIFETIME_COST = "brev_lifetime_cost"
-#: XCom key of a DAG run's cost report, kept by the task that made it (the Brev page's cost history reads it).
-XCOM_RUN_COST = "brev_run_cost"
 
 
 class CostLedger(MemoryAccessor):

@@ -3,7 +3,8 @@
 Off unless the environment variable ``AIRFLOW_PROVIDER_BREV_TRANSCRIPT`` names a file (``make system-test`` sets it);
 then every call the hook makes of ``brev`` -- the capability probes, the login, every sub-command -- is appended to
 it as one JSON line, secrets scrubbed, in one ``write`` on an ``O_APPEND`` descriptor (tasks running in parallel do
-not interleave their records). The file is created readable by its owner only.
+not interleave their records). The file is readable by its owner only: created so, or made so before the first
+record goes into a file that existed.
 """
 
 from __future__ import annotations
@@ -46,6 +47,8 @@ def record_call(
     os.makedirs(directory, exist_ok=True)
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     try:
+        if os.fstat(fd).st_mode & 0o077:  # a file made beforehand (``touch``) others may read: private first
+            os.fchmod(fd, 0o600)
         os.write(fd, line)
     finally:
         os.close(fd)

@@ -20,6 +20,7 @@ from helpers import (
     delete_kept_instance,
     run_state,
     task_states,
+    the_page_reads_the_bill,
     wait_for_no_instances,
 )
 
@@ -295,6 +296,7 @@ def test_example_runs_without_a_logical_date(
     CHECKS[dag_id](dag_run, calls, written)
     if cli_calls(calls, "create") or lepton is not None:  # it rented compute: its last task reports the bill
         adds_up_to_the_bill(bill_of(dag_run))
+        assert the_page_reads_the_bill(dag_run) == bill_of(dag_run)  # what the page reads is what the task returned
     wait_for_no_instances(brev_sim)
     assert brev_sim.agents() == []  # the CLI started no ssh-agent for any brev exec...
     assert_no_process_left(brev_sim)  # ...and nothing it or the provider started is still running

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from airflow_provider_brev.core.protocol.transcript import SOURCES, TRANSCRIPT_VARIABLE
+from airflow_provider_brev.core.protocol.transcript import SOURCES, TRANSCRIPT_VARIABLE, scrub
 from airflow_provider_brev.hooks.base import _reset_process_caches
 from airflow_provider_brev.hooks.brev import BrevHook
 from airflow_provider_brev.testing.simulator import BrevSimulator
@@ -102,6 +102,15 @@ def test_the_transcripts_folder_is_seeded_and_every_record_says_where_it_came_fr
             assert record["source"] in SOURCES, (path.name, record["argv"])
             assert record["source"] != "reference" or record.get("ref"), "a reference record names its section"
             assert {"argv", "exit_code", "stdout", "stderr", "cli_version"} <= set(record)
+
+
+@pytest.mark.parametrize("path", TRANSCRIPTS, ids=[path.stem for path in TRANSCRIPTS])
+def test_a_checked_in_transcript_holds_nothing_shaped_or_named_like_a_credential(path):
+    """What the recorder scrubs whatever the connection holds is already gone from every transcript in the folder
+    (one contributed by hand, or recorded before a shape was scrubbed, must be scrubbed again)."""
+    for record in load_transcript(path):
+        for text in [*record["argv"], record["stdout"], record["stderr"]]:
+            assert scrub(text, []) == text, (path.name, record["argv"])
 
 
 @pytest.mark.parametrize("path", TRANSCRIPTS, ids=[path.stem for path in TRANSCRIPTS])

@@ -11,7 +11,15 @@ import re
 import time
 
 import pytest
-from helpers import cli_calls, delete_kept_instance, run_kept, run_state, task_states, until_status
+from helpers import (
+    cli_calls,
+    delete_kept_instance,
+    run_kept,
+    run_state,
+    task_states,
+    the_page_reads_the_bill,
+    until_status,
+)
 
 from airflow_provider_brev.testing.datasets import upload_synthetic_vcn_dataset
 from airflow_provider_brev.testing.evidence import downloads, pulled_bytes
@@ -71,6 +79,10 @@ def test_the_flagship_triggered_twice_starts_the_first_runs_instance(
     for step in STEPS:
         assert downloads(xcom(second, step))[0] == (0, dataset), step
     assert xcom(second, "delete_instance")["stopped"] is True
+    # the Brev page reads the warm run's bill: its resume, the stopped disk's time, what no task covered
+    report = the_page_reads_the_bill(second)
+    assert report["seconds"]["resume"] > 0 and report["seconds"]["stopped"] > 0, report["table"]
+    assert any(row["task_id"] == "(uncovered)" for row in report["tasks"]), report["table"]
 
     # nothing bills GPU time any more: the one instance is stopped, and only its disk time grows
     until_status(sim, name, "STOPPED")

@@ -6,7 +6,7 @@ what the call was and what it printed: ``argv`` (after ``brev``), ``stdout``, ``
 while :data:`TRANSCRIPT_VARIABLE` names a file, which ``make system-test`` sets) or ``reference`` (built from the
 outputs ``shared/reference/brev-cli.md`` quotes, ``ref`` naming the section). :func:`transcript_record` scrubs a
 call's secrets with the one redaction rule (:mod:`airflow_provider_brev.core.secrets`: the connection's token or
-API key, line by line) and, whatever the connection, anything shaped like a JWT or a ``bak-`` API key.
+API key, line by line) and, whatever the connection, anything shaped or named like a credential (:func:`scrub`).
 
 What the provider makes of a record, the same way it does of a live call: :func:`call_outcome` (the classified
 failure's type, ``ok`` or ``timeout``) and :func:`answer_shape` (the JSON answer's keys and value types,
@@ -43,20 +43,37 @@ __all__ = [
 TRANSCRIPT_VARIABLE = "AIRFLOW_PROVIDER_BREV_TRANSCRIPT"
 #: Where a record's output came from.
 SOURCES = ("recorded", "reference")
-#: Credentials by their shape, scrubbed whatever the connection holds: a JWT (console token) and an API key.
-_CREDENTIAL_SHAPES = re.compile(r"\beyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*|\bbak-[A-Za-z0-9_-]{6,}")
+#: Credentials by their shape, scrubbed whatever the connection holds: a JWT (console token), a Brev API key, an AWS
+#: access key id and an NGC API key.
+_CREDENTIAL_SHAPES = re.compile(
+    r"\beyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*|\bbak-[A-Za-z0-9_-]{6,}"
+    r"|\b(?:AKIA|ASIA)[A-Z0-9]{16}\b|\bnvapi-[A-Za-z0-9_-]{20,}"
+)
+#: Credentials by what names them, their value scrubbed and the name kept: a presigned URL's credential, session
+#: token and signature (SigV4 and SigV2), and the variables of an AWS secret key, session token and NGC API key.
+_NAMED_CREDENTIALS = re.compile(
+    r"(?i)(\b(?:X-Amz-(?:Signature|Credential|Security-Token)|Signature|AWSAccessKeyId)=)[^&\s\"'<>]+"
+    r"|(\b(?:AWS_SECRET_ACCESS_KEY|AWS_SESSION_TOKEN|NGC_API_KEY)[\"']?\s*[=:]\s*)\S+"
+)
 
 
 def scrub(text: str, secrets: Iterable[str]) -> str:
     """``text`` without the ``secrets`` (line by line, :func:`~airflow_provider_brev.core.secrets.redact`) and
-    without anything shaped like a JWT or a ``bak-`` API key.
+    without anything shaped like a credential (a JWT, a ``bak-`` or ``nvapi-`` API key, an AWS access key id) or
+    named as one (a presigned URL's ``X-Amz-Credential``/``-Security-Token``/``-Signature`` or ``Signature``, an
+    ``AWS_SECRET_ACCESS_KEY=``, ``AWS_SESSION_TOKEN=`` or ``NGC_API_KEY=`` value).
 
     :param text: an argument or an output.
     :param secrets: the secret values of the call (the connection's token, API key).
     """
     fragments = redaction_fragments({str(index): value for index, value in enumerate(secrets) if value})
-    lines = [_CREDENTIAL_SHAPES.sub(REDACTED, redact(line, fragments)) for line in text.split("\n")]
+    lines = [_scrub_shapes(redact(line, fragments)) for line in text.split("\n")]
     return "\n".join(lines)
+
+
+def _scrub_shapes(line: str) -> str:
+    named = _NAMED_CREDENTIALS.sub(lambda match: (match.group(1) or match.group(2)) + REDACTED, line)
+    return _CREDENTIAL_SHAPES.sub(REDACTED, named)
 
 
 def transcript_record(

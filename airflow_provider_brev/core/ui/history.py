@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from airflow_provider_brev.core.bill import XCOM_RUN_COST, is_run_report
 from airflow_provider_brev.core.cost import PHASES, costs_in
 from airflow_provider_brev.core.instances.warm_pool_records import TaskRef
 
@@ -23,8 +24,6 @@ if TYPE_CHECKING:
 
     from airflow_provider_brev.core.ui.facts import PageFacts
 
-#: The XCom key of a run's cost report (what its cost-report task returned, also kept under this key).
-XCOM_RUN_COST = "brev_run_cost"
 #: What of a run's total its rows' dollars do not account for.
 OTHER = "other"
 #: The least difference between a run's total and its rows' dollars that is shown as :data:`OTHER` (rounding is not).
@@ -93,11 +92,6 @@ def _add(into: dict[str, float], values: Any) -> None:
             number = _number(value)
             if number is not None and number > 0:
                 into[str(phase)] = into.get(str(phase), 0.0) + number
-
-
-def is_run_report(value: Any) -> bool:
-    """Whether ``value`` is a run's cost report (a dict with its ``tasks`` and a total)."""
-    return isinstance(value, dict) and isinstance(value.get("tasks"), list) and "total_dollars" in value
 
 
 def bill_of(

@@ -389,15 +389,25 @@ def test_kill_terminates_the_whole_process_group(jobs, tmp_path):
     assert jobs.poll(job).exit_code == TERMINATED_EXIT_CODE
 
 
-def test_kill_escalates_to_sigkill_within_the_grace_period(jobs, tmp_path):
+def test_kill_escalates_to_sigkill_after_the_grace_period(jobs, tmp_path):
+    """A job that survives SIGTERM gets SIGKILL, and not before the grace period: the kill cannot return sooner
+    than ``grace_seconds`` after it started (a lower bound, which load only makes easier to meet; how long the
+    script takes beyond that is its own clock's business, not a bound a loaded machine could break)."""
     job = RemoteJob("stubborn")
-    jobs.launch(job, f"trap '' TERM; sleep 300 & echo $! > {tmp_path}/child.pid; wait")
+    grace = 1
+    jobs.launch(
+        job,
+        f"(trap '' TERM; exec sleep 300) & echo $! > {tmp_path}/child.tmp; "
+        f"trap 'echo TERM >> {tmp_path}/term' TERM; mv {tmp_path}/child.tmp {tmp_path}/child.pid; "
+        "while :; do wait; done",
+    )
     wait_for(lambda: (tmp_path / "child.pid").exists() and (tmp_path / "child.pid").read_text().strip(), "child")
     child = int((tmp_path / "child.pid").read_text())
     started = time.monotonic()
-    done = run(build_kill_command(job, grace_seconds=1), tmp_path)
-    assert time.monotonic() - started < 3
+    done = run(build_kill_command(job, grace_seconds=grace), tmp_path)
+    assert time.monotonic() - started >= grace  # SIGKILL came no sooner than the grace period after SIGTERM
     assert parse_kill_output(lines(done), job.job_id) == "killed"
+    assert (tmp_path / "term").read_text() == "TERM\n"  # SIGTERM came first, once, and the job outlived it
     assert not process_alive(child)
     finished = jobs.poll(job)
     assert (finished.state, finished.exit_code) == ("finished", KILLED_EXIT_CODE)

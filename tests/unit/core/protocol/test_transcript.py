@@ -35,6 +35,40 @@ def test_secrets_and_credential_shapes_are_scrubbed(text, secrets, scrubbed):
     assert scrub(text, secrets) == scrubbed
 
 
+PRESIGNED = (
+    "https://b.s3.amazonaws.com/k?X-Amz-Algorithm=AWS4-HMAC-SHA256"
+    "&X-Amz-Credential=AKIAIOSFODNN7EXAMPLE%2F20260101%2Fus-east-1%2Fs3%2Faws4_request"
+    "&X-Amz-Date=20260101T000000Z&X-Amz-Expires=3600&X-Amz-SignedHeaders=host"
+    "&X-Amz-Security-Token=IQoJb3JpZ2luX2VjEXAMPLE&X-Amz-Signature=0f1e2d3c4b5a69788796a5b4c3d2e1f0"
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "scrubbed"),
+    [
+        (  # a presigned URL keeps its host, key and algorithm, never its credential, token or signature
+            f"curl {PRESIGNED} failed",
+            "curl https://b.s3.amazonaws.com/k?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=***"
+            "&X-Amz-Date=20260101T000000Z&X-Amz-Expires=3600&X-Amz-SignedHeaders=host&X-Amz-Security-Token=***"
+            "&X-Amz-Signature=*** failed",
+        ),
+        (  # SigV2 presigned URLs
+            "https://b.s3.amazonaws.com/k?AWSAccessKeyId=AKIAIOSFODNN7EXAMPLE&Expires=1&Signature=abc%2Bdef%3D",
+            "https://b.s3.amazonaws.com/k?AWSAccessKeyId=***&Expires=1&Signature=***",
+        ),
+        ("key id AKIAIOSFODNN7EXAMPLE, session ASIAIOSFODNN7EXAMPLE", "key id ***, session ***"),
+        ("NGC key nvapi-AbCdEf0123456789AbCdEf0123456789-_xyz", "NGC key ***"),
+        ("AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "AWS_SECRET_ACCESS_KEY=***"),
+        ("aws_session_token = IQoJb3JpZ2luX2VjEXAMPLE", "aws_session_token = ***"),
+        ("export NGC_API_KEY='c2VjcmV0LW5nYy1rZXk='", "export NGC_API_KEY=***"),
+        ("AKIA is a prefix; Signature verified", "AKIA is a prefix; Signature verified"),  # no value: kept
+    ],
+    ids=["sigv4-url", "sigv2-url", "aws-key-ids", "ngc-key", "aws-secret-var", "aws-token-var", "ngc-var", "none"],
+)
+def test_cloud_credentials_and_presigned_urls_are_scrubbed_by_their_shape(text, scrubbed):
+    assert scrub(text, []) == scrubbed
+
+
 def test_a_record_holds_the_call_scrubbed_everywhere():
     result = ProcessResult(1, [f"echo tok {JWT}"], ["https://x/api/me?utm_source=cli 401 Unauthorized", "s3cr3t"])
     record = transcript_record(["login", "--token", "s3cr3t"], result, secrets=["s3cr3t", ""], cli_version="v0.6.327")
