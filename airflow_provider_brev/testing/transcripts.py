@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -91,8 +92,15 @@ def replay(records: list[dict[str, Any]], sim: BrevSimulator, *, timeout: float 
         "SSH_AUTH_SOCK": "/dev/null",  # as the provider runs brev: no ssh-agent per call
     }
     simulated = []
+    previous: tuple[float, float] | None = None  # the previous record's start: recorded, replayed (epoch seconds)
     for record in records:
         argv = _replay_argv(record, sim)
+        recorded_at = float(record.get("started_at") or 0.0)
+        if previous is not None and recorded_at and previous[0]:
+            # the calls run back to back here: move the simulated clock on by what the recording waited more
+            # (a readiness probe recorded after the boot must not be replayed during it)
+            sim.advance(max(0.0, (recorded_at - previous[0]) - (time.time() - previous[1])))
+        previous = (recorded_at, time.time())
         ran = subprocess.run(
             [str(sim.brev_path), *argv],
             env=env,

@@ -95,6 +95,8 @@ def transcript_record(
         "timed_out": result.timed_out,
         "stdout": scrub(result.stdout, kept),
         "stderr": scrub(result.stderr, kept),
+        # when the call started (epoch seconds): the replay keeps the recorded gaps between calls
+        "started_at": round(result.started_at, 3),
     }
 
 

@@ -70,7 +70,9 @@ def test_cloud_credentials_and_presigned_urls_are_scrubbed_by_their_shape(text, 
 
 
 def test_a_record_holds_the_call_scrubbed_everywhere():
-    result = ProcessResult(1, [f"echo tok {JWT}"], ["https://x/api/me?utm_source=cli 401 Unauthorized", "s3cr3t"])
+    result = ProcessResult(
+        1, [f"echo tok {JWT}"], ["https://x/api/me?utm_source=cli 401 Unauthorized", "s3cr3t"], started_at=1.23456
+    )
     record = transcript_record(["login", "--token", "s3cr3t"], result, secrets=["s3cr3t", ""], cli_version="v0.6.327")
     assert record == {
         "source": "recorded",
@@ -80,6 +82,7 @@ def test_a_record_holds_the_call_scrubbed_everywhere():
         "timed_out": False,
         "stdout": "echo tok ***",
         "stderr": "https://x/api/me?utm_source=cli 401 Unauthorized\n***",
+        "started_at": 1.235,
     }
     assert "s3cr3t" not in json.dumps(record)
 
