@@ -155,16 +155,19 @@ class InstancePolls:
         self._forget()
 
     def _take(self) -> list[_Request]:
-        """The waiting requests, one per job (a job asked twice is answered from the newer request)."""
-        latest: dict[str, _Request] = {}
+        """The waiting requests, one per job: a job asked for twice (two followers of it) is answered once per poll,
+        its other requests by the next."""
+        batch: dict[str, _Request] = {}
+        later: list[_Request] = []
         for request in self._waiting:
-            if not request.answer.done():
-                previous = latest.pop(request.job.job_dir, None)
-                if previous is not None:
-                    previous.answer.cancel()
-                latest[request.job.job_dir] = request
-        self._waiting = []
-        return list(latest.values())
+            if request.answer.done():
+                continue
+            if request.job.job_dir in batch:
+                later.append(request)
+            else:
+                batch[request.job.job_dir] = request
+        self._waiting = later
+        return list(batch.values())
 
     async def _run(self, batch: list[_Request]) -> None:
         busy = sum(1 for polls in self.siblings.values() if polls.busy)

@@ -131,3 +131,19 @@ def test_a_fault_of_the_poll_reaches_every_waiting_follower_instead_of_leaving_t
 
     answers = asyncio.run(main())
     assert [str(a) for a in answers] == ["the poll broke"] * 3
+
+
+def test_two_followers_of_one_job_are_both_answered(brev_sim, hook):
+    """Two triggers of one loop may follow the same job (a try resumed while its earlier trigger is still being
+    removed): each gets an answer, neither a cancellation it did not ask for."""
+    job = RemoteJob("twice-1")
+    hook.launch_job("box", job, "echo one; echo two")
+    assert hook.poll_job("box", job, offset=0, wait=30).state == "finished"
+
+    async def main():
+        first = shared_poll(hook, "box", job, offset=0, max_bytes=1000, wait=0.0, process_cap=4)
+        second = shared_poll(hook, "box", job, offset=4, max_bytes=1000, wait=0.0, process_cap=4)
+        return await asyncio.wait_for(asyncio.gather(first, second, return_exceptions=True), timeout=60)
+
+    answers = asyncio.run(main())
+    assert [(a.offset, a.chunk) for a in answers] == [(0, b"one\ntwo\n"), (4, b"two\n")]
