@@ -147,3 +147,44 @@ def test_two_followers_of_one_job_are_both_answered(brev_sim, hook):
 
     answers = asyncio.run(main())
     assert [(a.offset, a.chunk) for a in answers] == [(0, b"one\ntwo\n"), (4, b"two\n")]
+
+
+def test_a_shared_poll_delivers_each_job_its_own_redacted_lines_as_a_poll_of_its_own_does(brev_sim, hook):
+    """Jobs printing their secrets, followed through one shared poll (log chunks far smaller than their logs, so
+    lines are cut across polls): each job's lines are exactly those the worker's own polls show -- redacted on the
+    instance, none of another job's, none lost or twice."""
+    jobs = [RemoteJob(f"secret-{i}") for i in range(3)]
+    secrets = [
+        {
+            "TOKEN": f"tok-{i}-s3cr3t",
+            "NGC_API_KEY": f"nvapi-{i}KEY",
+            "PEM": f"-----BEGIN-----\nline{i}body\n-----END-----",
+        }
+        for i in range(3)
+    ]
+    command = 'for n in $(seq 1 150); do echo "job $J line $n $TOKEN $NGC_API_KEY"; done; printf "%s\\n" "$PEM"; echo "$TOKEN"'
+    for index, job in enumerate(jobs):
+        hook.launch_job("box", job, command, env={"J": str(index)}, secret_env=secrets[index])
+    policy = FollowPolicy(poll_interval=0.5, max_bytes=700)
+
+    async def shared():
+        logs = [_Log() for _ in jobs]
+        runners = [JobRunner(hook, "box", job, policy, log) for job, log in zip(jobs, logs, strict=True)]
+        outcomes = await asyncio.gather(*(runner.afollow() for runner in runners))
+        return logs, outcomes
+
+    shared_logs, shared_outcomes = asyncio.run(shared())
+    assert any("__BJ_COUNT=3\n" in script for script in _polls(brev_sim))  # the three jobs did share polls
+    for index, job in enumerate(jobs):
+        own_log = _Log()
+        own = JobRunner(hook, "box", job, policy, own_log).follow()  # the worker's path: poll_job, one job per call
+        remote = [line for line in shared_logs[index].lines if line.startswith("[remote] ")]
+        assert remote == [line for line in own_log.lines if line.startswith("[remote] ")]
+        assert remote[:150] == [f"[remote] job {index} line {n} *** ***" for n in range(1, 151)]
+        assert remote[150:] == ["[remote] ***"] * 4  # the PEM's three lines (each has content), then TOKEN
+        assert shared_outcomes[index].to_dict() == own.to_dict()
+        shown = "\n".join(shared_logs[index].lines) + repr(shared_outcomes[index].to_dict())
+        for values in secrets:
+            for value in values.values():
+                assert value not in shown
+        assert "body" not in shown
