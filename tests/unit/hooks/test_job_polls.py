@@ -4,6 +4,7 @@ simulator: real ``brev exec`` calls, real detached jobs."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 
 import psutil
@@ -188,3 +189,42 @@ def test_a_shared_poll_delivers_each_job_its_own_redacted_lines_as_a_poll_of_its
             for value in values.values():
                 assert value not in shown
         assert "body" not in shown
+
+
+class CutHook:
+    """The hook, whose ``brev exec`` answers succeed with their output cut after the first job's block (the
+    connection dropped mid-answer and the CLI still exited 0)."""
+
+    def __init__(self, hook) -> None:
+        self.hook = hook
+
+    async def aexec_script(self, name, script, *, timeout):
+        result = await self.hook.aexec_script(name, script, timeout=timeout)
+        end = next(i for i, line in enumerate(result.stdout_lines) if "BREV_JOB_LOG_END" in line)
+        return dataclasses.replace(result, stdout_lines=result.stdout_lines[: end + 1])
+
+    def __getattr__(self, name):
+        return getattr(self.hook, name)
+
+
+def test_a_poll_cut_short_shows_no_job_log_in_the_error_its_followers_log(brev_sim, hook):
+    """A shared poll whose answer is cut after one job's block fails all its requests with one error, which each
+    follower logs in its own task log: it says what was missing, and carries no job's log data."""
+    quiet, chatty = RemoteJob("cut-quiet"), RemoteJob("cut-chatty")
+    hook.launch_job("box", quiet, "echo done")
+    hook.launch_job("box", chatty, "head -c 200000 /dev/zero | tr '\\0' 'a'; echo")
+    for job in (quiet, chatty):
+        assert hook.poll_job("box", job, offset=0, max_bytes=1, wait=30).state == "finished"
+    cut = CutHook(hook)
+
+    async def main():
+        first = shared_poll(cut, "box", chatty, offset=0, max_bytes=300000, wait=0.0, process_cap=4)
+        second = shared_poll(cut, "box", quiet, offset=0, max_bytes=300000, wait=0.0, process_cap=4)
+        return await asyncio.wait_for(asyncio.gather(first, second, return_exceptions=True), timeout=120)
+
+    errors = asyncio.run(main())
+    assert [type(error).__name__ for error in errors] == ["BrevConnectionLostError"] * 2
+    for error in errors:
+        assert "cut-quiet" in str(error)
+        assert "YWFh" not in str(error)  # base64 of the chatty job's "aaa..."
+        assert len(str(error)) < 2000
