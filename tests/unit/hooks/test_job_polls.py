@@ -115,11 +115,12 @@ def test_a_fault_of_the_poll_reaches_every_waiting_follower_instead_of_leaving_t
         """The hook, whose ``brev exec`` fails with a fault that is not a Brev error (a bug, say)."""
 
         brev_conn_id = "broken"
-        retry_async = staticmethod(hook.retry_async)
-        _parse_or_lost = staticmethod(hook._parse_or_lost)
 
         async def aexec_script(self, name, script, *, timeout):
             raise RuntimeError("the poll broke")
+
+        def __getattr__(self, name):
+            return getattr(hook, name)
 
     async def main():
         requests = [
