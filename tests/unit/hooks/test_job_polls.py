@@ -229,3 +229,34 @@ def test_a_poll_cut_short_shows_no_job_log_in_the_error_its_followers_log(brev_s
         assert "cut-quiet" in str(error)
         assert "YWFh" not in str(error)  # base64 of the chatty job's "aaa..."
         assert len(str(error)) < 2000
+
+
+def test_cancelling_every_follower_of_a_shared_poll_ends_every_process_it_started(brev_sim, hook):
+    """Triggers removed while their shared poll waits on the instance: its ``brev``, ``ssh``, the CLI's
+    ``ssh-agent`` and the poll's command on the instance all end; the jobs keep running."""
+    jobs = [RemoteJob(f"cancelled-{i}") for i in range(3)]
+    for job in jobs:
+        hook.launch_job("box", job, "sleep 600")
+    the_jobs = set(brev_sim.processes())  # the detached jobs, which must outlive their followers
+    me = psutil.Process()
+
+    async def main():
+        runners = [JobRunner(hook, "box", job, FollowPolicy(poll_interval=10.0), _Log()) for job in jobs]
+        follows = [asyncio.create_task(runner.afollow()) for runner in runners]
+        deadline = time.monotonic() + 60
+        while not any("__BJ_COUNT=3" in " ".join(p.cmdline()) for p in me.children(recursive=True)):
+            assert time.monotonic() < deadline, "no shared poll started"
+            await asyncio.sleep(0.05)
+        for follow in follows:
+            follow.cancel()
+        await asyncio.gather(*follows, return_exceptions=True)
+        assert loop_polls() == {}
+
+    asyncio.run(main())
+    deadline = time.monotonic() + 5  # less than the poll's 10 s wait on the instance: it was stopped, not finished
+    while set(brev_sim.processes()) - the_jobs and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert set(brev_sim.processes()) - the_jobs == set()
+    assert me.children() == []
+    assert brev_sim.agent_pids() == []
+    assert {hook.poll_job("box", job, offset=0).state for job in jobs} == {"running"}
