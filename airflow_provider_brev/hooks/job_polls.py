@@ -20,7 +20,7 @@ import weakref
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from airflow_provider_brev.core.jobs.scripts import build_poll_many_command
+from airflow_provider_brev.core.jobs.scripts import build_poll_many_command, polls_that_fit
 from airflow_provider_brev.core.jobs.shared_polls import plan_shared_poll
 from airflow_provider_brev.exceptions import BrevError
 
@@ -160,8 +160,9 @@ class InstancePolls:
         self._forget()
 
     def _take(self) -> list[_Request]:
-        """The waiting requests, one per job: a job asked for twice (two followers of it) is answered once per poll,
-        its other requests by the next."""
+        """The waiting requests, one per job, as many as one poll's script holds (:func:`polls_that_fit`); the
+        others -- a job's second request (two followers of it), jobs beyond the script's length -- are answered by
+        the next poll, first."""
         batch: dict[str, _Request] = {}
         later: list[_Request] = []
         for request in self._waiting:
@@ -171,8 +172,10 @@ class InstancePolls:
                 later.append(request)
             else:
                 batch[request.job.job_dir] = request
-        self._waiting = later
-        return list(batch.values())
+        taken = list(batch.values())
+        fit = polls_that_fit([(r.job, r.offset, r.max_bytes) for r in taken])
+        self._waiting = taken[fit:] + later
+        return taken[:fit]
 
     async def _run(self, batch: list[_Request]) -> None:
         busy = sum(1 for polls in self.siblings.values() if polls.busy)

@@ -260,3 +260,18 @@ def test_cancelling_every_follower_of_a_shared_poll_ends_every_process_it_starte
     assert me.children() == []
     assert brev_sim.agent_pids() == []
     assert {hook.poll_job("box", job, offset=0).state for job in jobs} == {"running"}
+
+
+def test_more_jobs_than_one_poll_script_holds_are_reported_by_the_next_polls(brev_sim, hook):
+    """Followers of more jobs on one instance than one poll's script can name (long job directories): every one is
+    answered, by as many polls as it takes, instead of all failing with a command too long to send."""
+    base = "/".join(["d" * 200] * 4)  # job directories of over 900 characters
+    jobs = [RemoteJob(f"many-{i:03d}-" + "x" * 110, base_dir=base) for i in range(100)]
+
+    async def main():
+        polls = (shared_poll(hook, "box", job, offset=0, max_bytes=1000, wait=0.0, process_cap=4) for job in jobs)
+        return await asyncio.wait_for(asyncio.gather(*polls, return_exceptions=True), timeout=120)
+
+    answers = asyncio.run(main())
+    assert [getattr(answer, "state", answer) for answer in answers] == ["missing"] * len(jobs)
+    assert 2 <= len(_polls(brev_sim)) < len(jobs)
