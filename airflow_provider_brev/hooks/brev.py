@@ -417,14 +417,25 @@ class BrevHook(BrevInstancesHook):
     def _poll_request(
         self, job: RemoteJob, *, offset: int, max_bytes: int, wait: float
     ) -> tuple[str, float, Callable[[ProcessResult], PollResult]]:
-        """One poll's script, its ``brev exec`` timeout (the probe's plus the wait on the instance) and its reader:
-        all that :meth:`poll_job` and :meth:`apoll_job` decide."""
+        """One poll's script, its ``brev exec`` timeout and its reader: all that :meth:`poll_job` and
+        :meth:`apoll_job` decide (a shared poll of several jobs, :mod:`~airflow_provider_brev.hooks.job_polls`,
+        takes the timeout and each job's reader from here too)."""
         script = build_poll_command(job, offset=offset, max_bytes=max_bytes, wait=wait)
+        return script, self._poll_timeout(wait), self._poll_reader(job, offset)
+
+    @staticmethod
+    def _poll_timeout(wait: float) -> float:
+        """A poll's ``brev exec`` timeout: the probe's plus the wait on the instance."""
+        return DEFAULT_PROBE_TIMEOUT + wait_tenths(wait) / 10
+
+    @classmethod
+    def _poll_reader(cls, job: RemoteJob, offset: int) -> Callable[[ProcessResult], PollResult]:
+        """Reads ``job``'s block of a poll's output (an incomplete answer: the connection dropped mid-answer)."""
 
         def read(result: ProcessResult) -> PollResult:
-            return self._parse_or_lost(lambda: parse_poll_output(result.stdout_lines, job.job_id, offset), result)  # type: ignore[no-any-return]
+            return cls._parse_or_lost(lambda: parse_poll_output(result.stdout_lines, job.job_id, offset), result)  # type: ignore[no-any-return]
 
-        return script, DEFAULT_PROBE_TIMEOUT + wait_tenths(wait) / 10, read
+        return read
 
     def poll_job(
         self, name: str, job: RemoteJob, *, offset: int, max_bytes: int = DEFAULT_MAX_BYTES, wait: float = 0.0

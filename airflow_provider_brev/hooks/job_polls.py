@@ -20,11 +20,9 @@ import weakref
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from airflow_provider_brev.core.jobs.remote import parse_poll_output
-from airflow_provider_brev.core.jobs.scripts import build_poll_command, build_poll_many_command, wait_tenths
+from airflow_provider_brev.core.jobs.scripts import build_poll_many_command, polls_that_fit
 from airflow_provider_brev.core.jobs.shared_polls import plan_shared_poll
 from airflow_provider_brev.exceptions import BrevError
-from airflow_provider_brev.hooks.instances import DEFAULT_PROBE_TIMEOUT
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -49,8 +47,15 @@ class PollingHook(Protocol):
 
     async def retry_async(self, func: Callable[[], Any]) -> Any: ...
 
+    def _poll_request(
+        self, job: RemoteJob, *, offset: int, max_bytes: int, wait: float
+    ) -> tuple[str, float, Callable[[ProcessResult], PollResult]]: ...
+
     @staticmethod
-    def _parse_or_lost(parse: Callable[[], Any], result: ProcessResult) -> Any: ...
+    def _poll_timeout(wait: float) -> float: ...
+
+    @classmethod
+    def _poll_reader(cls, job: RemoteJob, offset: int) -> Callable[[ProcessResult], PollResult]: ...
 
 
 @dataclass
@@ -155,16 +160,22 @@ class InstancePolls:
         self._forget()
 
     def _take(self) -> list[_Request]:
-        """The waiting requests, one per job (a job asked twice is answered from the newer request)."""
-        latest: dict[str, _Request] = {}
+        """The waiting requests, one per job, as many as one poll's script holds (:func:`polls_that_fit`); the
+        others -- a job's second request (two followers of it), jobs beyond the script's length -- are answered by
+        the next poll, first."""
+        batch: dict[str, _Request] = {}
+        later: list[_Request] = []
         for request in self._waiting:
-            if not request.answer.done():
-                previous = latest.pop(request.job.job_dir, None)
-                if previous is not None:
-                    previous.answer.cancel()
-                latest[request.job.job_dir] = request
-        self._waiting = []
-        return list(latest.values())
+            if request.answer.done():
+                continue
+            if request.job.job_dir in batch:
+                later.append(request)
+            else:
+                batch[request.job.job_dir] = request
+        taken = list(batch.values())
+        fit = polls_that_fit([(r.job, r.offset, r.max_bytes) for r in taken])
+        self._waiting = taken[fit:] + later
+        return taken[:fit]
 
     async def _run(self, batch: list[_Request]) -> None:
         busy = sum(1 for polls in self.siblings.values() if polls.busy)
@@ -175,14 +186,16 @@ class InstancePolls:
             await asyncio.sleep(plan.sleep_first)
         polls = [(r.job, r.offset, size) for r, size in zip(batch, plan.max_bytes, strict=True)]
         if len(polls) == 1:  # one job: the very poll a worker runs
-            script = build_poll_command(batch[0].job, offset=batch[0].offset, max_bytes=polls[0][2], wait=plan.hold)
+            script, timeout, _read = self.hook._poll_request(
+                batch[0].job, offset=batch[0].offset, max_bytes=polls[0][2], wait=plan.hold
+            )
         else:
-            script = build_poll_many_command(polls, wait=plan.hold)
-        timeout = DEFAULT_PROBE_TIMEOUT + wait_tenths(plan.hold) / 10
+            script, timeout = build_poll_many_command(polls, wait=plan.hold), self.hook._poll_timeout(plan.hold)
+        readers = [self.hook._poll_reader(r.job, r.offset) for r in batch]
 
         async def once() -> list[PollResult]:
             result = await self.hook.aexec_script(self.instance_name, script, timeout=timeout)
-            return [self._read(result, request) for request in batch]  # a cut answer: the whole poll again
+            return [read(result) for read in readers]  # a cut answer: the whole poll again
 
         try:
             answers = await self.hook.retry_async(once)
@@ -194,12 +207,6 @@ class InstancePolls:
         for request, answer in zip(batch, answers, strict=True):
             if not request.answer.done():
                 request.answer.set_result(answer)
-
-    def _read(self, result: ProcessResult, request: _Request) -> PollResult:
-        """``request``'s job's block of the poll's output (an incomplete block: the connection dropped mid-answer)."""
-        return self.hook._parse_or_lost(  # type: ignore[no-any-return]
-            lambda: parse_poll_output(result.stdout_lines, request.job.job_id, request.offset), result
-        )
 
 
 def loop_polls() -> dict[tuple[str | None, str], InstancePolls]:

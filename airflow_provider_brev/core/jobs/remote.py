@@ -232,8 +232,22 @@ def parse_poll_output(stdout_lines: Sequence[str], job_id: str, offset: int) -> 
         raise ValueError(f"Truncated output from the remote job poll for {job_id!r}: the log block is incomplete.")
     raise ValueError(
         f"No '{STATUS_MARKER} {job_id}' line in the remote output; the poll command did not run "
-        f"(first lines: {lines[:3]!r})."
+        f"(first lines: {_outside_logs(lines)[:3]!r})."
     )
+
+
+def _outside_logs(lines: list[str], limit: int = 200) -> list[str]:
+    """The lines of a poll's output that are not a job's log data (an answer for several jobs may hold another
+    job's log, which no error message may carry), each cut to ``limit`` characters."""
+    shown: list[str] = []
+    in_log = False
+    for line in lines:
+        if _is(line, JOB_LOG_BEGIN) or _is(line, JOB_LOG_END):
+            in_log = _is(line, JOB_LOG_BEGIN)
+        elif in_log:
+            continue
+        shown.append(line[:limit])
+    return shown
 
 
 def _is(line: str, kind: str) -> bool:

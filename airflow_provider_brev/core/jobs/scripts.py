@@ -174,6 +174,10 @@ def build_poll_many_command(polls: Sequence[tuple[RemoteJob, int, int]], *, wait
 
     :raises ValueError: no job, the same job twice, or an offset or size :func:`build_poll_command` refuses.
     """
+    return _check_length(_render_poll_many(polls, wait))
+
+
+def _render_poll_many(polls: Sequence[tuple[RemoteJob, int, int]], wait: float) -> str:
     if not polls:
         raise ValueError("build_poll_many_command needs at least one job")
     if len({job.job_dir for job, _, _ in polls}) != len(polls):
@@ -185,7 +189,28 @@ def build_poll_many_command(polls: Sequence[tuple[RemoteJob, int, int]], *, wait
         values[f"__BJ_ID_{index}"] = job.job_id
         values[f"__BJ_OFFSET_{index}"] = offset
         values[f"__BJ_MAX_{index}"] = max_bytes
-    return _check_length(render_script("job_poll_many", values, include=(JOB_LIBRARY,)))
+    return render_script("job_poll_many", values, include=(JOB_LIBRARY,))
+
+
+def polls_that_fit(polls: Sequence[tuple[RemoteJob, int, int]]) -> int:
+    """How many of ``polls``, from the first, one :func:`build_poll_many_command` can report within
+    :data:`~airflow_provider_brev.core.jobs.handle.MAX_COMMAND_LENGTH` whatever its wait (at least one: one job is
+    polled with :func:`build_poll_command`); the others wait for the next poll.
+
+    :param polls: ``(job, offset, max_bytes)`` per job, each job once (a job's share of a poll is never more than
+        it asked for, so the script of the poll is never longer).
+    """
+
+    def fits(count: int) -> bool:
+        return len(_render_poll_many(polls[:count], MAX_POLL_WAIT).encode("utf-8")) <= MAX_COMMAND_LENGTH
+
+    if len(polls) <= 1 or fits(len(polls)):
+        return len(polls)
+    fitting, too_many = 1, len(polls)
+    while too_many - fitting > 1:
+        middle = (fitting + too_many) // 2
+        fitting, too_many = (middle, too_many) if fits(middle) else (fitting, middle)
+    return fitting
 
 
 def wait_tenths(wait: float) -> int:

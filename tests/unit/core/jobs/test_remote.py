@@ -627,6 +627,12 @@ def test_poll_output_parsing_details():
         parse_poll_output(["a", "b", "c", "d"], "job-1", 0)
     with pytest.raises(ValueError, match="Corrupt log chunk"):
         parse_poll_output([*_status()[:2], "!!!", "BREV_JOB_LOG_END"], "job-1", 0)
+    other_log = [*_status(body=b"job 1's secret-free but private log"), "x" * 1000]
+    with pytest.raises(
+        ValueError, match=r"first lines: \['BREV_JOB_STATUS job-1 .*', 'BREV_JOB_LOG_BEGIN', 'BREV_JOB_LOG_END'\]"
+    ) as cut:
+        parse_poll_output(other_log, "job-2", 0)  # an answer for several jobs, cut after job-1's block
+    assert base64.b64encode(b"job 1").decode()[:6] not in str(cut.value)
     twice = parse_poll_output([*_status(state="running", size="1", body=b"a"), *_status()[:2]], "job-1", 0)
     assert twice.state == "running"  # the last *complete* block wins
     running = PollResult("running", None, 10, 1, b"abc", 0)

@@ -16,6 +16,7 @@ from airflow_provider_brev.core.jobs.scripts import (
     build_poll_command,
     build_poll_many_command,
     build_secret_env_file,
+    polls_that_fit,
 )
 from unit.core.jobs.follower_helpers import JOB
 
@@ -154,6 +155,18 @@ def test_the_wait_ends_as_soon_as_any_job_ends(tmp_path, leader):
 def test_a_many_job_poll_refuses_no_job_and_a_job_twice(polls, match):
     with pytest.raises(ValueError, match=match):
         build_poll_many_command(polls)
+
+
+def test_polls_that_fit_are_the_most_jobs_one_poll_script_holds():
+    base = "/".join(["d" * 200] * 4)  # job directories of over 900 characters
+    polls = [(RemoteJob(f"many-{i:03d}-" + "x" * 110, base_dir=base), 10**9, 10**9) for i in range(120)]
+    fit = polls_that_fit(polls)
+    assert 1 < fit < len(polls)
+    assert len(build_poll_many_command(polls[:fit], wait=MAX_POLL_WAIT).encode()) <= MAX_COMMAND_LENGTH
+    with pytest.raises(ValueError, match="longer than"):
+        build_poll_many_command(polls[: fit + 1], wait=MAX_POLL_WAIT)
+    assert polls_that_fit(polls[:3]) == 3
+    assert polls_that_fit(polls[:1]) == 1
 
 
 def test_offsets_and_sizes_are_checked_per_job():
