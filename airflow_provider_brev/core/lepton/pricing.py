@@ -76,7 +76,7 @@ def shape_prices(name: str, value: Any) -> dict[str, float]:
     :param name: what the table is, for messages (``shape_prices``, or the connection's extra).
     :param value: the rendered value.
     """
-    if is_empty(value) or value == {}:
+    if is_empty(value):
         return {}
     if not isinstance(value, dict):
         refuse(name, value, 'a dict of resource shape -> dollars per hour, e.g. {"gpu.8xh100-sxm": 24.0}')
@@ -93,10 +93,9 @@ def default_estimate(shape: str) -> float | None:
     if shape in DEFAULT_CPU_SHAPE_PRICES:
         return DEFAULT_CPU_SHAPE_PRICES[shape]
     match = _GPU_SHAPE_RE.match(shape)
-    per_gpu = DEFAULT_GPU_HOUR_PRICES.get(match["model"]) if match else None
-    if match is None or per_gpu is None:
+    if match is None or match["model"] not in DEFAULT_GPU_HOUR_PRICES:
         return None
-    return round(int(match["count"] or 1) * per_gpu, 6)
+    return round(int(match["count"] or 1) * DEFAULT_GPU_HOUR_PRICES[match["model"]], 6)
 
 
 def shape_price(shape: str, *, step_prices: dict[str, float], connection_prices: dict[str, float]) -> ShapePrice:

@@ -181,10 +181,9 @@ def build_plan(tasks: Sequence[TransferTask]) -> str:
 # The round's script is airflow_provider_brev/remote/transfer.sh (rendered by core/protocol/remote_scripts.py).
 
 
-def _check_int(name: str, value: int, minimum: int) -> int:
+def _check_int(name: str, value: int, minimum: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return value
 
 
 def check_script_length(script: str) -> str:

@@ -6,7 +6,7 @@ Variables into these; everything the page decides is made from them by :mod:`.fl
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -74,7 +74,7 @@ class PageFacts:
     pushed: list[Pushed]
     runs: dict[tuple[str, str], RunFacts]
     task_states: dict[tuple[str, str, str, int], str]
-    warm: list[ReuseEntry] = field(default_factory=list)
-    live: dict[str, BrevInstance] | None = None
-    live_note: str = ""
-    now: float = 0.0
+    warm: list[ReuseEntry]
+    live: dict[str, BrevInstance] | None
+    live_note: str
+    now: float

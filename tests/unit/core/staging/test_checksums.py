@@ -198,3 +198,28 @@ def test_multipart_parts_settle_one_by_one():
     assert upload.expected_etag() == multipart_etag([MD5_A, MD5_B, MD5_A])
     upload.restart()
     assert (upload.upload_id, upload.parts, len(upload.missing_parts())) == (None, {}, 3)
+
+
+def test_the_md5_metadata_key_is_found_again_after_s3_stores_it(s3):
+    # S3 sends user metadata as x-amz-meta-* headers and answers their names in lower case: a key with capitals
+    # would never be found again on the object it was written to
+    s3.put_object(Bucket=BUCKET, Key="meta/x", Body=b"x", Metadata={MD5_METADATA_KEY: md5(b"x")})
+    assert s3.head_object(Bucket=BUCKET, Key="meta/x")["Metadata"] == {MD5_METADATA_KEY: md5(b"x")}
+
+
+def test_an_etag_is_opaque_text_only_its_quotes_are_taken_off():
+    assert normalize_etag('"Xa9-X"') == "xa9-x"
+
+
+def test_parts_may_be_one_byte_and_exactly_the_maximum_count_of_an_odd_part_size_is_kept():
+    assert split_parts(3, 1) == [(1, 0, 1), (2, 1, 1), (3, 2, 1)]
+    odd = 5 * MIB + 1  # not whole MiB: growing it would round it up
+    assert choose_part_size(odd * S3_MAX_PARTS, odd) == odd
+    assert choose_part_size(odd * S3_MAX_PARTS + 1, odd) == 6 * MIB
+
+
+def test_a_file_over_5_gib_is_uploaded_in_parts_whatever_the_threshold():
+    gib = 1024 * MIB  # S3 takes at most 5 GiB in one PUT
+    files = [RemoteFile("at-limit", 5 * gib, MD5_A), RemoteFile("over", 5 * gib + 1, MD5_B)]
+    uploads, _ = plan_uploads(files, "", multipart_threshold=10 * gib, part_size=8 * MIB)
+    assert [(u.key, u.multipart) for u in uploads] == [("at-limit", False), ("over", True)]

@@ -34,6 +34,7 @@ from airflow_provider_brev.core.staging.scripts import (
     build_cleanup_script,
     build_plan,
     build_transfer_script,
+    check_script_length,
     plan_path,
 )
 from unit.core.staging.reports_helpers import MD5, URL
@@ -233,9 +234,43 @@ def test_upload_of_a_changed_file_is_refused(s3, instance):
     report = parse_transfer_output(
         instance.run(build_transfer_script(xfer_id="u2", remote_dir="r")).stdout.splitlines()
     )
-    assert report.failed["0"][0] == "changed"
+    assert report.failed["0"][0] == CHANGED
     with pytest.raises(s3.exceptions.ClientError):
         s3.head_object(Bucket=BUCKET, Key="up2/f")
+
+
+def test_parts_of_one_byte_upload_with_the_smallest_timeouts(s3, instance):
+    (instance.home / "r1b").mkdir()
+    (instance.home / "r1b/two").write_bytes(b"ab")
+    upload_id = s3.create_multipart_upload(Bucket=BUCKET, Key="up9/two")["UploadId"]
+    tasks = [
+        TransferTask(
+            key=f"0.{number}",
+            op=OP_PART,
+            relpath="two",
+            file_size=2,
+            offset=number - 1,
+            length=1,
+            url=s3.generate_presigned_url(
+                "upload_part", Params={"Bucket": BUCKET, "Key": "up9/two", "UploadId": upload_id, "PartNumber": number}
+            ),
+        )
+        for number in (1, 2)
+    ]
+    instance.ship("u9", tasks)
+    script = build_transfer_script(xfer_id="u9", remote_dir="r1b", concurrency=1, curl_retries=0, connect_timeout=1)
+    report = parse_transfer_output(instance.run(script).stdout.splitlines())
+    assert report.complete and not report.failed
+    assert {key: (r.size, r.md5) for key, r in report.ok.items()} == {"0.1": (1, md5(b"a")), "0.2": (1, md5(b"b"))}
+    s3.abort_multipart_upload(Bucket=BUCKET, Key="up9/two", UploadId=upload_id)
+    build_transfer_script(xfer_id="u9", remote_dir="r1b", stall_seconds=1)  # one second is a stall limit too
+
+
+def test_a_script_may_be_as_long_as_the_limit_in_bytes_not_characters():
+    at_limit = "é" * (MAX_SCRIPT_LENGTH // 2)  # two bytes each in UTF-8
+    assert check_script_length(at_limit) == at_limit
+    with pytest.raises(ValueError, match="longer than"):
+        check_script_length(at_limit + "x")
 
 
 def test_a_put_whose_file_is_rewritten_in_place_while_curl_sends_it_fails_as_changed(s3, instance):
@@ -292,6 +327,7 @@ def test_every_failure_code_is_one_the_transfer_script_prints():
         ({"url": None}, "A presigned URL must be an http"),
         ({"md5": "xyz"}, "Invalid md5"),
         ({"op": OP_PART, "length": 0, "file_size": 5}, "A part must have a positive length"),
+        ({"op": OP_PART, "length": 0, "file_size": 1}, "A part must have a positive length"),
     ],
 )
 def test_bad_tasks_are_refused(kwargs, message):
@@ -339,5 +375,6 @@ def test_script_headers_and_ids():
     for name, value in (("concurrency", 0), ("curl_retries", -1), ("connect_timeout", 0), ("stall_seconds", 0)):
         with pytest.raises(ValueError, match=f"{name} must be an integer >= "):
             build_transfer_script(xfer_id="r-1", remote_dir="data", **{name: value})
-    with pytest.raises(ValueError, match="concurrency must be an integer"):
-        build_transfer_script(xfer_id="r-1", remote_dir="data", concurrency=True)
+    for not_an_int in (True, 2.5):
+        with pytest.raises(ValueError, match="concurrency must be an integer"):
+            build_transfer_script(xfer_id="r-1", remote_dir="data", concurrency=not_an_int)  # type: ignore[arg-type]
