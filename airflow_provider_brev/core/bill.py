@@ -79,17 +79,16 @@ def split_window(
     """
     rank = {phase: i for i, phase in enumerate(PRECEDENCE)}
     shares: list[dict[str, float]] = [dict.fromkeys(PHASES, 0.0) for _ in tasks]
-    if end <= start:
-        return shares, 0.0
-    points = {start, end}
+    end = max(start, end)  # an inverted window bills nothing
+    points = {start, end}  # the window's bounds and every span's, held inside the window
     for _, spans in tasks:
-        points.update(t for _, s, e in spans for t in (s, e) if start < t < end)
+        points.update(min(max(t, start), end) for _, s, e in spans for t in (s, e))
     ordered = sorted(points)
     uncovered = 0.0
     for a, b in itertools.pairwise(ordered):
         owner = min(
             (
-                (rank.get(phase, len(rank)), i, phase)
+                (rank[phase], i, phase)
                 for i, (_, spans) in enumerate(tasks)
                 for phase, s, e in spans
                 if s <= a and e >= b
@@ -238,7 +237,6 @@ def run_cost(
         claimed.update(i for i, _, _ in group)
         groups.append({i for i, _, _ in group})
         shares, uncovered, billed = _split_group(group, [(start, end)])
-        price_source = {**life, "estimate": False}
         price = life.get("price_per_hour")
         for i, task_id, cost in group:
             billed_at = {
@@ -247,11 +245,11 @@ def run_cost(
             }
             placed[i] = _row(task_id, {**cost, **billed_at}, shares[i])
         if uncovered > 0.0005:
-            placed[len(costs) + len(bill)] = _row(UNCOVERED_ROW, price_source, {UNCOVERED: uncovered})
+            placed[len(costs) + len(bill)] = _row(UNCOVERED_ROW, life, {UNCOVERED: uncovered})
         bill.append(
             _bill_entry(
                 "instance",
-                price_source,
+                life,
                 billed,
                 task_id=life_task,
                 started_at=start,
@@ -299,9 +297,7 @@ def run_cost(
                 "task_id": task_id,
                 **life,
                 "tasks_dollars": round(
-                    sum(
-                        float(placed[i]["total_dollars"] or 0.0) for i in placed if i < len(costs) and i in entry_tasks
-                    ),
+                    sum(float(placed[i]["total_dollars"] or 0.0) for i in placed if i in entry_tasks),
                     6,
                 ),
             }

@@ -246,3 +246,172 @@ def test_the_table_puts_the_bill_first_and_its_total_is_the_bill():
     assert bare[0].startswith("Bill: $0.0000 for 0.0 s")
     assert bare[2].split() == ["task", "type", "$/h", "boot", "work", "seconds", "$"]  # empty columns left out
     assert bare[-1].split() == ["total", "0.0", "0.0", "0.0", "$0.0000"]
+
+
+# -- decisions pinned one by one ---------------------------------------------------------------------------------
+def test_where_phases_overlap_upload_beats_stage_and_pull_beats_boot_whatever_the_dag_s_order():
+    first = [("stage", 0.0, 10.0), ("boot", 10.0, 20.0)]
+    second = [("upload", 5.0, 10.0), ("pull", 15.0, 20.0)]
+    shares, uncovered = split_window(0, 20, [("first", first), ("second", second)])
+    assert nonzero(shares[0]) == {"stage": 5, "boot": 5}
+    assert nonzero(shares[1]) == {"upload": 5, "pull": 5}
+    assert uncovered == 0
+    idle_only, _ = split_window(0, 4, [("a", [("idle", 0.0, 4.0)]), ("b", [("resume", 2.0, 4.0)])])
+    assert (nonzero(idle_only[0]), nonzero(idle_only[1])) == ({"idle": 2}, {"resume": 2})  # idle loses to any phase
+
+
+def test_a_cost_without_a_usable_window_counts_as_reported():
+    spans = [["work", 1, 2]]
+    assert task_spans({"ended_at": 5, "spans": spans}) is None
+    assert task_spans({"started_at": 0, "spans": spans}) is None
+    assert task_spans({"started_at": 0, "ended_at": 5, "spans": None}) is None
+    assert task_spans({"started_at": 0, "ended_at": 5, "spans": spans}) == [("work", 1.0, 2.0), ("idle", 0.0, 5.0)]
+
+
+def test_an_inverted_window_bills_nothing_and_a_zero_length_one_merges_away():
+    shares, uncovered = split_window(20, 10, [("t", [("work", 0.0, 30.0)])])
+    assert shares == [dict.fromkeys(PHASES, 0.0)] and uncovered == 0.0
+    assert merged([(3, 3)]) == []
+
+
+def test_a_stopped_disk_s_time_is_never_negative_and_kept_to_the_millisecond():
+    skewed = disk_cost(reuse_key="k", instance_name="i", stopped_at=100.5, started_at=100.2, disk_price_per_hour=1.0)
+    assert (skewed["seconds"], skewed["dollars"]) == (0.0, 0.0)
+    short = disk_cost(reuse_key="k", instance_name="i", stopped_at=100.0, started_at=100.25, disk_price_per_hour=None)
+    assert (short["seconds"], short["dollars"]) == (0.25, None)
+    fine = disk_cost(reuse_key="k", instance_name="i", stopped_at=1000.0, started_at=1030.12345, disk_price_per_hour=1)
+    assert fine["seconds"] == pytest.approx(30.123, abs=1e-9)
+
+
+def test_epoch_times_bill_milliseconds_and_every_row_names_its_instance():
+    t0 = 1_764_850_000.123456
+    costs = [
+        ("create", cost("i", t0, t0 + 0.30004, ("boot", t0, t0 + 0.30004))),
+        ("step", cost("i", t0 + 2.00017, t0 + 50.00071, ("work", t0 + 3.00013, t0 + 48.00029))),
+    ]
+    report = run_cost(costs, [("delete", life("i", t0, t0 + 60.00049))])
+    [bill] = report["bill"]
+    assert bill["seconds"] == pytest.approx(60.0, abs=1e-9)  # the window, to the millisecond
+    assert (bill["started_at"], bill["ended_at"]) == (t0, t0 + 60.00049)
+    for r in report["tasks"]:
+        assert r["instance_name"] == "i" and r["currency"] == report["currency"]
+        assert r["total_seconds"] == round(r["total_seconds"], 3)
+        assert all(v == round(v, 3) for v in r["seconds"].values())
+    step = row(report, "step")
+    assert step["seconds"]["work"] == pytest.approx(45.0, abs=1e-9)
+    assert step["total_seconds"] == pytest.approx(48.0, abs=1e-9)  # its window, reported to the millisecond
+    gap = row(report, UNCOVERED_ROW)["seconds"][UNCOVERED]  # the lifetime's bounds are not rounded
+    assert gap == pytest.approx(60.00049 - 48.0 - 0.3, abs=1e-3) and gap == round(gap, 3)
+    assert report["total_seconds"] == pytest.approx(60.0, abs=1e-9)
+    assert report["lifetimes"][0]["task_id"] == "delete"
+
+
+def test_a_fully_covered_window_has_no_uncovered_row():
+    report = run_cost([("t", cost("i", 100, 110, ("work", 100, 110)))], [("delete", life("i", 100, 110))])
+    assert [r["task_id"] for r in report["tasks"]] == ["t"]
+    assert report["bill"][0]["seconds"] == 10 and report["seconds"][UNCOVERED] == 0
+    older = step_cost(instance_name="i", instance_type="g6e.xlarge", price_per_hour=PRICE, phases={"work": 30})
+    over = run_cost([("older", older)], [("delete", life("i", 100, 110))])  # reports more than the window
+    assert [r["task_id"] for r in over["tasks"]] == ["older"] and over["total_seconds"] == 10
+
+
+def test_a_short_gap_gets_an_uncovered_row():
+    report = run_cost([("t", cost("i", 0, 9.5, ("work", 0, 9.5)))], [("delete", life("i", 0, 10))])
+    assert row(report, UNCOVERED_ROW)["seconds"][UNCOVERED] == 0.5
+
+
+def test_lifetimes_of_older_shapes_end_at_their_delete_or_nowhere():
+    base = life("i", 100, 140)
+    only_deleted = {k: v for k, v in base.items() if k not in ("ended_at", "ended_by")}
+    only_ended = {k: v for k, v in base.items() if k != "deleted_at"}
+    no_end = {k: v for k, v in base.items() if k not in ("ended_at", "deleted_at")}
+    step = ("t", cost("i", 100, 120, ("work", 100, 120)))
+    for shape, seconds in ((only_deleted, 40), (only_ended, 40), (no_end, 0)):
+        [bill] = run_cost([step], [("delete", shape)])["bill"]
+        assert (bill["started_at"], bill["seconds"], bill["ended_by"]) == (100, seconds, "delete")
+
+
+def test_an_instance_released_twice_claims_its_tasks_once_and_each_window_has_its_gaps():
+    costs = [
+        ("a", cost("i", 0, 8, ("work", 0, 8))),
+        ("b", cost("i", 10, 18, ("work", 10, 18))),
+        ("c", cost("j", 0, 5, ("work", 0, 5))),
+    ]
+    lifetimes = [("stop_i", life("i", 0, 20, ended_by="stop")), ("delete_j", life("j", 0, 10))]
+    report = run_cost(costs, lifetimes)
+    ids = [r["task_id"] for r in report["tasks"]]
+    assert ids == ["a", "b", "c", UNCOVERED_ROW, UNCOVERED_ROW]
+    assert [r["seconds"][UNCOVERED] for r in report["tasks"][3:]] == [4, 5]  # 8-10 and 18-20 on i; 5-10 on j
+    assert [r["instance_name"] for r in report["tasks"][3:]] == ["i", "j"]
+    assert [b["tasks"] for b in report["bill"]] == [["a", "b"], ["c"]]
+    assert [lt["tasks_dollars"] for lt in report["lifetimes"]] == [0.016, 0.005]
+    again = run_cost(costs, [*lifetimes, ("delete_i", life("i", 30, 40))])
+    assert [b["tasks"] for b in again["bill"]] == [["a", "b"], ["c"], []]
+    assert [r["task_id"] for r in again["tasks"]] == [*ids, UNCOVERED_ROW]
+    assert nonzero(row(again, "b")["seconds"]) == {"work": 8}
+
+
+def test_a_task_row_takes_its_own_price_and_type_where_the_lifetime_lacks_them():
+    unpriced = {**life("i", 0, 10), "price_per_hour": None, "instance_type": ""}
+    report = run_cost([("t", cost("i", 0, 10, ("work", 0, 10)))], [("delete", unpriced)])
+    assert (row(report, "t")["price_per_hour"], row(report, "t")["instance_type"]) == (PRICE, "g6e.xlarge")
+    typeless = {**cost("i", 0, 10, ("work", 0, 10)), "instance_type": ""}
+    other = {**cost("i", 0, 10, ("work", 0, 10)), "instance_type": "a10"}
+    report = run_cost([("typeless", typeless), ("other", other)], [("delete", life("i", 0, 10))])
+    assert (row(report, "typeless")["instance_type"], row(report, "other")["instance_type"]) == ("g6e.xlarge", "a10")
+    nothing = run_cost([("t", cost("i", 0, 10, ("work", 0, 10), price=None))], [("delete", unpriced)])
+    assert nothing["lifetimes"][0]["tasks_dollars"] == 0.0 and nothing["unpriced"] == ["t"]
+
+
+def test_unreleased_instances_are_billed_one_group_each():
+    report = run_cost([("a", cost("x", 0, 10, ("work", 0, 10))), ("b", cost("y", 0, 10, ("work", 0, 10)))])
+    assert [(b["instance_name"], b["seconds"], b["tasks"]) for b in report["bill"]] == [
+        ("x", 10, ["a"]),
+        ("y", 10, ["b"]),
+    ]
+
+
+def test_an_older_cost_reporting_nothing_bills_nothing():
+    empty = step_cost(instance_name="x", instance_type="t", price_per_hour=PRICE, phases={})
+    partial = {"instance_name": "y", "price_per_hour": PRICE, "seconds": {"work": 4}, "total_seconds": 4}
+    bare = {"instance_name": "z", "price_per_hour": PRICE, "total_seconds": 0}
+    report = run_cost([("empty", empty), ("partial", partial), ("bare", bare)])
+    assert [b["seconds"] for b in report["bill"]] == [0, 4, 0]
+    assert nonzero(row(report, "partial")["seconds"]) == {"work": 4}
+    assert row(report, "bare")["total_seconds"] == 0
+
+
+def test_a_stopped_record_without_seconds_is_not_billed():
+    create = {**cost("i", 0, 5, ("boot", 0, 5)), "stopped": {"reuse_key": "k", "instance_name": "i"}}
+    report = run_cost([("create", create)])
+    assert [b["kind"] for b in report["bill"]] == ["measured"]
+
+
+def test_the_stopped_disk_row_comes_after_the_task_rows_and_shows_as_disk():
+    stopped = disk_cost(reuse_key="w", instance_name="i", stopped_at=0.0, started_at=3600.0, disk_price_per_hour=0.1)
+    costs = [("create", {**cost("i", 0, 5, ("boot", 0, 5)), "stopped": stopped}), ("step", cost("i", 5, 10))]
+    report = run_cost(costs, [("stop", life("i", 0, 10, ended_by="stop"))])
+    assert [r["task_id"] for r in report["tasks"]] == ["create", "step", "(stopped: w)"]
+    table = cost_table(report).splitlines()
+    assert table[-1].split()[0] == "total"
+    disk_row = next(line for line in table if line.startswith("(stopped: w)"))
+    assert disk_row.split()[2:4] == ["disk", "0.10"]
+
+
+def test_the_table_names_estimates_unknown_types_and_prices():
+    lepton = step_cost(instance_name="job-1", instance_type="", price_per_hour=None, phases={"work": 50})
+    lepton.update(estimate=True)
+    measured = cost("box", 0, 10, ("work", 0, 10))
+    report = run_cost([("lepton", lepton), ("mine", measured)])
+    text = cost_table(report).splitlines()
+    assert text[1].startswith("  Lepton job job-1 (? at $?/h): 50.0 s, an estimate from its shape's price")
+    assert text[2].startswith("  instance box (g6e.xlarge at $3.60/h): 10.0 s as its tasks measured it")
+    assert text[6].split()[:4] == ["lepton", "(estimate)", "?", "?"]
+    assert "(price not known for: lepton; not in the dollars)" in text
+
+
+def test_the_table_of_an_empty_or_older_report_shows_only_its_fixed_columns():
+    assert cost_table({}).splitlines()[2].split() == ["task", "type", "$/h", "boot", "work", "seconds", "$"]
+    report = run_cost([("t", cost("i", 0, 10, ("work", 0, 10)))])
+    older = {**report, "tasks": [{**r, "seconds": {"boot": 0.0, "work": 10.0}} for r in report["tasks"]]}
+    assert cost_table(older).splitlines()[3].split() == ["task", "type", "$/h", "boot", "work", "seconds", "$"]
