@@ -24,8 +24,9 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-#: Module names whose attributes may be rebound (the package and the tests; not the standard library).
-_REBIND_PREFIXES = ("airflow_provider_brev", "test_", "conftest", "helpers", "fixtures_s3")
+#: Module names whose attributes may be rebound (the package and the tests, which pytest imports as
+#: ``unit.core.<...>.test_<module>`` and ``integration.<...>``; not the standard library).
+_REBIND_PREFIXES = ("airflow_provider_brev", "unit.", "integration.", "test_", "conftest", "helpers", "fixtures_s3")
 
 
 def _patch_function(live: FunctionType, new: FunctionType) -> None:

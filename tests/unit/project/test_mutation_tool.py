@@ -120,11 +120,13 @@ def test_a_trailing_bare_return_is_not_a_mutant(tmp_path):
     assert [m.line for m in mutants if m.operator == "return-delete"] == [3]
 
 
-def test_a_patched_module_changes_every_reference(tmp_path, monkeypatch):
+# a module of the package, and a test module as pytest imports it (tests/unit/... is the package ``unit``)
+@pytest.mark.parametrize("user_name", ["airflow_provider_brev_sample_user", "unit.core.sample.test_sample_user"])
+def test_a_patched_module_changes_every_reference(tmp_path, monkeypatch, user_name):
     live = types.ModuleType("mutation_sample_live")
     live.__file__ = str(tmp_path / "live.py")
     exec(compile(textwrap.dedent(SOURCE), live.__file__, "exec"), live.__dict__)
-    user = types.ModuleType("airflow_provider_brev_sample_user")  # imported the names, as a test module does
+    user = types.ModuleType(user_name)  # imported the names, as a test module does
     user.decide, user.MARKERS = live.decide, live.MARKERS
     monkeypatch.setitem(sys.modules, live.__name__, live)
     monkeypatch.setitem(sys.modules, user.__name__, user)
