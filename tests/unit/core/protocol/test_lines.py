@@ -33,6 +33,7 @@ def test_line_limits():
         ("", ""),
         ("\rDownloading 3/3\r\r", "Downloading 3/3"),  # a bar redrawn, then cleared: the last text stays
         ("a\r\rb", "b"),
+        ("exporting 10%\rexported to ONNX", "exported to ONNX"),  # only carriage returns are dropped
     ],
 )
 def test_carriage_returns_keep_what_a_terminal_shows(line, shown):
