@@ -22,10 +22,7 @@ TAIL_LINES = 200
 
 def squash_carriage_returns(line: str) -> str:
     """Keep what a terminal would show for a progress-bar line: the text after the last ``\\r``."""
-    if "\r" not in line:
-        return line
-    parts = [part for part in line.split("\r") if part]
-    return parts[-1] if parts else ""
+    return line.rstrip("\r").rpartition("\r")[2]
 
 
 def utf8_boundary(data: bytes | bytearray, limit: int) -> int:
@@ -33,10 +30,10 @@ def utf8_boundary(data: bytes | bytearray, limit: int) -> int:
 
     A piece of an over-long line then decodes without U+FFFD at the cut.
     """
-    cut = limit
-    while cut > limit - 4 and cut > 0 and (data[cut] & 0xC0) == 0x80:  # a continuation byte: step back
-        cut -= 1
-    return cut if cut > limit - 4 and cut > 0 else limit
+    for cut in range(limit, max(limit - 4, 0), -1):  # a character is at most 4 bytes; a piece is never empty
+        if (data[cut] & 0xC0) != 0x80:  # not a continuation byte: a character starts here
+            return cut
+    return limit
 
 
 class LineSplitter:

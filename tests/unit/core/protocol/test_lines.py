@@ -25,7 +25,16 @@ def test_line_limits():
 
 @pytest.mark.parametrize(
     ("line", "shown"),
-    [("plain", "plain"), ("10%\r50%\r100%", "100%"), ("done\r", "done"), ("\r\r", ""), ("", "")],
+    [
+        ("plain", "plain"),
+        ("10%\r50%\r100%", "100%"),
+        ("done\r", "done"),
+        ("\r\r", ""),
+        ("", ""),
+        ("\rDownloading 3/3\r\r", "Downloading 3/3"),  # a bar redrawn, then cleared: the last text stays
+        ("a\r\rb", "b"),
+        ("exporting 10%\rexported to ONNX", "exported to ONNX"),  # only carriage returns are dropped
+    ],
 )
 def test_carriage_returns_keep_what_a_terminal_shows(line, shown):
     assert squash_carriage_returns(line) == shown
@@ -41,6 +50,11 @@ def test_utf8_boundary_never_splits_a_character():
     assert utf8_boundary(data, 9) == 6
     assert utf8_boundary(b"\x80\x80\x80\x80\x80\x80", 5) == 5  # no start byte within 3 back: cut where asked
     assert utf8_boundary(b"\x80\x80\x80", 2) == 2
+    # five continuation bytes (no valid character is that long): the start byte 4 back does not own the cut
+    assert utf8_boundary(b"ab" + b"\x80" * 5, 5) == 5
+    # a character at the very start: cutting before it would leave an empty piece, so cut where asked
+    assert utf8_boundary("€x".encode(), 2) == 2
+    assert utf8_boundary("éx".encode(), 1) == 1
 
 
 def test_the_splitter_emits_complete_lines_and_flushes_long_ones(monkeypatch):
@@ -110,3 +124,11 @@ def test_over_long_lines_split_on_character_boundaries(char):
     assert "\ufffd" not in "".join(lines)
     assert "".join(lines) == text
     assert all(len(line.encode()) <= MAX_LINE for line in lines)
+
+
+def test_captured_output_may_reach_64_mib_and_no_more():
+    """``brev ls --json`` of a big organisation is captured whole up to 64 MiB (each line counts its newline)."""
+    capture = Collector(True, None)
+    capture("x" * (64 * 1024 * 1024 - 1))
+    with pytest.raises(OverflowError, match="more output than expected"):
+        capture("")
