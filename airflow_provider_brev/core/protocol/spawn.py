@@ -18,7 +18,7 @@ answer:
 from __future__ import annotations
 
 import errno
-from typing import Final, Literal
+from typing import Final, Literal, cast
 
 from airflow_provider_brev.exceptions import BrevCLIError, BrevCLINotFoundError, BrevError, BrevProcessStartError
 
@@ -56,7 +56,7 @@ def start_error(program: str, error_number: int | None, reason: str) -> BrevErro
             "worker and triggerer (or set the connection extra 'cli_path')."
         )
     if verdict == EXHAUSTED:
-        name = errno.errorcode.get(error_number or 0, "?")
+        name = errno.errorcode[cast("int", error_number)]  # one of the numbers of _EXHAUSTED
         return BrevProcessStartError(
             f"Could not start a process ({program!r}): {reason} [{name}]. This machine is out of file descriptors, "
             "processes or memory (too many processes at once: lower [brev] max_concurrent_processes, or raise the "

@@ -4,11 +4,19 @@ installed"; descriptors, processes or memory running out is a transient fault of
 from __future__ import annotations
 
 import errno
+from typing import get_args
 
 import pytest
 
 from airflow_provider_brev.core.instances.recovery import may_be_lost
-from airflow_provider_brev.core.protocol.spawn import EXHAUSTED, MISSING, UNEXPECTED, start_error, start_failure
+from airflow_provider_brev.core.protocol.spawn import (
+    EXHAUSTED,
+    MISSING,
+    UNEXPECTED,
+    StartFailure,
+    start_error,
+    start_failure,
+)
 from airflow_provider_brev.exceptions import (
     BrevCLIError,
     BrevCLINotFoundError,
@@ -43,3 +51,8 @@ def test_anything_else_is_reported_as_it_is(number):
     error = start_error("/opt/brev", number, "Argument list too long")
     assert type(error) is BrevCLIError
     assert "installed" not in str(error)
+
+
+def test_the_verdicts_are_the_words_their_type_names():
+    """Callers type a verdict as :data:`StartFailure`: each constant is one of its words, and no word is missing."""
+    assert sorted([MISSING, EXHAUSTED, UNEXPECTED]) == sorted(get_args(StartFailure))
