@@ -24,9 +24,9 @@ from airflow_provider_brev.core.staging.checksums import (
 )
 from airflow_provider_brev.core.staging.reports import RemoteFile, parse_transfer_output
 from airflow_provider_brev.core.staging.rounds import StagedUpload, plan_uploads
-from airflow_provider_brev.core.staging.scripts import OP_PART, OP_PUT, TransferTask, build_transfer_script
+from airflow_provider_brev.core.staging.scripts import OP_PUT, TransferTask, build_transfer_script
 from unit.core.staging.rounds_helpers import MD5_A, MD5_B
-from unit.core.staging.scripts_helpers import BUCKET, listed_signature, md5
+from unit.core.staging.scripts_helpers import BUCKET, listed_signature, md5, part_tasks
 
 
 def test_parts_and_etags():
@@ -65,22 +65,8 @@ def test_upload_single_and_multipart_then_complete(s3, instance):
         )
     ]
     part_size = 5 * MIB
-    for number, offset, length in split_parts(len(big), part_size):
-        url = s3.generate_presigned_url(
-            "upload_part", Params={"Bucket": BUCKET, "Key": "up1/big.bin", "UploadId": upload_id, "PartNumber": number}
-        )
-        tasks.append(
-            TransferTask(
-                key=f"1.{number}",
-                op=OP_PART,
-                relpath="big.bin",
-                file_size=len(big),
-                offset=offset,
-                length=length,
-                url=url,
-                content_md5=True,
-            )
-        )
+    parts = split_parts(len(big), part_size)
+    tasks += part_tasks(s3, "up1/big.bin", upload_id, "big.bin", len(big), parts, prefix="1", content_md5=True)
     instance.ship("u1", tasks)
     done = instance.run(build_transfer_script(xfer_id="u1", remote_dir="results", concurrency=2))
     report = parse_transfer_output(done.stdout.splitlines())
@@ -119,21 +105,7 @@ def test_a_part_of_a_file_rewritten_after_an_earlier_part_was_read_fails_as_chan
     once = instance.home / "rewritten"
     instance.set_curl(pre=f"[[ $* == *-T* && ! -e {once} ]] && touch {once} && {{ {rewrite}; }}")
     upload_id = s3.create_multipart_upload(Bucket=BUCKET, Key="up4/big")["UploadId"]
-    tasks = [
-        TransferTask(
-            key=f"0.{number}",
-            op=OP_PART,
-            relpath="big",
-            file_size=6 * MIB,
-            offset=offset,
-            length=length,
-            url=s3.generate_presigned_url(
-                "upload_part", Params={"Bucket": BUCKET, "Key": "up4/big", "UploadId": upload_id, "PartNumber": number}
-            ),
-            signature=signature,
-        )
-        for number, offset, length in split_parts(6 * MIB, 5 * MIB)
-    ]
+    tasks = part_tasks(s3, "up4/big", upload_id, "big", 6 * MIB, split_parts(6 * MIB, 5 * MIB), signature=signature)
     instance.ship("u4", tasks)
     done = instance.run(build_transfer_script(xfer_id="u4", remote_dir="r", concurrency=1))
     report = parse_transfer_output(done.stdout.splitlines())

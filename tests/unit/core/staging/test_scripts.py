@@ -38,7 +38,7 @@ from airflow_provider_brev.core.staging.scripts import (
     plan_path,
 )
 from unit.core.staging.reports_helpers import MD5, URL
-from unit.core.staging.scripts_helpers import BUCKET, listed_signature, md5
+from unit.core.staging.scripts_helpers import BUCKET, listed_signature, md5, part_tasks
 
 # ------------------------------------------------------------------------------------------- fixtures
 
@@ -243,20 +243,7 @@ def test_parts_of_one_byte_upload_with_the_smallest_timeouts(s3, instance):
     (instance.home / "r1b").mkdir()
     (instance.home / "r1b/two").write_bytes(b"ab")
     upload_id = s3.create_multipart_upload(Bucket=BUCKET, Key="up9/two")["UploadId"]
-    tasks = [
-        TransferTask(
-            key=f"0.{number}",
-            op=OP_PART,
-            relpath="two",
-            file_size=2,
-            offset=number - 1,
-            length=1,
-            url=s3.generate_presigned_url(
-                "upload_part", Params={"Bucket": BUCKET, "Key": "up9/two", "UploadId": upload_id, "PartNumber": number}
-            ),
-        )
-        for number in (1, 2)
-    ]
+    tasks = part_tasks(s3, "up9/two", upload_id, "two", 2, [(1, 0, 1), (2, 1, 1)])
     instance.ship("u9", tasks)
     script = build_transfer_script(xfer_id="u9", remote_dir="r1b", concurrency=1, curl_retries=0, connect_timeout=1)
     report = parse_transfer_output(instance.run(script).stdout.splitlines())
