@@ -40,6 +40,13 @@ __bj_group_alive() {
   return 1
 }
 
+# One empty line while a poll waits on its jobs (the parser skips empty lines). Without a pty, sshd does not end a
+# command whose client went away: a poll nobody reads any more ends at this write (SIGPIPE, or the failed write)
+# instead of running out its wait.
+__bj_still_read() {
+  { printf '\n'; } 2>/dev/null
+}
+
 # Reads the pid file into $__bj_pid ("-" when absent); waits up to 2 s for a launcher that is half-way.
 __bj_read_pid() {
   __bj_i=0

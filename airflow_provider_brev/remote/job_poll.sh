@@ -8,6 +8,7 @@ __bj_w=$__BJ_WAIT
 while [ "$__bj_w" -gt 0 ] && [ -d "$__bj_dir" ] && [ ! -f "$__bj_dir/exit_code" ]; do
   __bj_read_pid
   { [ "$__bj_pid" != - ] && __bj_alive "$__bj_pid"; } || break
+  __bj_still_read || exit 0
   sleep 0.1; __bj_w=$((__bj_w - 1))
 done
 __bj_status "$__BJ_OFFSET" "$__BJ_MAX"

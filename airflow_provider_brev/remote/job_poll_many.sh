@@ -17,6 +17,7 @@ __bj_all_running() {
 }
 __bj_w=$__BJ_WAIT
 while [ "$__bj_w" -gt 0 ] && __bj_all_running; do
+  __bj_still_read || exit 0
   sleep 0.1; __bj_w=$((__bj_w - 1))
 done
 __bj_j=0

@@ -238,13 +238,14 @@ def parse_poll_output(stdout_lines: Sequence[str], job_id: str, offset: int) -> 
 
 def _outside_logs(lines: list[str], limit: int = 200) -> list[str]:
     """The lines of a poll's output that are not a job's log data (an answer for several jobs may hold another
-    job's log, which no error message may carry), each cut to ``limit`` characters."""
+    job's log, which no error message may carry) nor the empty lines it prints while it waits, each cut to
+    ``limit`` characters."""
     shown: list[str] = []
     in_log = False
     for line in lines:
         if _is(line, JOB_LOG_BEGIN) or _is(line, JOB_LOG_END):
             in_log = _is(line, JOB_LOG_BEGIN)
-        elif in_log:
+        elif in_log or not line:
             continue
         shown.append(line[:limit])
     return shown

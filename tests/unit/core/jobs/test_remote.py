@@ -625,6 +625,9 @@ def test_poll_output_parsing_details():
         parse_poll_output(_status()[:1], "job-1", 0)
     with pytest.raises(ValueError, match=r"first lines: \['a', 'b', 'c'\]"):
         parse_poll_output(["a", "b", "c", "d"], "job-1", 0)
+    with pytest.raises(ValueError, match=r"first lines: \['a', 'b', 'c'\]"):
+        parse_poll_output(["", "", "", "a", "", "b", "c"], "job-1", 0)  # the waiting poll's empty lines
+    assert parse_poll_output(["", "", *_status(state="running", size="1", body=b"a")], "job-1", 0).chunk == b"a"
     with pytest.raises(ValueError, match="Corrupt log chunk"):
         parse_poll_output([*_status()[:2], "!!!", "BREV_JOB_LOG_END"], "job-1", 0)
     other_log = [*_status(body=b"job 1's secret-free but private log"), "x" * 1000]
