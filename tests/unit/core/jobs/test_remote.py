@@ -397,9 +397,9 @@ def test_kill_escalates_to_sigkill_after_the_grace_period(jobs, tmp_path):
     grace = 1
     jobs.launch(
         job,
-        f"(trap '' TERM; exec sleep 300) & echo $! > {tmp_path}/child.tmp; "
+        f"(trap '' TERM; exec sleep 300) & c=$!; echo $c > {tmp_path}/child.tmp; "
         f"trap 'echo TERM >> {tmp_path}/term' TERM; mv {tmp_path}/child.tmp {tmp_path}/child.pid; "
-        "while :; do wait; done",
+        "while kill -0 $c 2>/dev/null; do wait $c; done",  # no spinning shell if a killed test run leaves it behind
     )
     wait_for(lambda: (tmp_path / "child.pid").exists() and (tmp_path / "child.pid").read_text().strip(), "child")
     child = int((tmp_path / "child.pid").read_text())
