@@ -139,8 +139,11 @@ class InstanceProvisioner:
         #: name is never set here: until ``brev create`` returns, the task cannot tell its instance from one another
         #: run created under the same name meanwhile.
         self.pending_name: str | None = None
-        #: The stopped instance this provisioner is starting or started for warm reuse (from right before its
-        #: ``brev start``: a kill then releases it as it would one this task created).
+        #: The stopped instance whose ``brev start`` runs right now (for ``on_kill``, which leaves it alone: until
+        #: the start returns, the task cannot tell its own start from another run's that won).
+        self.starting: BrevInstance | None = None
+        #: The stopped instance this provisioner started for warm reuse (from its successful ``brev start`` on: a
+        #: kill then releases it as it would one this task created).
         self.claimed: BrevInstance | None = None
         self._stopped: dict[str, Any] | None = None  # the disk time of the stopped instance being started
 
@@ -358,16 +361,20 @@ class InstanceProvisioner:
             cap.admit(types, prices)  # none within the cap: the create path's own refusal, before any start
         return WarmRequest(tuple(types), prices, cap)
 
-    def _claiming(self, instance: BrevInstance | None) -> None:
-        self.claimed = instance
+    def _claiming(self, instance: BrevInstance | None, requested_at: float | None) -> None:
+        """``claim_warm``'s ``on_claim``: a start in flight (``requested_at`` ``None``), one that went through, or
+        one that failed (``instance`` ``None``)."""
+        started = instance is not None and requested_at is not None
+        self.starting = None if started else instance
+        self.claimed = instance if started else None
         self._stopped = None
-        entry = ReuseRegistry(self.log).find(instance.id) if instance is not None and instance.id else None
-        if entry is not None and entry.state == STATE_STOPPED and entry.since:
+        entry = ReuseRegistry(self.log).find(instance.id) if started and instance and instance.id else None
+        if entry is not None and requested_at is not None and entry.state == STATE_STOPPED and entry.since:
             self._stopped = disk_cost(
                 reuse_key=entry.key,
                 instance_name=entry.name,
                 stopped_at=entry.since,
-                started_at=time.time(),
+                started_at=requested_at,
                 disk_price_per_hour=entry.disk_price_per_hour,
             )
 
@@ -455,8 +462,10 @@ class InstanceProvisioner:
 
     def release_on_kill(self) -> None:
         """The task was killed: delete the instance this provisioner created (by its id), is creating under a
-        provider-managed name, or started from the warm pool (by its id, from its ``brev start`` on: a kill cannot
-        wait for a stop and its record); nothing else. One fast call, never raises."""
+        provider-managed name, or started from the warm pool (by its id, once its ``brev start`` went through: a
+        kill cannot wait for a stop and its record); nothing else. One fast call, never raises. A kill while that
+        start runs leaves the instance as it is: the start may be another run's that won; if it was this try's,
+        the instance runs under a record that says stopped, and the janitor stops it."""
         created, claimed, pending = self.created, self.claimed, self.pending_name
         if created is not None:
             self.log.warning("Task killed: deleting instance %s created by this try.", created.name)
@@ -467,6 +476,17 @@ class InstanceProvisioner:
         elif pending:
             self.log.warning("Task killed: deleting instance %s created by this try.", pending)
             release_on_kill(self.hook, pending, None)
+        else:
+            self.leave_start_in_flight()
+
+    def leave_start_in_flight(self) -> None:
+        """The task was killed while a warm ``brev start`` ran: say that the instance is left as it is."""
+        if self.starting is not None:
+            self.log.warning(
+                "Task killed while `brev start` of %s (id %s) ran: leaving it as it is (another run may have started "
+                "it first); if this try's start went through, the janitor stops it.",
+                *(self.starting.name, self.starting.id),
+            )
 
     def cleanup_after_failure(self, name: str, *, owned: bool, reason: str, instance_id: str | None = None) -> None:
         """Best-effort delete after a post-create failure

@@ -263,7 +263,7 @@ def claim_warm(
     *,
     prefix: str,
     request: WarmRequest | None = None,
-    on_claim: Callable[[BrevInstance | None], None] | None = None,
+    on_claim: Callable[[BrevInstance | None, float | None], None] | None = None,
     cancelled: Callable[[], bool] | None = None,
     settle_timeout: float = STOP_SETTLE_TIMEOUT,
     poll_interval: float = 1.0,
@@ -282,8 +282,9 @@ def claim_warm(
     :param prefix: the owner prefix of the instances the task may start (its create request's); only records that
         prove ownership are tried (:meth:`ReuseRegistry.entries`).
     :param request: what the run asks for, resolved as a create resolves it (``None``: anything).
-    :param on_claim: called with the instance right before its ``brev start`` (the task owns it from then on: a kill
-        must release it), and with ``None`` when that start failed.
+    :param on_claim: called with the instance and ``None`` right before its ``brev start`` (in flight: the start
+        that wins may be another run's), with the instance and the time the start was requested once it went
+        through (the task owns it from then on: a kill must release it), and with ``(None, None)`` when it failed.
     :param cancelled: returns ``True`` once the task was killed: the wait ends and nothing is started.
     :param settle_timeout: the longest wait for STOPPING candidates.
     :param poll_interval: seconds between listings while waiting.
@@ -387,18 +388,21 @@ def _start(
     entry: ReuseEntry,
     live: BrevInstance,
     now: float,
-    on_claim: Callable[[BrevInstance | None], None] | None,
+    on_claim: Callable[[BrevInstance | None, float | None], None] | None,
 ) -> BrevInstance | None:
     """``brev start`` ``entry``'s instance (the claim) and record it in use; ``None`` when another run started it."""
     if on_claim is not None:
-        on_claim(live)
+        on_claim(live, None)
+    requested_at = time.time()
     try:
         hook.start_instance(entry.name, instance_id=entry.id)
     except BrevError as err:
         if on_claim is not None:
-            on_claim(None)
+            on_claim(None, None)
         log.info("Reuse key %r: %s was started by another run first (%s); trying the next.", key, entry.name, err)
         return None
+    if on_claim is not None:
+        on_claim(live, requested_at)
     registry.put(replace(entry, state=STATE_IN_USE, since=now, claimed_by=who))
     log.info(
         "Reuse key %r: starting stopped instance %s (id %s, %s, stopped %.0f s ago) instead of creating one: its "

@@ -153,6 +153,7 @@ class BrevCreateInstanceOperator(InstanceParams, BrevBaseOperator):
             spec.request,
             poll_interval=spec.poll_interval,
             delete_on_failure=spec.delete_on_failure,
+            cancelled=lambda: self._killed,
         )
         return self._provisioner
 

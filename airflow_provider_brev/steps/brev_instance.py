@@ -232,6 +232,8 @@ class StepInstance:
             refs.append(InstanceRef(provisioner.created.name, provisioner.created.id))
         if provisioner is not None and provisioner.claimed is not None:  # started from the warm pool, by id
             refs.append(InstanceRef(provisioner.claimed.name, provisioner.claimed.id))
+        if provisioner is not None:  # a warm start still running: whose start won is unknown
+            provisioner.leave_start_in_flight()
         if provisioner is not None and provisioner.pending_name:  # ``brev create`` still runs: by name
             refs.append(InstanceRef(provisioner.pending_name))
         # Newest first: Airflow SIGKILLs a killed task about 5 s after SIGTERM, and the instance being created or

@@ -67,6 +67,9 @@ FAULT_KINDS: dict[str, int | None] = {
     "connection_drop": 1,  # after_seconds= | after_bytes=, instance=, match= (substring of the command)
     "listing_unavailable": 1,  # the next create cannot fetch the instance-type/workspace-group listing
     "slow_create": 1,  # seconds=, instance=; the next create's POST succeeds, then its CLI answers that much later
+    # seconds=, instance= (the name or id given), until_file=; the next start waits that long (or until that file
+    # exists) before its PUT
+    "slow_start": 1,
     # instance=, mode="deleted"|"failure", message=, and one trigger: after_seconds= | when_file= | at_epoch=
     "instance_lost": 1,
     # a gate, not a failure: run= (bash, in the sandbox HOME) runs to its end right before the next exec whose

@@ -9,6 +9,7 @@ import os
 import signal
 import time
 
+import psutil
 import pytest
 from helpers import ChaosAgent, cli_calls, run_kept, run_state, task_states
 
@@ -223,7 +224,8 @@ def test_a_kill_while_the_warm_instance_starts_leaves_it_billing_nothing(
     [warm] = sim.instances()
     until(sim, warm["name"], "STOPPED")
     sim.set_timings(start_seconds=3600)  # STARTING for an hour of simulated time: the task waits for it
-    starting = lambda: status(sim, warm["name"]) == "STARTING"  # noqa: E731
+    # its start went through (the task says so once it holds the instance), and the instance is still STARTING
+    starting = lambda: "starting stopped instance" in task_logs.text and status(sim, warm["name"]) == "STARTING"  # noqa: E731
     killer = Killer(sim, starting)
     with killer.agent:
         dag_run = run_kept(run_dag, dag_id, {**PARAMS, "key": f"kill-{dag_id}"})
@@ -238,4 +240,55 @@ def test_a_kill_while_the_warm_instance_starts_leaves_it_billing_nothing(
     assert said[dag_id] in task_logs.text
     assert sim.name_of(cli_calls(sim, "delete")[0]["argv"][1]) == warm["name"]
     sim.set_timings(start_seconds=0.3)
+    delete_all(sim)
+
+
+@pytest.mark.parametrize("dag_id", ["brev_reuse_lifecycle", "brev_reuse_ephemeral"])
+def test_a_kill_while_a_start_runs_deletes_nothing(run_dag, brev_sim, task_logs, restore_sigterm, dag_id):
+    """Killed while its ``brev start`` runs, after another run's start reached the instance first: the task cannot
+    tell whose start won, so it deletes nothing and says so (had the start been its own, the record still says
+    stopped over a running instance, which the janitor stops)."""
+    import subprocess
+
+    sim = brev_sim
+    run(run_dag, dag_id, key=f"contended-{dag_id}")
+    [warm] = sim.instances()
+    until(sim, warm["name"], "STOPPED")
+    gate = sim.root / "start-gate"
+    sim.set_fault("slow_start", seconds=300, until_file=str(gate))  # this run's start is held before its PUT
+
+    def our_start_is_held() -> bool:
+        if any(fault["kind"] == "slow_start" for fault in sim.faults()):
+            return False  # not taken yet: the other run's start could take it
+        for child in psutil.Process().children(recursive=True):
+            try:
+                argv = child.cmdline()
+            except psutil.Error:
+                continue
+            if "start" in argv and warm["id"] in argv:
+                return True
+        return False
+
+    def another_run_starts_it_then_the_task_is_killed(_value) -> None:
+        other = subprocess.run(["brev", "start", "-d", warm["id"]], capture_output=True, timeout=60, text=True)
+        assert other.returncode == 0, other.stderr
+        os.kill(os.getpid(), signal.SIGTERM)
+        deadline = time.monotonic() + 120
+        while "Task killed" not in task_logs.text:  # on_kill has decided
+            assert time.monotonic() < deadline, "on_kill never ran"
+            time.sleep(0.02)
+        gate.touch()  # this run's start goes on, and fails: the instance is not stopped any more
+
+    agent = ChaosAgent(
+        lambda: runner_handles_sigterm() and our_start_is_held(), another_run_starts_it_then_the_task_is_killed
+    )
+    with agent:
+        dag_run = run_kept(run_dag, dag_id, {**PARAMS, "key": f"contended-{dag_id}"})
+    assert agent.fired
+    assert run_state(dag_run) == "failed"
+    assert cli_calls(sim, "delete") == []
+    assert status(sim, warm["name"]) in ("STARTING", "RUNNING")  # the other run's, untouched
+    assert f"Task killed while `brev start` of {warm['name']} (id {warm['id']}) ran: leaving it as it is" in (
+        task_logs.text
+    )
     delete_all(sim)

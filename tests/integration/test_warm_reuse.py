@@ -260,15 +260,28 @@ def test_two_runs_never_start_one_instance(run, brev_sim_both):
     log = logging.getLogger(__name__)
     run_a, run_b = _Snapshot([entry]), _Snapshot([entry])
     hook = BrevHook(retry_delay=0.05)
-    got_a = claim_warm(hook, log, run_a, "k4", "dag/run_a/create/-1", prefix="afbrev")
-    got_b = claim_warm(hook, log, run_b, "k4", "dag/run_b/create/-1", prefix="afbrev")
+    told: list[tuple[str | None, float | None]] = []  # what run A's task was told, in order
+
+    def on_claim(instance, requested_at) -> None:
+        told.append((instance.id if instance else None, requested_at))
+
+    sim.set_fault("http_5xx", command="start", times=1)  # run A's first start fails: it owns nothing
+    assert claim_warm(hook, log, run_a, "k4", "dag/run_a/create/-1", prefix="afbrev", on_claim=on_claim) is None
+    assert told == [(entry.id, None), (None, None)]
+    told.clear()
+    asked = time.time()
+    got_a = claim_warm(hook, log, run_a, "k4", "dag/run_a/create/-1", prefix="afbrev", on_claim=on_claim)
+    got_b = claim_warm(hook, log, run_b, "k4", "dag/run_b/create/-1", prefix="afbrev", on_claim=on_claim)
     assert got_a is not None and got_a.id == entry.id
+    [in_flight, (owned, requested_at)] = told  # in flight, then owned from the start that went through
+    assert in_flight == (entry.id, None)
+    assert owned == entry.id and requested_at is not None and asked <= requested_at <= time.time()
     assert got_b is None  # listed STARTING: not a candidate any more
     assert [(e.state, e.claimed_by, e.created_by) for e in run_a.written] == [
         (STATE_IN_USE, "dag/run_a/create/-1", entry.created_by)  # its creator stays on record
     ]
     assert run_b.written == []  # only the holder writes the record
-    assert len(cli_calls(sim, "start")) == 1
+    assert len(cli_calls(sim, "start")) == 2  # the failed one and run A's
     # had run B listed it before run A's start, its own start would be the claim that fails
     with pytest.raises(BrevError, match="not stopped"):
         hook.start_instance(name, instance_id=entry.id)

@@ -3,6 +3,7 @@ do on their own)."""
 
 from __future__ import annotations
 
+import os
 import time
 
 from airflow_provider_brev.testing.fake_brev.context import (
@@ -86,7 +87,14 @@ def cmd_delete(ctx: Ctx, _v: dict, pos: list[str]) -> int:
 
 
 def start_instance(ctx: Ctx, user: dict, name: str) -> dict:
-    """PUT api/workspaces/{id}/start for a STOPPED instance (CliError otherwise)."""
+    """PUT api/workspaces/{id}/start for a STOPPED instance (CliError otherwise), after a ``slow_start`` fault's
+    wait."""
+    with ctx.store.txn() as st:
+        slow = take_fault(st, "slow_start", instance=name)
+    if slow is not None:  # a slow CLI or API: another start may reach the instance first
+        deadline, gate = time.monotonic() + float(slow.get("seconds") or 0.0), slow.get("until_file")
+        while time.monotonic() < deadline and not (gate and os.path.exists(gate)):
+            time.sleep(0.02)
     now = ctx.now()
     with ctx.store.txn(now=now) as st:
         inst = find_instance(ctx, st, user, name)

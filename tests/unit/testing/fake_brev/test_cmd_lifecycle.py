@@ -136,3 +136,22 @@ def test_a_stopped_instance_bills_its_disk_not_its_machine(brev_sim_both: BrevSi
     (bill,) = [b for b in sim.billing() if b["name"] == "warm"]  # kept after the instance is gone
     assert 994 < bill["stopped_seconds"] < 997
     assert bill["running_seconds"] > 105
+
+
+def test_a_slow_start_is_held_before_its_request_until_its_gate_opens(brev_sim_both: BrevSimulator, tmp_path) -> None:
+    """``slow_start``: the next start waits before its PUT, so another start can reach the instance first."""
+    sim = brev_sim_both
+    seeded(sim, "held")
+    assert brev("stop", "held").returncode == 0
+    until(sim, "held", "STOPPED")
+    gate = tmp_path / "gate"
+    sim.set_fault("slow_start", seconds=300, until_file=str(gate))
+    held = subprocess.Popen(["brev", "start", "-d", "held"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_until(lambda: not sim.faults(), what="the held start to take the fault")
+    assert status(sim, "held") == "STOPPED"  # no request yet
+    other = brev("start", "-d", "held")
+    assert other.returncode == 0, other.stderr
+    gate.touch()
+    _, err = held.communicate(timeout=60)
+    assert held.returncode == 1
+    assert "Instance is not stopped status=STARTING" in err
