@@ -722,3 +722,15 @@ def test_progress_is_reported_once_per_percentage():
 )
 def test_what_starting_a_pull_finds(launch, found):
     assert pull_start(launch) == found
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [{"state": "sleeping"}, {"rc": "x"}, {"rc": "1.5"}, {"size": "-"}, {"size": "3k"}, {"pid": "p42"}],
+    ids=["state", "rc", "rc-fraction", "size-unknown", "size", "pid"],
+)
+def test_a_status_line_with_a_malformed_field_is_no_status(bad):
+    """A status line whose state, exit code, log size or pid is not of the grammar (printed by something else, or
+    cut) is not taken for the job's status: the poll says it found none."""
+    with pytest.raises(ValueError, match="No 'BREV_JOB_STATUS job-1' line"):
+        parse_poll_output(_status(**bad), "job-1", 0)
