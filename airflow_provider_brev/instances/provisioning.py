@@ -364,12 +364,13 @@ class InstanceProvisioner:
     def _claiming(self, instance: BrevInstance | None, requested_at: float | None) -> None:
         """``claim_warm``'s ``on_claim``: a start in flight (``requested_at`` ``None``), one that went through, or
         one that failed (``instance`` ``None``)."""
-        started = instance is not None and requested_at is not None
-        self.starting = None if started else instance
-        self.claimed = instance if started else None
         self._stopped = None
-        entry = ReuseRegistry(self.log).find(instance.id) if started and instance and instance.id else None
-        if entry is not None and requested_at is not None and entry.state == STATE_STOPPED and entry.since:
+        if instance is None or requested_at is None:
+            self.starting, self.claimed = instance, None
+            return
+        self.starting, self.claimed = None, instance
+        entry = ReuseRegistry(self.log).find(instance.id) if instance.id else None
+        if entry is not None and entry.state == STATE_STOPPED and entry.since:
             self._stopped = disk_cost(
                 reuse_key=entry.key,
                 instance_name=entry.name,

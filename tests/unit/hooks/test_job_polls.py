@@ -9,6 +9,7 @@ import time
 
 import psutil
 import pytest
+from integration.chaos.chaos_helpers import await_until
 
 from airflow_provider_brev.core.jobs.follower import FollowPolicy
 from airflow_provider_brev.core.jobs.remote import RemoteJob
@@ -262,10 +263,9 @@ def test_cancelling_every_follower_of_a_shared_poll_ends_every_process_it_starte
     async def main():
         runners = [JobRunner(hook, "box", job, FollowPolicy(poll_interval=10.0), _Log()) for job in jobs]
         follows = [asyncio.create_task(runner.afollow()) for runner in runners]
-        deadline = time.monotonic() + 60
-        while not _held_on_the_instance(brev_sim, the_poll):
-            assert time.monotonic() < deadline, "the shared poll never started waiting on the instance"
-            await asyncio.sleep(0.05)
+        await await_until(
+            lambda: _held_on_the_instance(brev_sim, the_poll), timeout=60, what="the poll to wait on the instance"
+        )
         for follow in follows:
             follow.cancel()
         await asyncio.gather(*follows, return_exceptions=True)
