@@ -50,7 +50,8 @@ def test_every_step_reports_its_cost_and_the_run_adds_them_up(run_dag, brev_sim,
     assert create["seconds"]["boot"] > 0
     assert {p for p, s in create["seconds"].items() if s} <= {"boot", "resume", "idle"}
     assert (run["instance_type"], run["price_per_hour"]) == ("g6e.xlarge", 2.24)
-    assert run["seconds"]["boot"] == 0 and run["seconds"]["work"] >= 1.0  # `sleep 1`, across the deferral
+    # `sleep 1`, across the deferral; work starts when the launch returns, a few ms after the job may have started
+    assert run["seconds"]["boot"] == 0 and run["seconds"]["work"] >= 0.95
     # the ephemeral step bills its boot too, on the cheapest type within the cap
     assert (solo["instance_type"], solo["price_per_hour"]) == ("g5.xlarge", 1.21)
     # `sleep 0.5`: work starts when the launch returns, a few ms after the job itself may have started
